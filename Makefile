@@ -1,0 +1,34 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both create .venv on first use.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test lint types pytest demo bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+test: $(STAMP) lint types pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check bot_toolsearch tests bench examples
+	$(BIN)/ruff format --check bot_toolsearch tests bench examples
+
+types: $(STAMP)
+	$(BIN)/mypy --strict bot_toolsearch
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+demo: $(STAMP)
+	$(BIN)/bot-toolsearch demo
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

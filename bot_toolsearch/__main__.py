@@ -1,0 +1,5 @@
+"""``python -m bot_toolsearch`` runs the CLI."""
+
+from ._cli import main
+
+raise SystemExit(main())

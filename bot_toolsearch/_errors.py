@@ -1,0 +1,83 @@
+"""Exceptions raised to the bot developer.
+
+Mistakes made by the *model* (bad tool arguments, unknown tools) never raise: they become tool
+results the model reads. Mistakes made by the *developer* or in the *config* raise one of these::
+
+    ToolSearchError
+    ├── ToolSearchNameCollisionError (also ValueError)  a real tool is named ``tool_search``
+    ├── CatalogError (also ValueError)                   a tool catalog cannot be used as given
+    └── ConfigError (also ValueError)                    a config file or value is invalid
+"""
+
+from __future__ import annotations
+
+__all__ = ["CatalogError", "ConfigError", "ToolSearchError", "ToolSearchNameCollisionError"]
+
+
+class ToolSearchError(Exception):
+    """Base class of every exception this package raises on purpose."""
+
+
+class ToolSearchNameCollisionError(ToolSearchError, ValueError):
+    """A real tool uses the reserved name ``tool_search``.
+
+    Attributes:
+        name: the colliding tool name as given.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"tool name {name!r} is reserved for the virtual tool_search tool; "
+            "rename the tool or disable tool search"
+        )
+        self.name = name
+
+
+class CatalogError(ToolSearchError, ValueError):
+    """A tool catalog or tool definition cannot be used as given.
+
+    Attributes:
+        name: the offending tool name, when there is one.
+    """
+
+    def __init__(self, message: str, *, name: str | None = None) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+class ConfigError(ToolSearchError, ValueError):
+    """A config file or value is invalid.
+
+    Attributes:
+        path: the config file, when the error comes from one.
+        key: the dotted key (``skills.tool_search_max_results``), when known.
+        line: 1-based line in the file, when known.
+        column: 1-based column in the file, when known.
+        value: the offending value, when there is one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        key: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        value: object = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.key = key
+        self.line = line
+        self.column = column
+        self.value = value
+
+    def __str__(self) -> str:
+        where = self.path or ""
+        if where and self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        return f"{where}: {self.message}" if where else self.message
