@@ -1,0 +1,1 @@
+"""The embedded offline demo: a realistic tool catalog, a deterministic planner, token counts."""
