@@ -1,0 +1,288 @@
+"""`ScriptedOpenAIServer`: the scripted app served by uvicorn in a background thread."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Self
+
+import uvicorn
+
+from ._app import Responder, ScriptState, app_for
+from ._request import ModelRequest, UnconsumedTurns, UnexpectedModelCall
+from ._turns import ScriptEntry, Turn, as_turn
+
+__all__ = ["ScriptedOpenAIServer"]
+
+_HOST = "127.0.0.1"
+_START_TIMEOUT = 30.0
+_STOP_TIMEOUT = 5.0
+
+
+class _ThreadServer(uvicorn.Server):
+    """A uvicorn server that reports readiness and exits as soon as it is told to."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._exit: asyncio.Event | None = None
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._exit = asyncio.Event()
+        try:
+            await super().startup(sockets=sockets)
+        finally:
+            self.ready.set()
+
+    async def main_loop(self) -> None:
+        # uvicorn polls should_exit every 0.1 s; waiting on an event makes stop() immediate.
+        await self.on_tick(0)
+        assert self._exit is not None
+        if not self.should_exit:
+            await self._exit.wait()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # uvicorn's own shutdown sleeps a fixed 0.1 s and then polls every 0.1 s; a test suite
+        # stops one server per test, so poll briefly instead (same steps, same order).
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        deadline = asyncio.get_running_loop().time() + _STOP_TIMEOUT
+        # uvicorn offers no "all connections closed" event, hence the short poll.
+        while self._busy(deadline):  # noqa: ASYNC110
+            await asyncio.sleep(0.002)
+        for task in self.server_state.tasks:
+            task.cancel()
+        for server in self.servers:
+            await server.wait_closed()
+        await self.lifespan.shutdown()
+
+    def _busy(self, deadline: float) -> bool:
+        state = self.server_state
+        in_time = asyncio.get_running_loop().time() < deadline
+        return bool(state.connections or state.tasks) and in_time
+
+    def request_exit(self) -> None:
+        """Ask the server to shut down (thread-safe)."""
+        self.should_exit = True
+        if self._loop is not None and self._exit is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                self._loop.call_soon_threadsafe(self._exit.set)
+
+
+class ScriptedOpenAIServer:
+    """An OpenAI-compatible server on 127.0.0.1 that answers from a script of turns.
+
+    It serves ``POST /v1/chat/completions``, ``POST /v1/responses`` and ``GET /v1/models`` for
+    the real ``openai`` SDK, records every request, and fails loudly: a request with no turn
+    left (and no responder) is answered with HTTP 400 and makes `stop` raise
+    `UnexpectedModelCall`; `assert_consumed` raises `UnconsumedTurns` for turns never used.
+
+    Like the real API it answers, without using a turn, HTTP 400 for an unknown
+    ``previous_response_id`` and, with ``validate=True``, for tool results that answer no tool
+    call. Reported usage is an estimate (see the ``bot_toolsearch.testing`` docstring).
+
+    Example::
+
+        with ScriptedOpenAIServer() as server:
+            server.script(call("tool_search", query="select:weather"), text("done"))
+            client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+            ...
+            server.assert_consumed()
+            assert server.requests[0].tool_names == ["tool_search", "end"]
+
+    Args:
+        responder: answers a request when the script is empty (the offline demo model).
+        models: the model ids ``GET /v1/models`` lists.
+        validate: answer the API's 400s for unpaired tool results.
+    """
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        models: Iterable[str] = ("scripted-model",),
+        validate: bool = True,
+    ) -> None:
+        self._state = ScriptState(responder, models, validate)
+        self._server: _ThreadServer | None = None
+        self._thread: threading.Thread | None = None
+        self._port: int | None = None
+        self._lifecycle = threading.Lock()
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Start serving in a background thread; a no-op if already running.
+
+        A restarted server tries to keep its previous port, so clients built from
+        `base_url` keep working.
+
+        Raises:
+            RuntimeError: the server did not come up.
+        """
+        with self._lifecycle:
+            if self._thread is not None:
+                return self
+            sock = _bind(self._port)
+            port = sock.getsockname()[1]
+            config = uvicorn.Config(
+                app_for(self._state),
+                host=_HOST,
+                port=port,
+                loop="asyncio",
+                http="h11",
+                ws="none",
+                lifespan="off",
+                log_config=None,
+                access_log=False,
+                server_header=False,
+            )
+            server = _ThreadServer(config)
+            thread = threading.Thread(
+                target=_serve,
+                args=(server, sock),
+                name=f"ScriptedOpenAIServer-{port}",
+                daemon=True,
+            )
+            thread.start()
+            if not server.ready.wait(_START_TIMEOUT) or not server.started:
+                server.request_exit()
+                thread.join(_START_TIMEOUT)
+                sock.close()
+                raise RuntimeError(f"ScriptedOpenAIServer could not start on {_HOST}:{port}")
+            self._server, self._thread, self._port = server, thread, port
+            return self
+
+    def stop(self) -> None:
+        """Stop serving and join the thread; a no-op if not running.
+
+        Raises:
+            UnexpectedModelCall: a request found no turn, or the responder raised.
+        """
+        with self._lifecycle:
+            server, thread = self._server, self._thread
+            self._server = self._thread = None
+            if server is None or thread is None:
+                return
+            server.request_exit()
+            thread.join(_START_TIMEOUT)
+        self._raise_failures()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        """Whether the server is serving."""
+        return self._thread is not None
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``, for ``openai.OpenAI(base_url=...)``.
+
+        Raises:
+            RuntimeError: the server was never started.
+        """
+        if self._port is None:
+            raise RuntimeError("ScriptedOpenAIServer is not started; call start() first")
+        return f"http://{_HOST}:{self._port}/v1"
+
+    # --- script and records ----------------------------------------------------------------
+
+    def script(self, *entries: ScriptEntry) -> Self:
+        """Append turns to the script, one per expected request.
+
+        Args:
+            *entries: a `Turn`, a single `ToolCall`, or a list/tuple of `ToolCall` (several
+                calls in one response).
+
+        Raises:
+            TypeError: an entry has none of those shapes (nothing is appended).
+            ValueError: a list of calls is empty.
+        """
+        turns = [as_turn(entry) for entry in entries]
+        with self._state.lock:
+            self._state.turns.extend(turns)
+        return self
+
+    @property
+    def requests(self) -> list[ModelRequest]:
+        """Every model request received, in arrival order, both endpoints (a copy)."""
+        with self._state.lock:
+            return list(self._state.requests)
+
+    @property
+    def remaining(self) -> list[Turn]:
+        """The scripted turns not used yet (a copy)."""
+        with self._state.lock:
+            return list(self._state.turns)
+
+    @property
+    def failures(self) -> list[str]:
+        """Descriptions of the unexpected calls so far (a copy)."""
+        with self._state.lock:
+            return list(self._state.failures)
+
+    def assert_consumed(self) -> None:
+        """Check that every turn was used and nothing unexpected happened.
+
+        Raises:
+            UnexpectedModelCall: a request found no turn, or the responder raised.
+            UnconsumedTurns: scripted turns remain.
+        """
+        self._raise_failures()
+        remaining = self.remaining
+        if remaining:
+            raise UnconsumedTurns(remaining)
+
+    def reset(self) -> None:
+        """Forget the script, the requests, the failures, issued ids and the prefix cache."""
+        self._state.reset()
+
+    def _raise_failures(self) -> None:
+        with self._state.lock:
+            failures: Sequence[str] = list(self._state.failures)
+            failed = list(self._state.failed_requests)
+        if failures:
+            raise UnexpectedModelCall(failures, failed)
+
+
+def _serve(server: _ThreadServer, sock: socket.socket) -> None:
+    try:
+        server.run(sockets=[sock])
+    finally:
+        server.ready.set()  # unblock start() even if uvicorn failed before listening
+        sock.close()
+
+
+def _bind(port: int | None) -> socket.socket:
+    """A socket bound to 127.0.0.1, on ``port`` if it is still free, else on a fresh port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # A restart rebinds the old port while its accepted connections sit in TIME_WAIT.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((_HOST, port or 0))
+    except OSError:
+        if not port:
+            sock.close()
+            raise
+        sock.bind((_HOST, 0))
+    return sock
