@@ -11,6 +11,11 @@ from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameC
 # --- settings (config issue) ---
 from ._settings import BotSettings
 
+# --- registry (tool folders, MCP servers, issue 6) ---
+from ._mcp_config import MCPServerConfig
+from ._registry import ToolRegistry
+from ._tool_source import ToolSetSnapshot, ToolSource
+
 # --- tools (runtime issue) ---
 from ._tools import Agent, Tool, ToolImportError, tool
 
@@ -19,10 +24,14 @@ __all__ = [
     "BotSettings",
     "CatalogError",
     "ConfigError",
+    "MCPServerConfig",
     "Tool",
     "ToolImportError",
+    "ToolRegistry",
     "ToolSearchError",
     "ToolSearchNameCollisionError",
+    "ToolSetSnapshot",
+    "ToolSource",
     "__version__",
     "tool",
 ]

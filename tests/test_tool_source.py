@@ -1,0 +1,72 @@
+"""ToolSetSnapshot, fingerprint and the ToolSource seam."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bot_toolsearch import Tool, ToolSearchNameCollisionError
+from bot_toolsearch._tool_source import (
+    StaticToolSource,
+    ToolSetSnapshot,
+    ToolSource,
+    fingerprint,
+)
+
+
+def make(name: str, description: str = "d") -> Tool:
+    return Tool(name, description, {"type": "object", "properties": {}}, lambda: name)
+
+
+def test_build_keeps_order_sources_and_first_duplicate() -> None:
+    a, b, a2 = make("a"), make("b"), make("a", "other")
+    snap = ToolSetSnapshot.build([(b, "code"), (a, "mcp:x"), (a2, "code")], generation=3)
+    assert list(snap.tools) == ["b", "a"]
+    assert snap.tools["a"] is a
+    assert dict(snap.sources) == {"b": "code", "a": "mcp:x"}
+    assert snap.catalog.names == ("b", "a")
+    assert snap.generation == 3
+
+
+def test_snapshot_is_immutable() -> None:
+    snap = ToolSetSnapshot.build([(make("a"), "code")])
+    with pytest.raises(TypeError):
+        snap.tools["b"] = make("b")  # type: ignore[index]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.generation = 5  # type: ignore[misc]
+
+
+def test_fingerprint_ignores_order_but_not_content() -> None:
+    a, b = make("a").schema(), make("b").schema()
+    assert fingerprint([a, b]) == fingerprint([b, a])
+    changed = make("b", "different").schema()
+    assert fingerprint([a, b]) != fingerprint([a, changed])
+
+
+def test_build_reuses_the_catalog_only_for_the_same_fingerprint() -> None:
+    first = ToolSetSnapshot.build([(make("a"), "code")])
+    same = ToolSetSnapshot.build([(make("a"), "code")], generation=1, reuse=first)
+    assert same.catalog is first.catalog
+    other = ToolSetSnapshot.build([(make("a", "new"), "code")], generation=2, reuse=first)
+    assert other.catalog is not first.catalog
+    assert other.fingerprint != first.fingerprint
+
+
+def test_tools_the_catalog_rejects_are_not_callable() -> None:
+    bad = make("has space")
+    snap = ToolSetSnapshot.build([(bad, "code"), (make("ok"), "code")])
+    assert list(snap.tools) == ["ok"]
+    assert "has space" not in snap.sources
+
+
+def test_reserved_name_raises() -> None:
+    with pytest.raises(ToolSearchNameCollisionError):
+        ToolSetSnapshot.build([(make("tool_search"), "code")])
+
+
+def test_static_source_satisfies_the_protocol() -> None:
+    source = StaticToolSource([make("a")])
+    assert isinstance(source, ToolSource)
+    assert source.snapshot() is source.snapshot()
+    assert source.snapshot().sources["a"] == "code"
