@@ -9,7 +9,16 @@ from typing import Any
 from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameCollisionError
 
 # --- settings (config issue) ---
-from ._settings import BotSettings
+from ._config_file import load_settings
+from ._settings import (
+    BotSection,
+    BotSettings,
+    EasterEggSettings,
+    ModelSettings,
+    PluginSettings,
+    SkillsSettings,
+    ToolsSettings,
+)
 
 # --- registry (tool folders, MCP servers, issue 6) ---
 from ._mcp_config import MCPServerConfig
@@ -21,10 +30,15 @@ from ._tools import Agent, Tool, ToolImportError, tool
 
 __all__ = [
     "Agent",
+    "BotSection",
     "BotSettings",
     "CatalogError",
     "ConfigError",
+    "EasterEggSettings",
     "MCPServerConfig",
+    "ModelSettings",
+    "PluginSettings",
+    "SkillsSettings",
     "Tool",
     "ToolImportError",
     "ToolRegistry",
@@ -32,7 +46,9 @@ __all__ = [
     "ToolSearchNameCollisionError",
     "ToolSetSnapshot",
     "ToolSource",
+    "ToolsSettings",
     "__version__",
+    "load_settings",
     "tool",
 ]
 
