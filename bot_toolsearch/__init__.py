@@ -28,26 +28,56 @@ from ._tool_source import ToolSetSnapshot, ToolSource
 # --- tools (runtime issue) ---
 from ._tools import Agent, Tool, ToolImportError, tool
 
+# --- host runtime: Bot, middleware pipeline, tool-search middleware (issue 3) ---
+from ._bot import Bot
+from ._context import AskContext
+from ._middleware import (
+    CallRequest,
+    CallResult,
+    LoggingMiddleware,
+    Middleware,
+    RoundRequest,
+    forward_unanswered,
+)
+from ._plugins import Plugin
+from ._results import AskResult, AskStats, CallTrace, OutboundMessage, RoundTrace
+from ._tool_search_middleware import ToolSearchMiddleware
+
 __all__ = [
     "Agent",
+    "AskContext",
+    "AskResult",
+    "AskStats",
+    "Bot",
     "BotSection",
     "BotSettings",
+    "CallRequest",
+    "CallResult",
+    "CallTrace",
     "CatalogError",
     "ConfigError",
     "EasterEggSettings",
+    "LoggingMiddleware",
     "MCPServerConfig",
+    "Middleware",
     "ModelSettings",
+    "OutboundMessage",
+    "Plugin",
     "PluginSettings",
+    "RoundRequest",
+    "RoundTrace",
     "SkillsSettings",
     "Tool",
     "ToolImportError",
     "ToolRegistry",
     "ToolSearchError",
+    "ToolSearchMiddleware",
     "ToolSearchNameCollisionError",
     "ToolSetSnapshot",
     "ToolSource",
     "ToolsSettings",
     "__version__",
+    "forward_unanswered",
     "load_settings",
     "tool",
 ]

@@ -1,0 +1,92 @@
+"""The sub-agent loop: its own full tool list every request, no tool search, no directory.
+
+Tool search is for the main AI only. An agent gets its instructions as the system prompt, the
+main AI's ``request`` as the user message, and all of its own tools on every request; the loop
+ends when the agent answers without tool calls (its text is the agent tool's result). Native
+tool calls only: sub-agents do not use text recovery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._announce import announce_calls
+from ._calls import parse_arguments
+from ._messages import INVALID_ARGUMENTS, NO_SUCH_TOOL, tool_failed
+from ._names import WireNames
+from ._tools import Agent, Tool
+from ._transport import ModelToolCall, TransportState
+
+if TYPE_CHECKING:
+    from ._context import AskContext
+
+__all__ = ["run_agent"]
+
+logger = logging.getLogger("bot_toolsearch")
+
+AGENT_ROUNDS_EXHAUSTED = "(agent {name} stopped after {rounds} rounds without a final answer)"
+
+
+async def run_agent(ctx: AskContext, agent: Agent, arguments: Mapping[str, Any]) -> str:
+    """Run ``agent`` on ``arguments["request"]`` and return its final text.
+
+    Raises:
+        ValueError: ``request`` is missing or not a string.
+        openai.APIError: a model request failed.
+    """
+    request = arguments.get("request")
+    if not isinstance(request, str):
+        raise ValueError('agent arguments need a string field "request"')
+    if ctx.transport is None:
+        raise RuntimeError("no transport in this ask")
+    tools: dict[str, Tool] = {t.name: t for t in agent.tools}
+    schemas = [t.schema() for t in tools.values()]
+    names = WireNames.build(tools, dot_delimiter=ctx.settings.tools.dot_delimiter)
+    messages: list[dict[str, Any]] = []
+    if agent.instructions:
+        messages.append({"role": "system", "content": agent.instructions})
+    messages.append({"role": "user", "content": request})
+    state = TransportState()
+    last_text = ""
+    for _ in range(agent.max_rounds):
+        reply = await ctx.transport.complete(messages, schemas, names=names, state=state)
+        last_text = reply.text or ""
+        if not reply.tool_calls:
+            return last_text
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for c in reply.tool_calls
+                ],
+            }
+        )
+        runnable = [c.name for c in reply.tool_calls if c.name in tools]
+        await announce_calls(ctx, [(n, "tool") for n in runnable], agent=agent.name)
+        outputs = await asyncio.gather(*(_run(tools, c) for c in reply.tool_calls))
+        for call, output in zip(reply.tool_calls, outputs, strict=True):
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+    return last_text or AGENT_ROUNDS_EXHAUSTED.format(name=agent.name, rounds=agent.max_rounds)
+
+
+async def _run(tools: Mapping[str, Tool], call: ModelToolCall) -> str:
+    tool = tools.get(call.name)
+    if tool is None:
+        return NO_SUCH_TOOL.format(name=call.name)
+    arguments, problem = parse_arguments(call.arguments)
+    if arguments is None:
+        return INVALID_ARGUMENTS.format(name=call.name, problem=problem)
+    try:
+        return await tool.invoke(arguments)
+    except Exception as exc:
+        logger.warning("agent tool %s failed", call.name, exc_info=True)
+        return tool_failed(call.name, exc)

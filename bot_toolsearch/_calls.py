@@ -1,0 +1,65 @@
+"""Turning a model's tool calls (native or recovered from text) into `CallRequest` values."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from ._middleware import CallRequest
+from ._names import WireNames
+from ._text_calls import TextToolCall
+from ._transport import ModelToolCall
+
+__all__ = ["from_native", "from_text", "history_calls", "parse_arguments"]
+
+
+def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str]:
+    """A call's raw arguments as an object, or ``None`` and why not.
+
+    An empty string counts as ``{}``: some models send it for tools without parameters.
+    """
+    if not raw.strip():
+        return {}, ""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        return None, f"not valid JSON: {exc}"
+    if not isinstance(value, dict):
+        return None, f"got a JSON {type(value).__name__}, not an object"
+    return value, ""
+
+
+def from_native(calls: Sequence[ModelToolCall]) -> list[CallRequest]:
+    """Native calls as requests, arguments parsed (never raises)."""
+    requests: list[CallRequest] = []
+    for index, call in enumerate(calls):
+        arguments, problem = parse_arguments(call.arguments)
+        requests.append(
+            CallRequest(index, call.id, call.name, call.arguments, arguments, problem or None)
+        )
+    return requests
+
+
+def from_text(calls: Sequence[TextToolCall], names: WireNames) -> list[CallRequest]:
+    """Calls recovered from text as requests, with fresh ids where the text gave none."""
+    requests: list[CallRequest] = []
+    for index, call in enumerate(calls):
+        call_id = call.id or f"call_txt_{secrets.token_hex(12)}"
+        name = names.to_canonical(call.name) or call.name
+        raw = json.dumps(call.arguments, ensure_ascii=False)
+        requests.append(CallRequest(index, call_id, name, raw, call.arguments, None, "text"))
+    return requests
+
+
+def history_calls(calls: Sequence[CallRequest]) -> list[dict[str, Any]]:
+    """The ``tool_calls`` of the assistant message that carried ``calls`` (canonical names)."""
+    return [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments_raw},
+        }
+        for call in calls
+    ]

@@ -1,0 +1,174 @@
+"""The bot's tool set: entries, the catalog built once per change, and per-ask filtering."""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._catalog import ToolCatalog
+from ._errors import CatalogError
+from ._names import WireNames
+from ._prompt import TOOL_SEARCH_NAME
+from ._settings import BotSettings
+from ._tools import Agent, Tool
+
+__all__ = [
+    "END",
+    "SEND_MESSAGE",
+    "Builtin",
+    "Entry",
+    "ToolFilter",
+    "ToolSet",
+    "permitted_names",
+]
+
+logger = logging.getLogger("bot_toolsearch")
+
+SEND_MESSAGE = "send_message"
+END = "end"
+
+ToolFilter = Callable[[Mapping[str, Any], frozenset[str]], Iterable[str] | Awaitable[Iterable[str]]]
+"""The permission hook: ``tool_filter(context, names) -> allowed names``, sync or async."""
+
+
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """A host tool the runtime implements itself (``send_message``, ``end``)."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def schema(self) -> dict[str, Any]:
+        """The Chat Completions function tool schema (a fresh object)."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": {
+                    "type": "object",
+                    "properties": dict(self.parameters.get("properties", {})),
+                    "required": list(self.parameters.get("required", [])),
+                },
+            },
+        }
+
+
+BUILTINS = (
+    Builtin(
+        SEND_MESSAGE,
+        "Send a chat message to the user. The texts you send form your reply.",
+        {
+            "properties": {"text": {"type": "string", "description": "The message text."}},
+            "required": ["text"],
+        },
+    ),
+    Builtin(
+        END,
+        "Finish this turn of the conversation. Call it alone, after your work is done.",
+        {"properties": {}},
+    ),
+)
+
+Entry = Tool | Agent | Builtin
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolSet:
+    """Every tool the bot has, with the catalog the tool-search core indexes (built once).
+
+    A real tool named exactly ``tool_search`` is kept out of the catalog (the core refuses it)
+    but stays in ``entries`` and ``schemas``, so an ask can run as if tool search were off.
+    """
+
+    entries: Mapping[str, Entry]
+    """Canonical name -> what runs it, for every usable tool."""
+    catalog: ToolCatalog
+    """The core's index over every entry except a real ``tool_search``."""
+    schemas: tuple[Mapping[str, Any], ...]
+    """Every entry's schema, in catalog order (plus a real ``tool_search`` last). Shared: never
+    mutate."""
+    collision: bool
+    """A real tool is named ``tool_search``."""
+    _wire: dict[str, WireNames] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(cls, tools: Sequence[Tool], agents: Sequence[Agent]) -> ToolSet:
+        """Index the host's built-ins, then ``tools``, then ``agents``.
+
+        Raises:
+            CatalogError: two tools (or a tool and a built-in or agent) share a name.
+        """
+        entries: dict[str, Entry] = {}
+        for entry in (*BUILTINS, *tools, *agents):
+            if not isinstance(entry, Tool | Agent | Builtin):
+                raise CatalogError(f"not a Tool or Agent: {entry!r}")
+            if entry.name in entries:
+                raise CatalogError(f"duplicate tool name {entry.name!r}", name=entry.name)
+            entries[entry.name] = entry
+        collision = TOOL_SEARCH_NAME in entries
+        catalog = ToolCatalog(
+            [e.schema() for name, e in entries.items() if name != TOOL_SEARCH_NAME]
+        )
+        # The catalog skips (and logs) names it cannot index safely; they are unusable anywhere.
+        usable = {name: entries[name] for name in catalog.names}
+        if collision:
+            usable[TOOL_SEARCH_NAME] = entries[TOOL_SEARCH_NAME]
+        schemas = tuple(_frozen_schema(catalog, name, usable[name]) for name in usable)
+        return cls(usable, catalog, schemas, collision)
+
+    def wire_names(self, dot_delimiter: str) -> WireNames:
+        """The wire-name map for every entry plus ``tool_search``, cached per delimiter."""
+        names = self._wire.get(dot_delimiter)
+        if names is None:
+            names = WireNames.build([*self.entries, TOOL_SEARCH_NAME], dot_delimiter=dot_delimiter)
+            self._wire[dot_delimiter] = names
+        return names
+
+
+def _frozen_schema(catalog: ToolCatalog, name: str, entry: Entry) -> Mapping[str, Any]:
+    schema = catalog.schema(name) if name in catalog else None
+    return schema if schema is not None else entry.schema()
+
+
+async def permitted_names(
+    toolset: ToolSet,
+    settings: BotSettings,
+    context: Mapping[str, Any],
+    tool_filter: ToolFilter | None,
+) -> frozenset[str]:
+    """The tools this ask may use: the permission hook first, then ``[tools] allow``/``deny``.
+
+    ``allow`` restricts only registered tools and agents: the host's ``send_message`` and
+    ``end`` stay unless the hook or ``deny`` removes them, so a bot can always answer.
+    """
+    names = frozenset(toolset.entries)
+    if tool_filter is not None:
+        allowed = tool_filter(context, names)
+        if inspect.isawaitable(allowed):
+            allowed = await allowed
+        # A hook cannot add tools: names it returns that the bot does not have are ignored.
+        names = names & frozenset(_strings(allowed))
+    allow, deny = settings.tools.allow, settings.tools.deny
+    if allow:
+        builtins = {b.name for b in BUILTINS}
+        names = frozenset(n for n in names if n in builtins or _matches(n, allow))
+    if deny:
+        names = frozenset(n for n in names if not _matches(n, deny))
+    return names
+
+
+def _strings(values: object) -> Collection[str]:
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise TypeError("tool_filter must return an iterable of tool names")
+    return {v for v in values if isinstance(v, str)}
+
+
+def _matches(name: str, patterns: Sequence[str]) -> bool:
+    # Case-sensitive on every platform: tool names are case-sensitive.
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
