@@ -294,7 +294,9 @@ async def test_watch_reloads_added_edited_and_removed_folders(tmp_path: Path) ->
     registry = ToolRegistry([root], watch=True, debounce=0.05)
     await registry.start()
     try:
-        write_tool(root, "ns/b")
+        # Built aside and moved in, as a deploy would (one event for the whole folder).
+        write_tool(tmp_path / "staging", "ns/b")
+        (tmp_path / "staging" / "ns").rename(root / "ns")
         snap = await registry.wait_for_generation(1)
         assert "ns.b" in snap.tools
 
