@@ -48,7 +48,7 @@ def convert_timezone(time: str, from_timezone: str, to_timezone: str) -> dict[st
         to_timezone: IANA time zone to convert into, e.g. Asia/Shanghai.
     """
     if len(time.strip()) <= 5:
-        time = f"{date.today().isoformat()}T{time.strip()}"
+        time = f"{date.today().isoformat()}T{time.strip().zfill(5)}"
     source = _parse(time).replace(tzinfo=_zone(from_timezone))
     target = source.astimezone(_zone(to_timezone))
     return {

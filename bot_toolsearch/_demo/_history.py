@@ -1,0 +1,107 @@
+"""The offline planner's view of one ask: the user's text and the tool calls made since."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bot_toolsearch.testing import ModelRequest, ToolCall
+
+__all__ = ["Episode", "Step", "read_episode"]
+
+
+@dataclass(slots=True)
+class Step:
+    """One tool call the planner made, and its result once the host sent it."""
+
+    call_id: str
+    """The call id."""
+    name: str
+    """Canonical tool name (wire dots decoded)."""
+    arguments: dict[str, Any]
+    """Parsed arguments."""
+    output: str | None = None
+    """The tool result text; ``None`` until it arrives."""
+
+
+@dataclass(slots=True)
+class Episode:
+    """One ask as the planner sees it."""
+
+    user_text: str = ""
+    """The latest user message."""
+    steps: list[Step] = field(default_factory=list)
+    """Calls since that message, in order."""
+
+    @property
+    def searched(self) -> bool:
+        """Whether ``tool_search`` was called in this ask."""
+        return any(s.name == "tool_search" for s in self.steps)
+
+    def copy(self) -> Episode:
+        """An independent copy (steps are mutable)."""
+        return Episode(self.user_text, [replace(s) for s in self.steps])
+
+    def extended(self, call: ToolCall, dot_delimiter: str) -> Episode:
+        """A copy with ``call`` appended as a pending step."""
+        grown = self.copy()
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        grown.steps.append(
+            Step(call.id or "", call.name.replace(dot_delimiter, "."), dict(arguments))
+        )
+        return grown
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return "" if content is None else str(content)
+
+
+def _arguments(raw: object) -> dict[str, Any]:
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def read_episode(
+    request: ModelRequest, memory: Mapping[str, Episode], dot_delimiter: str
+) -> Episode:
+    """Rebuild the current ask from the request, continuing from ``memory`` when it is partial.
+
+    Chat Completions requests carry the full history. Responses requests that continue a
+    response carry only the new items (tool outputs), so the ask is found again by call id.
+    """
+    episode = Episode()
+    for item in request.messages:
+        role, kind = item.get("role"), item.get("type")
+        if role == "user" and kind in (None, "message"):
+            episode = Episode(_text(item.get("content")))
+        elif role == "assistant" and isinstance(item.get("tool_calls"), list):
+            for call in item["tool_calls"]:
+                function = call.get("function") or {}
+                name = str(function.get("name", "")).replace(dot_delimiter, ".")
+                episode.steps.append(
+                    Step(str(call.get("id")), name, _arguments(function.get("arguments")))
+                )
+        elif kind == "function_call":
+            name = str(item.get("name", "")).replace(dot_delimiter, ".")
+            episode.steps.append(
+                Step(str(item.get("call_id")), name, _arguments(item.get("arguments")))
+            )
+        elif role == "tool" or kind == "function_call_output":
+            call_id = str(item.get("tool_call_id") if role == "tool" else item.get("call_id"))
+            output = _text(item.get("content") if role == "tool" else item.get("output"))
+            step = next((s for s in episode.steps if s.call_id == call_id), None)
+            if step is None and call_id in memory:
+                episode = memory[call_id].copy()
+                step = next((s for s in episode.steps if s.call_id == call_id), None)
+            if step is not None:
+                step.output = output
+    return episode

@@ -1,0 +1,201 @@
+"""The embedded offline model: a small deterministic planner, NOT a language model.
+
+It stands in for a tool-using model so ``bot-toolsearch demo`` runs with no API key and no
+network, over the real ``Bot``, middleware, openai SDK and HTTP. Used as the responder of a
+`ScriptedOpenAIServer`, it behaves the way a tool-using model does under tool search:
+
+1. read the latest user message and the ``<available_deferred_tools>`` directory;
+2. if no tool in the request fits, call ``tool_search`` (``select:<name>`` when the message
+   names a directory entry exactly, otherwise the message's content words);
+3. once a fitting schema is in the request, call it with arguments read from the message;
+4. call ``send_message`` with a short answer built from the result, then ``end`` alone.
+
+With tool search off (no directory), it calls the best matching tool directly. It is bounded:
+after a few rounds without progress it says so and ends. Chat Completions requests carry the
+whole history; for the Responses API it remembers each ask by the call ids it issued.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot_toolsearch._names import DEFAULT_DOT_DELIMITER
+from bot_toolsearch.testing import ModelRequest, ScriptEntry, ToolCall, text
+
+from ._answer import compose_answer
+from ._history import Episode, Step, read_episode
+from ._reading import content_words, extract_arguments, read_arguments, score_tool, terms
+
+__all__ = ["OFFLINE_MODEL_NAME", "OfflinePlanner"]
+
+OFFLINE_MODEL_NAME = "offline-demo-planner"
+"""The model name the embedded offline model answers to."""
+
+TOOL_SEARCH = "tool_search"
+_HOST = frozenset({"send_message", "end", TOOL_SEARCH})
+_DIRECTORY = re.compile(r"<available_deferred_tools>\s*(.*?)\s*</available_deferred_tools>", re.S)
+_MAX_ROUNDS = 6
+_MAX_SEARCHES = 2
+_MEMORY = 2048
+
+
+@dataclass
+class OfflinePlanner:
+    """The demo's deterministic stand-in model; call it with a `ModelRequest`.
+
+    Args:
+        dot_delimiter: how the bot encodes dots in tool names on the wire.
+    """
+
+    dot_delimiter: str = DEFAULT_DOT_DELIMITER
+    _memory: OrderedDict[str, Episode] = field(default_factory=OrderedDict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _counter: int = 0
+
+    def __call__(self, request: ModelRequest) -> ScriptEntry:
+        """Answer one request with tool calls (or text when the host offers no send_message)."""
+        with self._lock:
+            tools = _tools_by_canonical(request, self.dot_delimiter)
+            episode = read_episode(request, self._memory, self.dot_delimiter)
+            decision = self._decide(request, episode, tools)
+            if isinstance(decision, list):
+                for call in decision:
+                    self._memory[call.id or ""] = episode.extended(call, self.dot_delimiter)
+                while len(self._memory) > _MEMORY:
+                    self._memory.popitem(last=False)
+            return decision
+
+    def _call(self, wire: str, arguments: dict[str, Any]) -> list[ToolCall]:
+        self._counter += 1
+        return [ToolCall(wire, arguments, f"call_offline_{self._counter}")]
+
+    def _decide(
+        self, request: ModelRequest, episode: Episode, tools: dict[str, tuple[str, dict[str, Any]]]
+    ) -> ScriptEntry:
+        steps = episode.steps
+        if (steps and steps[-1].name == "send_message") or len(steps) >= _MAX_ROUNDS + 2:
+            return self._call(tools["end"][0], {}) if "end" in tools else text("")
+        done = [s for s in steps if s.name not in _HOST and s.output is not None]
+        if done and not _looks_refused(done[-1]):
+            return self._reply(tools, compose_answer(done[-1], episode.user_text))
+        if len(steps) >= _MAX_ROUNDS:
+            return self._reply(tools, _give_up(episode.user_text))
+        target = self._pick_target(episode, tools)
+        if target is not None:
+            wire, schema = tools[target]
+            params = schema.get("function", {}).get("parameters") or {}
+            return self._call(wire, extract_arguments(params, episode.user_text))
+        searches = [s for s in steps if s.name == TOOL_SEARCH]
+        if TOOL_SEARCH in tools and len(searches) < _MAX_SEARCHES:
+            query = _query(episode, _directory(request), retry=bool(searches))
+            if query and query not in {s.arguments.get("query") for s in searches}:
+                return self._call(tools[TOOL_SEARCH][0], {"query": query})
+        return self._reply(tools, _give_up(episode.user_text))
+
+    def _pick_target(
+        self, episode: Episode, tools: dict[str, tuple[str, dict[str, Any]]]
+    ) -> str | None:
+        # content_words adds what the message implies (a formula wants a calculator).
+        wanted = terms(episode.user_text) | terms(" ".join(content_words(episode.user_text)))
+        ranked = _search_ranks(episode)
+        refused = {s.name for s in episode.steps if s.output is not None and _looks_refused(s)}
+        best: tuple[float, str] | None = None
+        for name, (_, schema) in tools.items():
+            if name in _HOST or name in refused:
+                continue
+            score = score_tool(wanted, schema)
+            # A model prefers a tool it can call with what the user actually said.
+            params = schema.get("function", {}).get("parameters") or {}
+            score -= 1.5 * read_arguments(params, episode.user_text)[1]
+            if name in ranked:
+                # What the search engine ranked first is a hint, as for a real model.
+                score += 1.0 / (1 + ranked.index(name))
+            elif not episode.searched and TOOL_SEARCH in tools:
+                score -= 1.0  # already-loaded tools must fit well before we skip searching
+            if score > 0 and (best is None or (-score, name) < (-best[0], best[1])):
+                best = (score, name)
+        return None if best is None or best[0] < 1.0 else best[1]
+
+    def _reply(self, tools: dict[str, tuple[str, dict[str, Any]]], answer: str) -> ScriptEntry:
+        if "send_message" not in tools:
+            return text(answer)
+        wire, schema = tools["send_message"]
+        return self._call(wire, {_text_param(schema): answer})
+
+
+def _tools_by_canonical(
+    request: ModelRequest, dot_delimiter: str
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for tool in request.body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        # Normalise the Responses shape to the Chat Completions one.
+        schema = tool if isinstance(tool.get("function"), dict) else {"function": tool}
+        wire = schema["function"].get("name")
+        if isinstance(wire, str):
+            out[wire.replace(dot_delimiter, ".")] = (wire, schema)
+    return out
+
+
+def _directory(request: ModelRequest) -> list[str]:
+    texts = list(request.system_texts)
+    texts += [str(m.get("content")) for m in request.messages if isinstance(m.get("content"), str)]
+    for chunk in texts:
+        match = _DIRECTORY.search(chunk)
+        if match:
+            return [line.strip() for line in match.group(1).splitlines() if line.strip()]
+    return []
+
+
+def _query(episode: Episode, directory: list[str], *, retry: bool) -> str:
+    message = episode.user_text
+    named = [n for n in directory if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w.])", message)]
+    if named and not retry:
+        return "select:" + ",".join(named)
+    words = content_words(message)
+    # A second try drops the words that found nothing useful and keeps the longest ones.
+    return " ".join(sorted(words, key=len, reverse=True)[:2] if retry else words)
+
+
+def _search_ranks(episode: Episode) -> list[str]:
+    ranked: list[str] = []
+    for step in episode.steps:
+        if step.name == TOOL_SEARCH and step.output:
+            try:
+                result = json.loads(step.output)
+            except ValueError:
+                continue
+            if isinstance(result, dict):
+                ranked += [
+                    str(n) for n in result.get("loaded", []) + result.get("already_loaded", [])
+                ]
+    return ranked
+
+
+def _looks_refused(step: Step) -> bool:
+    output = (step.output or "").lower()
+    return "tool_search" in output and ("not loaded" in output or "not available" in output)
+
+
+def _text_param(schema: dict[str, Any]) -> str:
+    params = schema.get("function", {}).get("parameters") or {}
+    properties = params.get("properties") or {}
+    for candidate in ("text", "content", "message"):
+        if candidate in properties:
+            return candidate
+    required = [
+        r for r in params.get("required") or [] if properties.get(r, {}).get("type") == "string"
+    ]
+    return required[0] if required else "text"
+
+
+def _give_up(user_text: str) -> str:
+    if any("\u3400" <= c <= "\u9fff" for c in user_text):
+        return "抱歉，我没有找到能完成这个请求的工具。"  # noqa: RUF001 (Chinese punctuation)
+    return "Sorry, I could not find a tool that can do that."
