@@ -8,8 +8,16 @@ from typing import Any
 # --- errors ---
 from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameCollisionError
 
+# --- core (tool search, issue 2) ---
+from ._catalog import TOOL_SEARCH_NAME, ToolCatalog
+from ._prompt import TOOL_SEARCH_RULES, render_deferred_tools
+from ._result import ToolSearchResult
+from ._session import ToolSearchSession
+
 # --- settings (config issue) ---
 from ._config_file import load_settings
+from ._edit import get_value, set_value
+from ._reload import ConfigReloader
 from ._settings import (
     BotSection,
     BotSettings,
@@ -43,7 +51,7 @@ from ._plugins import Plugin
 from ._results import AskResult, AskStats, CallTrace, OutboundMessage, RoundTrace
 from ._tool_search_middleware import ToolSearchMiddleware
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "Agent",
     "AskContext",
     "AskResult",
@@ -56,6 +64,7 @@ __all__ = [
     "CallTrace",
     "CatalogError",
     "ConfigError",
+    "ConfigReloader",
     "EasterEggSettings",
     "LoggingMiddleware",
     "MCPServerConfig",
@@ -67,18 +76,26 @@ __all__ = [
     "RoundRequest",
     "RoundTrace",
     "SkillsSettings",
+    "TOOL_SEARCH_NAME",
+    "TOOL_SEARCH_RULES",
     "Tool",
+    "ToolCatalog",
     "ToolImportError",
     "ToolRegistry",
     "ToolSearchError",
     "ToolSearchMiddleware",
     "ToolSearchNameCollisionError",
+    "ToolSearchResult",
+    "ToolSearchSession",
     "ToolSetSnapshot",
     "ToolSource",
     "ToolsSettings",
     "__version__",
     "forward_unanswered",
+    "get_value",
     "load_settings",
+    "render_deferred_tools",
+    "set_value",
     "tool",
 ]
 

@@ -16,9 +16,11 @@ import contextlib
 import json
 import logging
 import math
-from collections.abc import Callable, Mapping
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 import anyio
 
@@ -52,6 +54,28 @@ class _Call:
     tool: str
     arguments: dict[str, Any]
     future: asyncio.Future[str]
+
+
+@contextlib.contextmanager
+def _server_errlog() -> Iterator[TextIO]:
+    """Where a stdio server's stderr goes: ours if it is a real file, else the null device.
+
+    (Under pytest's capture, in notebooks or under pythonw, ``sys.stderr`` has no file
+    descriptor, and a subprocess cannot write to it.)
+    """
+    usable: TextIO | None = None
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None and usable is None:
+                stream.fileno()
+                usable = stream
+        except (OSError, ValueError, AttributeError):
+            continue
+    if usable is not None:
+        yield usable
+        return
+    with open(os.devnull, "w", encoding="utf-8") as devnull:
+        yield devnull
 
 
 def _describe(exc: BaseException) -> str:
@@ -210,14 +234,15 @@ class MCPServerConnection:
                 await asyncio.wait_for(self._wake.wait(), delay)
             delay = min(delay * 2, self._backoff[1])
 
-    def _client(self) -> Any:
-        from mcp import Client, StdioServerParameters
+    def _client(self, errlog: TextIO) -> Any:
+        from mcp import Client, StdioServerParameters, stdio_client
 
         config = self.config
         if config.command is not None:
-            target: Any = StdioServerParameters(
+            params = StdioServerParameters(
                 command=config.command, args=list(config.args), env=dict(config.env) or None
             )
+            target: Any = stdio_client(params, errlog=errlog)
         else:
             target = config.url
         return Client(target, read_timeout_seconds=config.timeout)
@@ -225,11 +250,12 @@ class MCPServerConnection:
     async def _session(self) -> bool:
         """Run one session until it fails or the connection is closed; True if it got ready."""
         ready = False
+        stack = contextlib.ExitStack()
         # One cancel scope around the whole session, so the connect deadline can be lifted
         # once the tools are listed without exiting scopes out of order.
-        with anyio.CancelScope() as scope:
+        with stack, anyio.CancelScope() as scope:
             scope.deadline = anyio.current_time() + self.config.timeout
-            async with self._client() as client:
+            async with self._client(stack.enter_context(_server_errlog())) as client:
                 tools = await self._list_tools(client)
                 scope.deadline = math.inf
                 self.tools = tools

@@ -212,7 +212,15 @@ class ToolRegistry:
         if self._base is not None:
             paths = [p if p.is_absolute() else self._base / p for p in paths]
         self._dirs = tuple(paths)
-        self._labels = tuple(Path(d).as_posix() for d in dirs)
+        self._labels = tuple(self._label(Path(d), p) for d, p in zip(dirs, paths, strict=True))
+
+    def _label(self, given: Path, path: Path) -> str:
+        """How a directory appears in source labels: relative to the base when inside it."""
+        base = self._base if self._base is not None else Path.cwd()
+        try:
+            return path.relative_to(base).as_posix()
+        except ValueError:
+            return given.as_posix()
 
     def _warn_once(self, name: str, source: str, reason: str) -> None:
         if (name, source) not in self._warned:

@@ -1,0 +1,234 @@
+"""``ToolCatalog``: a validated, immutable, indexed snapshot of tool schemas.
+
+The catalog is the only part of tool search that does work proportional to the number of tools.
+It is built once per registry change and shared by every ask, so everything a session needs is
+precomputed here: the search index, the ``(casefold, name)`` order, and the case-insensitive
+name map.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from ._errors import CatalogError, ToolSearchNameCollisionError
+from ._index import Document, SearchIndex
+from ._tokens import index_terms
+
+__all__ = ["TOOL_SEARCH_NAME", "ToolCatalog", "invalid_name_reason"]
+
+TOOL_SEARCH_NAME = "tool_search"
+"""The name of the virtual search tool; no real tool may use it."""
+
+logger = logging.getLogger("bot_toolsearch")
+
+# Keys whose value is a mapping of sub-schemas, a single sub-schema, or a list of sub-schemas
+# (JSON Schema keywords that can hold parameters).
+_SCHEMA_MAPS = ("$defs", "definitions", "properties", "patternProperties")
+_SCHEMA_ONE = (
+    "additionalProperties",
+    "contains",
+    "else",
+    "if",
+    "items",
+    "not",
+    "propertyNames",
+    "then",
+)
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+
+
+def invalid_name_reason(name: object) -> str | None:
+    """Why ``name`` cannot be a tool name, or ``None`` when it can.
+
+    A name must be a non-empty string without whitespace, control or format characters, ``<``
+    or ``>``, so that it always fits on one line of the deferred-tools directory.
+    """
+    if not isinstance(name, str):
+        return f"name is {type(name).__name__}, not a string"
+    if not name:
+        return "name is empty"
+    for ch in name:
+        if ch.isspace():
+            return "name contains whitespace"
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            return f"name contains the control character U+{ord(ch):04X}"
+        if ch in "<>":
+            return "name contains '<' or '>'"
+    return None
+
+
+def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
+    """Terms of every property name, and of every description and enum value, in a schema."""
+    names: list[str] = []
+    texts: list[str] = []
+    stack: list[object] = [parameters]
+    # The schema came out of json.loads, so it has no cycles; a stack bounds deep nesting.
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        description = node.get("description")
+        if isinstance(description, str):
+            texts.extend(index_terms(description))
+        enum = node.get("enum")
+        if isinstance(enum, list):
+            for value in enum:
+                if isinstance(value, str):
+                    texts.extend(index_terms(value))
+        for key in _SCHEMA_MAPS:
+            sub = node.get(key)
+            if isinstance(sub, dict):
+                if key == "properties":
+                    for prop in sub:
+                        names.extend(index_terms(prop))
+                stack.extend(sub.values())
+        for key in _SCHEMA_ONE:
+            sub = node.get(key)
+            if isinstance(sub, dict):
+                stack.append(sub)
+        for key in _SCHEMA_LISTS:
+            sub = node.get(key)
+            if isinstance(sub, list):
+                stack.extend(sub)
+    return names, texts
+
+
+class ToolCatalog:
+    """An immutable index over OpenAI Chat Completions function tools.
+
+    Build it once and reuse it across any number of asks; a
+    :class:`~bot_toolsearch.ToolSearchSession` over it costs nothing per catalog tool.
+
+    Args:
+        schemas: tool schemas, ``{"type": "function", "function": {"name", "description",
+            "parameters"}}``. Entries without a ``function`` mapping, with a name that is not
+            a non-empty string, or a name containing whitespace, control characters, ``<`` or
+            ``>``, or that cannot be serialised as JSON, are skipped with one warning each on
+            the ``bot_toolsearch`` logger. Of duplicate names, the first is kept.
+
+    Raises:
+        ToolSearchNameCollisionError: a tool is named exactly ``tool_search``.
+        CatalogError: ``schemas`` is a string or mapping instead of a sequence of schemas.
+
+    >>> catalog = ToolCatalog([{"type": "function", "function": {"name": "weather.now"}}])
+    >>> catalog.names, "weather.now" in catalog, len(catalog)
+    (('weather.now',), True, 1)
+    """
+
+    __slots__ = ("_by_fold", "_json", "_order", "_rank", "index", "names", "sorted_names")
+
+    def __init__(self, schemas: Iterable[Mapping[str, Any]]) -> None:
+        if isinstance(schemas, str | bytes | Mapping):
+            raise CatalogError("schemas must be a sequence of tool schemas, not a single value")
+        names: list[str] = []
+        encoded: dict[str, str] = {}
+        docs: dict[str, Document] = {}
+        for position, entry in enumerate(schemas):
+            function = entry.get("function") if isinstance(entry, Mapping) else None
+            if not isinstance(function, Mapping):
+                logger.warning("tool catalog: skipping entry %d: no 'function' mapping", position)
+                continue
+            name = function.get("name")
+            if name == TOOL_SEARCH_NAME:
+                raise ToolSearchNameCollisionError(name)
+            reason = invalid_name_reason(name)
+            if reason is not None:
+                logger.warning("tool catalog: skipping entry %d (%r): %s", position, name, reason)
+                continue
+            assert isinstance(name, str)
+            if name in encoded:
+                logger.warning("tool catalog: skipping entry %d: duplicate name %r", position, name)
+                continue
+            try:
+                # A JSON round trip is the deep copy: it isolates the catalog from the caller's
+                # objects and rejects what no provider could be sent (cycles, non-JSON values).
+                text = json.dumps(
+                    {**entry, "function": dict(function)}, ensure_ascii=False, allow_nan=False
+                )
+            except (TypeError, ValueError, RecursionError) as exc:
+                logger.warning(
+                    "tool catalog: skipping entry %d (%r): schema is not JSON: %s",
+                    position,
+                    name,
+                    exc,
+                )
+                continue
+            if name.casefold() == TOOL_SEARCH_NAME:
+                logger.warning(
+                    "tool catalog: %r differs from the reserved name %r only in case; "
+                    "select:%s loads it, other spellings mean the virtual tool",
+                    name,
+                    TOOL_SEARCH_NAME,
+                    name,
+                )
+            copy = json.loads(text)["function"]
+            description = copy.get("description")
+            param_names, param_texts = _parameter_text(copy.get("parameters"))
+            docs[name] = (
+                index_terms(name),
+                param_names,
+                index_terms(description) if isinstance(description, str) else [],
+                param_texts,
+            )
+            names.append(name)
+            encoded[name] = text
+        self.names: tuple[str, ...] = tuple(names)
+        """Canonical tool names in input order."""
+        self.sorted_names: tuple[str, ...] = tuple(sorted(names, key=lambda n: (n.casefold(), n)))
+        """Canonical tool names in ``(casefold(name), name)`` order: the directory order."""
+        self._json = encoded
+        self._order = {name: i for i, name in enumerate(names)}
+        # A document's id is its position in sorted_names, so ties in score break by id.
+        self._rank = {name: i for i, name in enumerate(self.sorted_names)}
+        self.index = SearchIndex([docs[name] for name in self.sorted_names])
+        by_fold: dict[str, list[str]] = {}
+        for name in self.sorted_names:
+            by_fold.setdefault(name.casefold(), []).append(name)
+        self._by_fold = {key: tuple(group) for key, group in by_fold.items()}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self._json
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __repr__(self) -> str:
+        return f"ToolCatalog({len(self.names)} tools)"
+
+    def schema(self, name: str) -> dict[str, Any] | None:
+        """A fresh deep copy of the stored schema of ``name`` (exact spelling), or ``None``."""
+        text = self._json.get(name) if isinstance(name, str) else None
+        if text is None:
+            return None
+        schema: dict[str, Any] = json.loads(text)
+        return schema
+
+    def schemas(self, names: Iterable[str]) -> list[dict[str, Any]]:
+        """Fresh deep copies of the schemas of catalog tools ``names``, in the given order.
+
+        Raises:
+            KeyError: a name is not in the catalog.
+        """
+        return [json.loads(self._json[name]) for name in names]
+
+    def position(self, name: str) -> int:
+        """The input-order position of catalog tool ``name``."""
+        return self._order[name]
+
+    def rank(self, name: str) -> int:
+        """The position of ``name`` in :attr:`sorted_names`, which is its search document id."""
+        return self._rank[name]
+
+    def case_variants(self, name: str) -> tuple[str, ...]:
+        """Catalog names equal to ``name`` ignoring case, in ``(casefold, name)`` order."""
+        return self._by_fold.get(name.casefold(), ())
