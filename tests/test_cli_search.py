@@ -1,0 +1,103 @@
+"""``search`` and ``catalog stats``: offline catalog debugging, including bad catalog files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot_toolsearch._catalog import ToolCatalog
+from bot_toolsearch._cli_search import (
+    CatalogFileError,
+    catalog_stats,
+    explain_search,
+    load_catalog_file,
+)
+from bot_toolsearch._demo.catalog import demo_schemas
+
+
+@pytest.fixture
+def catalog_file(tmp_path: Path) -> Path:
+    schemas = demo_schemas()
+    schemas += [
+        {"type": "function", "function": {"name": "Weather.Current"}},
+        {"type": "function", "function": {"name": "bad name"}},
+        schemas[0],
+    ]
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(schemas, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot_toolsearch", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_explain_search_reports_scores_and_matched_fields() -> None:
+    catalog = ToolCatalog(demo_schemas())
+    matches, truncated = explain_search(catalog, "weather forecasting", max_results=2)
+    assert [m.name for m in matches] == ["weather.forecast", "weather.hourly_forecast"]
+    assert truncated
+    assert matches[0].score is not None
+    assert matches[1].score is not None
+    assert matches[0].score > matches[1].score
+    assert set(matches[0].matched["name"]) == {"weather", "forecast"}
+
+
+def test_explain_search_handles_cjk_and_select() -> None:
+    catalog = ToolCatalog(demo_schemas())
+    matches, _ = explain_search(catalog, "成员 头像")
+    assert matches[0].name == "group.get_member_avatar"
+    assert set(matches[0].matched["description"]) == {"成员", "头像"}
+    selected, _ = explain_search(catalog, "select:time.now,nope")
+    assert [(m.name, m.score) for m in selected] == [("time.now", None)]
+
+
+def test_catalog_stats_counts_names_and_tokens(catalog_file: Path) -> None:
+    stats = catalog_stats(load_catalog_file(str(catalog_file)), "-_-")
+    total = len(demo_schemas())
+    assert stats.entries == total + 3
+    assert stats.usable == total + 1
+    assert ("time.now", "time-_-now") in stats.renamed
+    assert stats.invalid == (("'bad name'", "name contains whitespace"),)
+    assert stats.duplicates == (demo_schemas()[0]["function"]["name"],)
+    assert stats.case_variants == (("weather.current", "Weather.Current"),)
+    assert stats.projected_tokens * 5 < stats.full_tokens
+
+
+def test_responses_shaped_entries_are_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps([{"type": "function", "name": "a.b", "parameters": {}}]))
+    assert load_catalog_file(str(path))[0]["function"]["name"] == "a.b"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{", "not JSON"),
+        ('{"a": 1}', "expected a JSON list"),
+        ("[1, 2]", "expected a JSON list"),
+        (b"\xff\xfe", "cannot read"),
+    ],
+)
+def test_malformed_catalog_files_raise_one_clear_error(
+    tmp_path: Path, content: str | bytes, message: str
+) -> None:
+    path = tmp_path / "tools.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    with pytest.raises(CatalogFileError, match=message):
+        load_catalog_file(str(path))
+    with pytest.raises(CatalogFileError, match="no such file"):
+        load_catalog_file(str(tmp_path / "missing.json"))
