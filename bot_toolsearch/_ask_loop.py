@@ -52,11 +52,11 @@ async def run_rounds(
         ctx.stats.cached_tokens += reply.cached_tokens
         sent = tuple(str(t["function"]["name"]) for t in request.tools)
         usage = (reply.prompt_tokens, reply.cached_tokens)
-        calls = from_native(reply.tool_calls)
+        calls = from_native(reply.tool_calls, ctx.permitted)
         if not calls and reply.text and reply.text.strip():
             recovered = _recover(reply.text)
             if recovered:
-                calls = from_text(recovered, names)
+                calls = from_text(recovered, names, ctx.permitted)
                 state.force_stateless()  # the server never saw these call ids
         if not calls:
             history.append({"role": "assistant", "content": reply.text or ""})

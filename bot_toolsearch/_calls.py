@@ -31,23 +31,31 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str]:
     return value, ""
 
 
-def from_native(calls: Sequence[ModelToolCall]) -> list[CallRequest]:
-    """Native calls as requests, arguments parsed (never raises)."""
+def from_native(calls: Sequence[ModelToolCall], permitted: frozenset[str]) -> list[CallRequest]:
+    """Native calls as requests, arguments parsed (never raises).
+
+    A name that decodes to a tool this ask may not use keeps the model's spelling, so no
+    result can reveal the canonical name of a forbidden tool.
+    """
     requests: list[CallRequest] = []
     for index, call in enumerate(calls):
         arguments, problem = parse_arguments(call.arguments)
+        name = call.name if call.name in permitted else call.wire_name
         requests.append(
-            CallRequest(index, call.id, call.name, call.arguments, arguments, problem or None)
+            CallRequest(index, call.id, name, call.arguments, arguments, problem or None)
         )
     return requests
 
 
-def from_text(calls: Sequence[TextToolCall], names: WireNames) -> list[CallRequest]:
+def from_text(
+    calls: Sequence[TextToolCall], names: WireNames, permitted: frozenset[str]
+) -> list[CallRequest]:
     """Calls recovered from text as requests, with fresh ids where the text gave none."""
     requests: list[CallRequest] = []
     for index, call in enumerate(calls):
         call_id = call.id or f"call_txt_{secrets.token_hex(12)}"
-        name = names.to_canonical(call.name) or call.name
+        canonical = names.to_canonical(call.name)
+        name = canonical if canonical is not None and canonical in permitted else call.name
         raw = json.dumps(call.arguments, ensure_ascii=False)
         requests.append(CallRequest(index, call_id, name, raw, call.arguments, None, "text"))
     return requests

@@ -42,13 +42,14 @@ class BotFactory(Protocol):
 
 @pytest.fixture
 def make_bot(client: openai.AsyncOpenAI, api: str) -> BotFactory:
-    """``make_bot(tools, agents, skills={...}, tools_settings={...}, ..., **bot_kwargs)``: a
+    """``make_bot(tools, agents, skills={...}, tools_table={...}, ..., **bot_kwargs)``: a
     `Bot` on the scripted server in the current API mode, tool search on unless overridden."""
 
     def build(tools: Sequence[Any] = (), agents: Sequence[Any] = (), **kwargs: Any) -> Bot:
         tables: dict[str, Any] = {"model": {"api": api}, "skills": {"tool_search_enabled": True}}
-        for table in ("model", "skills", "tools", "easter_egg", "plugins"):
-            tables.setdefault(table, {}).update(kwargs.pop(table, {}))
+        for table in ("model", "skills", "tools_table", "easter_egg", "plugins"):
+            key = "tools" if table == "tools_table" else table
+            tables.setdefault(key, {}).update(kwargs.pop(table, {}))
         settings = BotSettings.model_validate(tables)
         kwargs.setdefault("instructions", "You are a test bot.")
         return Bot(settings, tools, agents, client=client, **kwargs)
