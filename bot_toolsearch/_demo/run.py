@@ -1,0 +1,189 @@
+"""``bot-toolsearch demo``: the real `Bot` over the real openai SDK, on the embedded offline model.
+
+By default the model is the deterministic `OfflinePlanner` behind a `ScriptedOpenAIServer` on
+127.0.0.1 (no API key, no network). ``--model-url URL --model NAME`` runs the same questions
+against a real OpenAI-compatible endpoint instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+from bot_toolsearch._bot import Bot
+from bot_toolsearch._results import AskResult, RoundTrace
+from bot_toolsearch._session import ToolSearchSession
+from bot_toolsearch._settings import BotSettings, ModelSettings, SkillsSettings
+from bot_toolsearch._tool_search_middleware import directory_message
+from bot_toolsearch.testing import ScriptedOpenAIServer
+
+from . import tokens
+from .catalog import demo_tools
+from .planner import OFFLINE_MODEL_NAME, OfflinePlanner
+
+__all__ = ["QUESTIONS", "add_demo_arguments", "run_demo"]
+
+QUESTIONS: tuple[str, ...] = (
+    "What is the current local time in Tokyo?",
+    "Convert 10 km to miles",
+    "帮我看看群成员“小明”的头像",
+    "What is (12.5 * 4) / 3 + sqrt(81)?",
+    "Use weather.forecast for Paris",
+)
+"""The demo's questions; one is in Chinese."""
+
+INSTRUCTIONS = (
+    "You are a helpful chat bot. Answer with send_message, then call end. "
+    "Use the tools; do not guess results."
+)
+_RESULT_WIDTH = 90
+
+
+@dataclass(frozen=True, slots=True)
+class _Figures:
+    tools_with: int
+    tokens_with: int
+    tools_without: int
+    tokens_without: int
+
+
+def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``demo`` command's options."""
+    parser.add_argument("--model-url", help="a real OpenAI-compatible base URL (default: offline)")
+    parser.add_argument("--model", help="model name for --model-url")
+    parser.add_argument("--api-key", help="API key for --model-url (default: $OPENAI_API_KEY)")
+    parser.add_argument(
+        "--api", choices=("chat_completions", "responses"), default="chat_completions"
+    )
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Run the demo; returns the exit status (errors are one line on stderr)."""
+    if args.model_url and not args.model:
+        print("bot-toolsearch demo: error: --model-url needs --model NAME", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_main(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _main(args: argparse.Namespace) -> int:
+    if not args.model_url:
+        planner = OfflinePlanner()
+        with ScriptedOpenAIServer(responder=planner, models=(OFFLINE_MODEL_NAME,)) as server:
+            print(f"model: EMBEDDED OFFLINE MODEL at {server.base_url}")
+            print("  (a deterministic planner standing in for an LLM; no network, no API key)")
+            return await _run(args, server.base_url, OFFLINE_MODEL_NAME, "offline-demo")
+    key = args.api_key or os.environ.get("OPENAI_API_KEY") or "none"
+    print(f"model: {args.model} at {args.model_url}")
+    return await _run(args, args.model_url, args.model, key)
+
+
+async def _run(args: argparse.Namespace, base_url: str, model: str, api_key: str) -> int:
+    client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=120)
+    settings = BotSettings(
+        model=ModelSettings(name=model, api=args.api, max_rounds=8),
+        skills=SkillsSettings(tool_search_enabled=True),
+    )
+    bot = Bot(settings, demo_tools(), client=client, instructions=INSTRUCTIONS)
+    print(f"catalog: {len(bot.toolset.catalog)} tools; tokens: {tokens.counter_label()}")
+    results: list[tuple[str, AskResult]] = []
+    try:
+        for question in QUESTIONS:
+            print(f"\nask: {question}")
+            result = await bot.ask(question)
+            _print_rounds(bot, result.trace)
+            print(f"  reply: {result.reply}")
+            results.append((question, result))
+    except openai.AuthenticationError:
+        print(f"bot-toolsearch demo: error: {base_url} rejected the API key", file=sys.stderr)
+        return 1
+    except openai.APIConnectionError:
+        print(f"bot-toolsearch demo: error: cannot reach {base_url}", file=sys.stderr)
+        return 1
+    except openai.APIStatusError as exc:
+        print(
+            f"bot-toolsearch demo: error: {base_url} answered HTTP {exc.status_code}",
+            file=sys.stderr,
+        )
+        return 1
+    finally:
+        await client.close()
+    _print_table(results, _first_request_figures(bot, settings))
+    return 0
+
+
+def _sent_schemas(bot: Bot, names: Sequence[str]) -> list[dict[str, Any]]:
+    catalog = bot.toolset.catalog
+    wire = bot.toolset.wire_names("-_-")
+    schemas = []
+    for name in names:
+        schema = catalog.schema(name)
+        if schema is None:  # the virtual tool_search
+            schema = ToolSearchSession(catalog).tool_search_schema
+        else:
+            schema["function"]["name"] = wire.to_wire(name)
+        schemas.append(schema)
+    return schemas
+
+
+def _print_rounds(bot: Bot, trace: Sequence[RoundTrace]) -> None:
+    for round_ in trace:
+        count, cost = tokens.count_tools(_sent_schemas(bot, round_.tool_names))
+        print(f"  round {round_.index}: sent {count} tools ({cost} tokens)")
+        for call in round_.calls:
+            print(f"    call {call.name}({call.arguments}) -> {call.outcome}")
+            result = " ".join(call.result.split())
+            cut = result if len(result) <= _RESULT_WIDTH else result[: _RESULT_WIDTH - 1] + "…"
+            print(f"      result: {cut}")
+        if round_.text:
+            print(f"    text: {round_.text}")
+
+
+def _first_request_figures(bot: Bot, settings: BotSettings) -> _Figures:
+    catalog = bot.toolset.catalog
+    always = settings.skills.tool_search_always_loaded
+    session = ToolSearchSession(catalog, always_loaded=always)
+    sent = session.request_tools()
+    directory = directory_message(tuple(session.deferred_tool_names))
+    with_search = tokens.tools_tokens(sent) + tokens.messages_tokens([dict(directory)])
+    everything = _sent_schemas(bot, catalog.names)
+    return _Figures(len(sent), with_search, len(everything), tokens.tools_tokens(everything))
+
+
+def _print_table(results: Sequence[tuple[str, AskResult]], figures: _Figures) -> None:
+    saved = figures.tokens_without - figures.tokens_with
+    print("\n== summary " + "=" * 60)
+    print(
+        f"first request, tool search OFF: {figures.tools_without:>4} tools "
+        f"{figures.tokens_without:>7} tokens"
+    )
+    print(
+        f"first request, tool search ON:  {figures.tools_with:>4} tools "
+        f"{figures.tokens_with:>7} tokens (incl. the directory message)"
+    )
+    print(
+        f"saved per first request:        {saved:>12} tokens "
+        f"({saved / max(figures.tokens_without, 1) * 100:.1f}%)  [{tokens.counter_label()}]"
+    )
+    print()
+    header = f"{'question':<44} {'rounds':>6} {'search':>6} {'zero':>4} {'loaded':>6} "
+    print(header + f"{'unused':>6} {'refused':>7} {'prompt':>7} {'cached':>7}")
+    for question, result in results:
+        stats = result.stats
+        label = question if len(question) <= 42 else question[:41] + "…"
+        print(
+            f"{label:<44} {result.rounds:>6} {stats.searches:>6} "
+            f"{stats.zero_result_searches:>4} {len(stats.tools_loaded):>6} "
+            f"{len(stats.loaded_never_called):>6} {sum(stats.refused_calls.values()):>7} "
+            f"{stats.prompt_tokens:>7} {stats.cached_tokens:>7}"
+        )
+    print("(prompt/cached: as reported by the API; the offline server estimates them)")
