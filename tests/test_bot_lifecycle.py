@@ -1,0 +1,124 @@
+"""`Bot` construction, settings snapshots per ask, its own client, from_config and aclose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from bot_toolsearch import Bot, BotSettings, CatalogError, Tool
+from bot_toolsearch.testing import ScriptedOpenAIServer, call
+
+if TYPE_CHECKING:
+    from tests.conftest import BotFactory, Ran
+
+
+class CountingSource:
+    """A settings source whose snapshot changes when a test says so."""
+
+    def __init__(self, *snapshots: BotSettings) -> None:
+        self.snapshots = list(snapshots)
+        self.reads = 0
+
+    def snapshot(self) -> BotSettings:
+        self.reads += 1
+        return self.snapshots[0]
+
+
+def settings(server: ScriptedOpenAIServer, generation: int, **skills: object) -> BotSettings:
+    return BotSettings.model_validate(
+        {
+            "model": {"base_url": server.base_url, "api_key": "test"},
+            "skills": {"tool_search_enabled": True, **skills},
+            "generation": generation,
+        }
+    )
+
+
+def test_duplicate_tool_names_are_a_developer_error(ran: Ran) -> None:
+    with pytest.raises(CatalogError, match="duplicate tool name 'end'"):
+        Bot(BotSettings(), [ran.tool("end")])
+
+
+async def test_each_ask_reads_one_snapshot_and_later_asks_see_a_reload(
+    server: ScriptedOpenAIServer, weather_tools: list[Tool]
+) -> None:
+    source = CountingSource(settings(server, 1))
+    bot = Bot(source, weather_tools)  # its own client, from [model]
+    reads_before = source.reads
+    server.script(call("end"))
+    first = await bot.ask("x")
+    assert source.reads == reads_before + 1
+    source.snapshots[0] = settings(server, 2, tool_search_enabled=False)
+    server.script(call("end"))
+    second = await bot.ask("y")
+    await bot.aclose()
+
+    assert (first.settings_generation, second.settings_generation) == (1, 2)
+    assert "tool_search" in server.requests[0].tool_names
+    assert "tool_search" not in server.requests[1].tool_names
+    assert bot._owned == {}
+
+
+async def test_aclose_closes_only_the_client_the_bot_built(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool]
+) -> None:
+    bot = make_bot(weather_tools)
+    server.script(call("end"))
+    await bot.ask("x")
+    await bot.aclose()
+    server.script(call("end"))
+    assert (await bot.ask("still works")).finish_reason == "end"
+
+
+async def test_set_tools_changes_later_asks(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool], ran: Ran
+) -> None:
+    bot = make_bot(weather_tools, skills={"tool_search_enabled": False})
+    catalog = bot.toolset.catalog
+    server.script(call("end"))
+    await bot.ask("x")
+    assert bot.toolset.catalog is catalog  # built once, reused by every ask
+    bot.set_tools([ran.tool("only.one")])
+    server.script(call("end"))
+    await bot.ask("y")
+
+    assert server.requests[1].tool_names == ["send_message", "end", "only-_-one"]
+
+
+async def test_from_config_reads_the_file(
+    server: ScriptedOpenAIServer, tmp_path: Path, weather_tools: list[Tool]
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'[model]\nbase_url = "{server.base_url}"\napi_key = "test"\n'
+        "[skills]\ntool_search_enabled = true\n[bot]\nhot_reload = false\n",
+        encoding="utf-8",
+    )
+    bot = Bot.from_config(path, weather_tools)
+    server.script(call("end"))
+    await bot.ask("x")
+    await bot.aclose()
+
+    assert "tool_search" in server.requests[0].tool_names
+
+
+async def test_from_config_with_hot_reload_watches_and_aclose_stops_it(
+    server: ScriptedOpenAIServer, tmp_path: Path, weather_tools: list[Tool]
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'[model]\nbase_url = "{server.base_url}"\napi_key = "test"\n'
+        "[skills]\ntool_search_enabled = true\n",
+        encoding="utf-8",
+    )
+    bot = Bot.from_config(path, weather_tools)
+    reloader = bot._reloader
+    assert reloader is not None
+    server.script(call("end"))
+    result = await bot.ask("x")
+    await bot.aclose()
+
+    assert result.settings_generation >= 1
+    assert bot._reloader is None
