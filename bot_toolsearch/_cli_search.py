@@ -262,7 +262,7 @@ def _stats(args: argparse.Namespace) -> int:
 def add_catalog_subparser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> None:
-    """Add ``catalog stats tools.json``."""
+    """Add the ``catalog`` group: ``catalog stats tools.json`` and ``catalog list``."""
     parser = subparsers.add_parser("catalog", help="inspect a tool catalog file")
     commands = parser.add_subparsers(dest="catalog_command", metavar="COMMAND", required=True)
     stats = commands.add_parser("stats", help="names, encoding and token cost of a catalog")
@@ -271,3 +271,6 @@ def add_catalog_subparser(
         "--dot-delimiter", default=DEFAULT_DOT_DELIMITER, help="what replaces dots on the wire"
     )
     stats.set_defaults(func=_stats)
+    from ._registry_cli import add_catalog_list_command
+
+    add_catalog_list_command(commands)  # ``catalog list`` (issue 6) joins the same group
