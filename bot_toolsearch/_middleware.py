@@ -11,6 +11,7 @@ every inner middleware's handling of calls (Starlette's ``build_middleware_stack
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -206,8 +207,8 @@ class LoggingMiddleware:
     logger: logging.Logger = field(default=logger)
     level: int = logging.INFO
     name: str = "logging"
-    records: list[str] = field(default_factory=list)
-    """Every line logged, kept so tests and demos can show what passed by."""
+    records: deque[str] = field(default_factory=lambda: deque(maxlen=1000))
+    """The latest 1,000 lines logged, kept so tests and demos can show what passed by."""
 
     async def start_ask(self, ctx: AskContext) -> None:
         """Log the start of the ask."""
