@@ -189,7 +189,9 @@ def _walk(
         path = Path(entry.path)
         if entry.name.startswith(".") or entry.name in _SKIPPED_QUIETLY or not entry.is_dir():
             continue
-        if not _inside(path, root):
+        # Only a symlink can lead outside the root (its parent is inside by induction), and
+        # resolving every path would dominate the scan of a large registry.
+        if entry.is_symlink() and not _inside(path, root):
             log.warning("tool folder %s skipped: it resolves outside %s", path, root)
             continue
         if not valid_segment(entry.name):
@@ -218,7 +220,7 @@ def _folder_tool(folder: Path, root: Path, name: str, label: str) -> FolderTool 
     if not handler.is_file():
         return "handler.py is missing"
     for file in (folder / CONFIG_FILE, handler):
-        if not _inside(file, root):
+        if file.is_symlink() and not _inside(file, root):
             return f"{file.name} resolves outside {root}"
     loaded = _load_config(folder, name)
     if not isinstance(loaded, tuple):
@@ -226,7 +228,7 @@ def _folder_tool(folder: Path, root: Path, name: str, label: str) -> FolderTool 
     description, parameters = loaded
     try:
         stat = handler.stat()
-        tool = Tool(name, description, parameters, FolderHandler(name, handler.resolve()))
+        tool = Tool(name, description, parameters, FolderHandler(name, handler.absolute()))
     except (OSError, ValueError) as exc:
         return str(exc)
     return FolderTool(tool, f"folder:{label}", (stat.st_mtime_ns, stat.st_size))
