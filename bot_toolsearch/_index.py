@@ -2,7 +2,7 @@
 
 Every tool is one document with four fields. A term's weight in a document is
 
-    idf(term) * sum over fields f of  W_f * tf_f / (tf_f + K_f * norm_f)
+    idf(term) * (MATCH_BONUS + sum over fields f of  W_f * tf_f / (tf_f + K_f * norm_f))
 
 (BM25F-style: saturating term frequency per field, inverse document frequency over the
 catalog, length normalisation on the description fields). The weights are precomputed when the
@@ -10,7 +10,8 @@ catalog is built, so a search only adds up the postings of its few terms. On top
 
 - a query term also matches index terms it is a prefix of, or that are a prefix of it, at half
   weight (``hypot`` / ``hypotenuse``, ``info`` / ``information``);
-- a tool's sum is multiplied by how many of the query's terms it matched (coverage);
+- every matched term adds a fixed bonus (times its IDF), so matching more of the query's
+  distinct terms beats repeating one of them (coverage), at no cost per search;
 - for a one-term query, a name hit always outranks a parameter-name hit, which always
   outranks a description hit (the reference design's contract); BM25 orders inside a tier.
 """
@@ -33,9 +34,9 @@ _K = (1.2, 1.2, 1.2, 1.2)
 _B = (0.0, 0.0, 0.75, 0.75)
 FIELD_WEIGHTS = (1.5, 1.0, 1.0, 0.5)
 """Weights of the name, parameter-name, description and parameter-description fields."""
-# A tool matching more of the query's terms is worth more than BM25's sum alone says:
-# score * (1 + _COVERAGE * matched_terms / query_terms).
-_COVERAGE = 2.0
+# Every matched term adds this much (times its IDF) on top of BM25, whatever the field: a tool
+# matching more of the query's distinct terms beats one repeating a single term (coverage).
+_MATCH_BONUS = 1.0
 # A query term also matches index terms that are its prefix or that it prefixes (``hypot`` and
 # ``hypotenuse``, ``calc`` and ``calculat``), at this fraction of their weight.
 _PREFIX_WEIGHT = 0.5
@@ -78,7 +79,7 @@ class SearchIndex:
         self._postings: dict[str, dict[int, float]] = {}
         for term, postings in raw.items():
             idf = math.log(1.0 + (n - len(postings) + 0.5) / (len(postings) + 0.5))
-            self._postings[term] = {d: w * idf for d, w in postings.items()}
+            self._postings[term] = {d: (w + _MATCH_BONUS) * idf for d, w in postings.items()}
         self._name_docs = {t: frozenset(d) for t, d in name_docs.items()}
         self._param_docs = {t: frozenset(d) for t, d in param_docs.items()}
         self._vocabulary = sorted(self._postings)
@@ -115,13 +116,13 @@ class SearchIndex:
                     merged[d] = discounted
         return merged
 
-    def _tier(self, term: str, doc: int) -> int:
+    def _tiers(self, term: str, docs: Collection[int]) -> dict[int, int]:
+        """Per document: 2 for a name hit on ``term``, 1 for a parameter-name hit, else 0."""
         terms = (term, *self._variants(term))
-        if any(doc in self._name_docs.get(t, ()) for t in terms):
-            return 2
-        if any(doc in self._param_docs.get(t, ()) for t in terms):
-            return 1
-        return 0
+        empty: frozenset[int] = frozenset()
+        names = empty.union(*(self._name_docs.get(t, empty) for t in terms))
+        params = empty.union(*(self._param_docs.get(t, empty) for t in terms))
+        return {d: 2 if d in names else 1 if d in params else 0 for d in docs}
 
     def scores(self, terms: Sequence[str], required: Collection[str] = ()) -> dict[int, float]:
         """Score every document that matches the query.
@@ -136,6 +137,8 @@ class SearchIndex:
             better; equal scores are left to the caller's tie-break.
         """
         groups = [m for m in map(self._matches, terms) if m]
+        if not groups:
+            return {}
         if required:
             needed = [self._postings.get(t) for t in required]
             if not all(needed):
@@ -144,29 +147,15 @@ class SearchIndex:
             candidates = set(postings[0])
             for p in postings[1:]:
                 candidates.intersection_update(p)
-            acc = dict.fromkeys(candidates, 0.0)
-            hits = dict.fromkeys(candidates, 0)
-            for group in groups:
-                for d in candidates:
-                    w = group.get(d)
-                    if w is not None:
-                        acc[d] += w
-                        hits[d] += 1
+            acc = {d: sum(g.get(d, 0.0) for g in groups) for d in candidates}
         else:
-            acc = {}
-            hits = {}
-            get, count = acc.get, hits.get
-            for group in groups:
+            groups.sort(key=len, reverse=True)
+            acc = dict(groups[0])
+            get = acc.get
+            for group in groups[1:]:
                 for d, w in group.items():
                     acc[d] = get(d, 0.0) + w
-                    hits[d] = count(d, 0) + 1
-        if not groups:
-            return {}
-        share = _COVERAGE / len(groups)
         if len(terms) == 1:
-            term = terms[0]
-            return {
-                d: s * (1.0 + share * hits[d]) + _TIER_STEP * self._tier(term, d)
-                for d, s in acc.items()
-            }
-        return {d: s * (1.0 + share * hits[d]) for d, s in acc.items()}
+            tiers = self._tiers(terms[0], acc)
+            return {d: s + _TIER_STEP * tiers[d] for d, s in acc.items()}
+        return acc

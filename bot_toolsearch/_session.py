@@ -264,10 +264,14 @@ class ToolSearchSession:
             return self._result(not_found=(parsed.text,))
         # Enough of the ranking to reach `limit` new tools past every loaded one, plus one.
         depth = limit + len(self._loaded) + 1
-        pairs = ((-score, doc) for doc, score in scores.items())
-        top = sorted(pairs) if depth >= len(scores) else heapq.nsmallest(depth, pairs)
+        if depth < len(scores):
+            # Cut at the depth-th best score first; ties at the cut stay in, so the
+            # (score, doc id) order below is exact.
+            floor = heapq.nlargest(depth, scores.values())[-1]
+            scores = {d: s for d, s in scores.items() if s >= floor}
+        top = sorted(scores, key=lambda d: (-scores[d], d))
         names = self._catalog.sorted_names
-        return self._take((names[doc] for _, doc in top), limit)
+        return self._take((names[doc] for doc in top), limit)
 
     def execute(self, arguments: object) -> str:
         """Run a model's ``tool_search`` call and return the tool result text.
