@@ -1,19 +1,55 @@
-"""Command-line entry point ``bot-toolsearch`` (``python -m bot_toolsearch``)."""
+"""Command-line entry point ``bot-toolsearch`` (``python -m bot_toolsearch``).
+
+Each command group adds itself with one ``add_*_subparser(subparsers)`` function that sets
+``func`` (``args -> exit status``) as its parser default; `main` only dispatches.
+"""
 
 from __future__ import annotations
 
+import argparse
+import logging
 import sys
 from collections.abc import Sequence
+
+from ._config_cli import add_config_subparser
+
+__all__ = ["add_demo_subparser", "build_parser", "main"]
+
+
+def add_demo_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``demo`` command (a placeholder until the CLI/demo issue)."""
+    demo = subparsers.add_parser("demo", help="run the offline demo")
+    demo.set_defaults(func=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    del args
+    print("bot-toolsearch demo: not yet available (see the CLI/demo issue).")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``bot-toolsearch`` argument parser with every command group."""
+    parser = argparse.ArgumentParser(
+        prog="bot-toolsearch", description="On-demand tool loading (tool search) for chat bots."
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_demo_subparser(subparsers)
+    add_config_subparser(subparsers)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["demo"]:
-        print("bot-toolsearch demo: not yet available (see the CLI/demo issue).")
-        return 0
-    print("usage: bot-toolsearch demo", file=sys.stderr)
-    return 2
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
+    # Library warnings (e.g. an env fallback in use) go to stderr as one plain line each.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    status: int = args.func(args)
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover
