@@ -18,6 +18,7 @@ from ._plugins import build_middlewares
 from ._prefetch import run_prefetch
 from ._results import AskResult
 from ._settings import BotSettings
+from ._tool_source import ToolSetSnapshot, ToolSource
 from ._tools import Agent, Tool
 from ._toolset import ToolFilter, ToolSet, permitted_names
 from ._transport import Transport
@@ -47,7 +48,8 @@ class Bot:
     Args:
         settings: a `BotSettings`, or an object with ``snapshot() -> BotSettings`` (read once
             per ask, so a reload only affects later asks).
-        tools: the bot's tools.
+        tools: the bot's tools, or a `ToolSource` (e.g. a ``ToolRegistry``) whose snapshot
+            each ask reads once: a registry reload only affects later asks.
         agents: sub-agents, each offered to the main AI as one tool.
         client: the ``openai.AsyncOpenAI`` to use; by default one is built from ``[model]``
             (``None`` values fall back to ``OPENAI_BASE_URL``/``OPENAI_API_KEY``). A client
@@ -66,7 +68,7 @@ class Bot:
     def __init__(
         self,
         settings: BotSettings | SettingsSource,
-        tools: Sequence[Tool] = (),
+        tools: Sequence[Tool] | ToolSource = (),
         agents: Sequence[Agent] = (),
         *,
         client: openai.AsyncOpenAI | None = None,
@@ -75,7 +77,14 @@ class Bot:
         instructions: str = "",
     ) -> None:
         self._source = settings
-        self._toolset = ToolSet.build(tools, agents)
+        self._agents = tuple(agents)
+        self._tool_source: ToolSource | None = None
+        self._from_snapshot: tuple[ToolSetSnapshot, ToolSet] | None = None
+        if isinstance(tools, ToolSource):
+            self._tool_source = tools
+            self._toolset = self._toolset_of(tools.snapshot())
+        else:
+            self._toolset = ToolSet.build(tools, agents)
         self._client = client
         self._owned: dict[tuple[object, ...], openai.AsyncOpenAI] = {}
         self._tool_filter = tool_filter
@@ -116,12 +125,25 @@ class Bot:
 
     @property
     def toolset(self) -> ToolSet:
-        """The current tool set (the catalog is built once per `set_tools`)."""
+        """The current tool set (the catalog is built once per tool-set change)."""
+        if self._tool_source is not None:
+            return self._toolset_of(self._tool_source.snapshot())
         return self._toolset
 
     def set_tools(self, tools: Sequence[Tool] = (), agents: Sequence[Agent] = ()) -> None:
         """Replace the tools and agents; asks already running keep the old set."""
+        self._tool_source, self._from_snapshot = None, None
+        self._agents = tuple(agents)
         self._toolset = ToolSet.build(tools, agents)
+
+    def _toolset_of(self, snapshot: ToolSetSnapshot) -> ToolSet:
+        # One ToolSet (and catalog) per registry snapshot, never per ask.
+        cached = self._from_snapshot
+        if cached is not None and cached[0] is snapshot:
+            return cached[1]
+        toolset = ToolSet.build(tuple(snapshot.tools.values()), self._agents)
+        self._from_snapshot = (snapshot, toolset)
+        return toolset
 
     async def ask(self, text: str, *, context: Mapping[str, Any] | None = None) -> AskResult:
         """Answer one user message.
@@ -140,7 +162,7 @@ class Bot:
         """
         settings = self._snapshot()
         pipeline = self._pipeline_for(settings)
-        toolset = self._toolset
+        toolset = self.toolset  # one tool-set read per ask, like the settings
         ctx_map: Mapping[str, Any] = dict(context or {})
         permitted = await permitted_names(toolset, settings, ctx_map, self._tool_filter)
         transport = Transport(self._client_for(settings), settings.model)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bot_toolsearch import Bot, BotSettings, CatalogError, Tool
+from bot_toolsearch import Bot, BotSettings, CatalogError, Tool, ToolSetSnapshot
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
 
 if TYPE_CHECKING:
@@ -122,3 +122,31 @@ async def test_from_config_with_hot_reload_watches_and_aclose_stops_it(
 
     assert result.settings_generation >= 1
     assert bot._reloader is None
+
+
+class SwappingSource:
+    """A `ToolSource` whose snapshot a test swaps, like a registry reload."""
+
+    def __init__(self, tools: list[Tool]) -> None:
+        self.current = ToolSetSnapshot.build((t, "code") for t in tools)
+
+    def snapshot(self) -> ToolSetSnapshot:
+        return self.current
+
+
+async def test_a_tool_source_is_read_once_per_ask_and_its_catalog_reused(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, ran: Ran
+) -> None:
+    source = SwappingSource([ran.tool("one.a")])
+    bot = make_bot(source, skills={"tool_search_enabled": False})
+    first = bot.toolset
+    assert bot.toolset is first  # same snapshot, same catalog
+    server.script(call("one-_-a"), call("end"))
+    await bot.ask("x")
+    source.current = ToolSetSnapshot.build([(ran.tool("two.b"), "code")], generation=1)
+    server.script(call("end"))
+    await bot.ask("y")
+
+    assert server.requests[0].tool_names == ["send_message", "end", "one-_-a"]
+    assert server.requests[2].tool_names == ["send_message", "end", "two-_-b"]
+    assert ran.names == ["one.a"]
