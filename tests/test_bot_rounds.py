@@ -272,6 +272,7 @@ async def test_malformed_arguments_and_handler_errors_become_clear_results(
     # "deferred" keeps one tool deferred, so tool search stays on for the ask.
     tools = [Tool("boom", "", None, boom), Tool("echo", "", None, echo)]
     tools.append(Tool("deferred", "", None, echo))
+    tools.append(Tool("lazy", "", None, "no_such_module_xyz:handler"))
     server.script(
         [
             ToolCall("echo", '{"a": 1'),
@@ -279,11 +280,12 @@ async def test_malformed_arguments_and_handler_errors_become_clear_results(
             ToolCall("boom", {}),
             ToolCall("tool_search", "{not json"),
             ToolCall("send_message", {"text": 5}),
+            ToolCall("lazy", {}),
         ],
         call("end"),
     )
     result = await make_bot(
-        tools, skills={"tool_search_always_loaded": ["echo", "boom", "send_message", "end"]}
+        tools, skills={"tool_search_always_loaded": ["echo", "boom", "lazy", "send_message", "end"]}
     ).ask("x")
 
     texts = [out for _, out in outputs(server, 1)]
@@ -292,10 +294,14 @@ async def test_malformed_arguments_and_handler_errors_become_clear_results(
     assert texts[2] == "Error: tool boom failed: RuntimeError: disk on fire"
     assert json.loads(texts[3])["error"]
     assert '"text" must be a string' in texts[4]
+    assert texts[5].startswith(
+        "Error: tool lazy failed: ToolImportError: tool 'lazy': cannot import"
+    )
     assert [c.outcome for c in result.trace[0].calls] == [
         "invalid",
         "invalid",
         "failed",
         "answered",
         "invalid",
+        "failed",
     ]
