@@ -11,21 +11,25 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from ._cli_search import add_catalog_subparser, add_search_subparser
 from ._config_cli import add_config_subparser
 
 __all__ = ["add_demo_subparser", "build_parser", "main"]
 
 
 def add_demo_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add the ``demo`` command (a placeholder until the CLI/demo issue)."""
-    demo = subparsers.add_parser("demo", help="run the offline demo")
+    """Add the ``demo`` command: the bot on the embedded offline model (or ``--model-url``)."""
+    from ._demo.options import add_demo_arguments
+
+    demo = subparsers.add_parser("demo", help="run the demo on the embedded offline model")
+    add_demo_arguments(demo)
     demo.set_defaults(func=_demo)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    del args
-    print("bot-toolsearch demo: not yet available (see the CLI/demo issue).")
-    return 0
+    from ._demo.run import run_demo
+
+    return run_demo(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_demo_subparser(subparsers)
     add_config_subparser(subparsers)
+    add_search_subparser(subparsers)
+    add_catalog_subparser(subparsers)
     return parser
 
 

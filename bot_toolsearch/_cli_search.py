@@ -30,8 +30,11 @@ _FIELDS = ("name", "parameter names", "description", "parameter descriptions")
 _PREFIX_MIN = 4  # the index's own minimum length for prefix matches
 
 
-class CatalogFileError(ToolSearchError):
-    """A catalog file cannot be read as a JSON list of tool schemas."""
+class CatalogFileError(ValueError):
+    """A catalog file cannot be read as a JSON list of tool schemas.
+
+    A CLI-input error, not part of the library's `ToolSearchError` tree.
+    """
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,65 @@ def test_malformed_catalog_files_raise_one_clear_error(
         load_catalog_file(str(path))
     with pytest.raises(CatalogFileError, match="no such file"):
         load_catalog_file(str(tmp_path / "missing.json"))
+
+
+def test_search_command_shows_rank_score_and_why(catalog_file: Path) -> None:
+    done = cli("search", "成员 头像", "--catalog", str(catalog_file), "--explain")
+    assert done.returncode == 0, done.stderr
+    first, why = done.stdout.splitlines()[:2]
+    assert re.fullmatch(r" 1\. +\d+\.\d\d  group\.get_member_avatar", first)
+    assert "description: 成员, 头像" in why
+
+
+def test_search_command_caps_results_and_reports_no_match(catalog_file: Path) -> None:
+    done = cli("search", "convert", "--catalog", str(catalog_file), "--max-results", "2")
+    assert done.returncode == 0
+    ranked = [line for line in done.stdout.splitlines() if re.match(r" *\d+\. ", line)]
+    assert len(ranked) == 2
+    assert "raise --max-results above 2" in done.stdout
+    none = cli("search", "xyzzy", "--catalog", str(catalog_file))
+    assert none.returncode == 1
+    assert "no tool matches 'xyzzy'" in none.stdout
+
+
+def test_catalog_stats_command(catalog_file: Path) -> None:
+    done = cli("catalog", "stats", str(catalog_file))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert f"tools: {len(demo_schemas()) + 1} usable of {len(demo_schemas()) + 3} entries" in out
+    assert "time.now -> time-_-now" in out
+    assert "'bad name': name contains whitespace" in out
+    assert "weather.current, Weather.Current" in out
+    assert "o200k_base" in out
+    full = re.search(r"full tools list: +(\d+)", out)
+    first = re.search(r"first request with tool search: +(\d+)", out)
+    assert full is not None
+    assert first is not None
+    assert int(first.group(1)) * 5 < int(full.group(1))
+
+
+@pytest.mark.parametrize("command", ["search", "stats"])
+@pytest.mark.parametrize("content", ["{", '{"a": 1}', "[]x", '[{"type": "function"}, 3]'])
+def test_malformed_catalog_is_one_line_and_nonzero(
+    tmp_path: Path, command: str, content: str
+) -> None:
+    path = tmp_path / "tools.json"
+    path.write_text(content)
+    args = ["search", "x", "--catalog", str(path)] if command == "search" else ["catalog", "stats"]
+    done = cli(*args) if command == "search" else cli(*args, str(path))
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert str(path) in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_catalog_and_reserved_name_are_clear_errors(tmp_path: Path) -> None:
+    missing = cli("catalog", "stats", str(tmp_path / "nope.json"))
+    assert missing.returncode == 2
+    assert "no such file" in missing.stderr
+    reserved = tmp_path / "reserved.json"
+    reserved.write_text(json.dumps([{"type": "function", "function": {"name": "tool_search"}}]))
+    done = cli("search", "x", "--catalog", str(reserved))
+    assert done.returncode == 2
+    assert "reserved" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -28,7 +28,7 @@ from . import tokens
 from .catalog import demo_tools
 from .planner import OFFLINE_MODEL_NAME, OfflinePlanner
 
-__all__ = ["QUESTIONS", "add_demo_arguments", "run_demo"]
+__all__ = ["QUESTIONS", "run_demo"]
 
 QUESTIONS: tuple[str, ...] = (
     "What is the current local time in Tokyo?",
@@ -52,16 +52,6 @@ class _Figures:
     tokens_with: int
     tools_without: int
     tokens_without: int
-
-
-def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``demo`` command's options."""
-    parser.add_argument("--model-url", help="a real OpenAI-compatible base URL (default: offline)")
-    parser.add_argument("--model", help="model name for --model-url")
-    parser.add_argument("--api-key", help="API key for --model-url (default: $OPENAI_API_KEY)")
-    parser.add_argument(
-        "--api", choices=("chat_completions", "responses"), default="chat_completions"
-    )
 
 
 def run_demo(args: argparse.Namespace) -> int:
