@@ -3,8 +3,8 @@
 The models are strict on purpose: a value of the wrong type is an error, never a silent
 coercion (the reference design turns ``"maybe"`` into ``false`` and ``0`` into ``1``).
 ``BotSettings()`` is the built-in defaults and never reads the environment; the env fallbacks
-and the file live in ``_config_file.py``, which also turns validation errors into
-``ConfigError`` with file, line and column.
+live in ``_config_env.py`` (a pydantic-settings model) and the file in ``_config_file.py``,
+which also turns validation errors into ``ConfigError`` with file, line and column.
 """
 
 from __future__ import annotations
