@@ -4,41 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-# Each block re-exports one layer; keep ``__all__`` sorted (tests/test_public_api.py checks).
-# --- errors ---
-from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameCollisionError
-
-# --- core (tool search, issue 2) ---
-from ._catalog import TOOL_SEARCH_NAME, ToolCatalog
-from ._prompt import TOOL_SEARCH_RULES, render_deferred_tools
-from ._result import ToolSearchResult
-from ._session import ToolSearchSession
-
-# --- settings (config issue) ---
-from ._config_file import load_settings
-from ._edit import get_value, set_value
-from ._reload import ConfigReloader
-from ._settings import (
-    BotSection,
-    BotSettings,
-    EasterEggSettings,
-    ModelSettings,
-    PluginSettings,
-    SkillsSettings,
-    ToolsSettings,
-)
-
-# --- registry (tool folders, MCP servers, issue 6) ---
-from ._mcp_config import MCPServerConfig
-from ._registry import ToolRegistry
-from ._tool_source import ToolSetSnapshot, ToolSource
-
-# --- tools (runtime issue) ---
-from ._tools import Agent, Tool, ToolImportError, tool
-
-# --- host runtime: Bot, middleware pipeline, tool-search middleware (issue 3) ---
+# Public names are re-exported here; keep ``__all__`` sorted (tests/test_public_api.py).
 from ._bot import Bot
+from ._catalog import TOOL_SEARCH_NAME, ToolCatalog
+from ._config_file import load_settings
 from ._context import AskContext
+from ._edit import get_value, set_value
+from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameCollisionError
+from ._mcp_config import MCPServerConfig
 from ._middleware import (
     CallRequest,
     CallResult,
@@ -48,8 +21,24 @@ from ._middleware import (
     forward_unanswered,
 )
 from ._plugins import Plugin
+from ._prompt import TOOL_SEARCH_RULES, render_deferred_tools
+from ._registry import ToolRegistry
+from ._reload import ConfigReloader
+from ._result import ToolSearchResult
 from ._results import AskResult, AskStats, CallTrace, OutboundMessage, RoundTrace
+from ._session import ToolSearchSession
+from ._settings import (
+    BotSection,
+    BotSettings,
+    EasterEggSettings,
+    ModelSettings,
+    PluginSettings,
+    SkillsSettings,
+    ToolsSettings,
+)
 from ._tool_search_middleware import ToolSearchMiddleware
+from ._tool_source import ToolSetSnapshot, ToolSource
+from ._tools import Agent, Tool, ToolImportError, tool
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "Agent",
