@@ -1,0 +1,25 @@
+"""The config-file API in one place: load, validate, edit and watch ``config.toml``.
+
+>>> from bot_toolsearch import config
+>>> config.set_value("config.toml", "skills.tool_search_max_results", 8)  # doctest: +SKIP
+
+Every name here is also exported from `bot_toolsearch` itself.
+"""
+
+from __future__ import annotations
+
+from ._config_file import check_config, load_settings
+from ._edit import get_value, set_value
+from ._errors import ConfigError
+from ._reload import ConfigReloader
+from ._settings import BotSettings
+
+__all__ = [
+    "BotSettings",
+    "ConfigError",
+    "ConfigReloader",
+    "check_config",
+    "get_value",
+    "load_settings",
+    "set_value",
+]
