@@ -20,6 +20,7 @@ from ._middleware import (
     RoundRequest,
     forward_unanswered,
 )
+from ._names import WireNames
 from ._plugins import Plugin
 from ._prompt import TOOL_SEARCH_RULES, render_deferred_tools
 from ._registry import ToolRegistry
@@ -79,6 +80,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "ToolSetSnapshot",
     "ToolSource",
     "ToolsSettings",
+    "WireNames",
     "__version__",
     "forward_unanswered",
     "get_value",

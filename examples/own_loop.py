@@ -18,11 +18,11 @@ from bot_toolsearch import (
     TOOL_SEARCH_RULES,
     ToolCatalog,
     ToolSearchSession,
+    WireNames,
     render_deferred_tools,
 )
 from bot_toolsearch._demo.catalog import demo_tools  # example data: 178 tools
 from bot_toolsearch._demo.planner import OFFLINE_MODEL_NAME, OfflinePlanner
-from bot_toolsearch._names import WireNames
 from bot_toolsearch.testing import ScriptedOpenAIServer
 
 TOOLS = {tool.name: tool for tool in demo_tools()}
