@@ -11,14 +11,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 import openai
 
 from ._ask_loop import run_rounds
+from ._bot_tools import BotTools, RegistryFollower, StaticTools, ToolSetCache, registry_for
 from ._context import AskContext
+from ._errors import CatalogError
 from ._executor import execute_calls
 from ._middleware import Middleware, Pipeline
 from ._plugins import build_middlewares
 from ._prefetch import run_prefetch
+from ._registry import ToolRegistry
 from ._results import AskResult
 from ._settings import BotSettings
-from ._tool_source import ToolSetSnapshot, ToolSource
+from ._tool_source import ToolSource
 from ._tools import Agent, Tool
 from ._toolset import ToolFilter, ToolSet, permitted_names
 from ._transport import Transport
@@ -78,13 +81,15 @@ class Bot:
     ) -> None:
         self._source = settings
         self._agents = tuple(agents)
-        self._tool_source: ToolSource | None = None
-        self._from_snapshot: tuple[ToolSetSnapshot, ToolSet] | None = None
-        if isinstance(tools, ToolSource):
-            self._tool_source = tools
-            self._toolset = self._toolset_of(tools.snapshot())
-        else:
-            self._toolset = ToolSet.build(tools, agents)
+        self._tools: BotTools = (
+            ToolSetCache(tools, self._agents)
+            if isinstance(tools, ToolSource)
+            else StaticTools(ToolSet.build(tools, agents))
+        )
+        self._follower: RegistryFollower | None = None
+        self._started = False
+        self._replaced = False
+        self._start_lock = asyncio.Lock()
         self._client = client
         self._owned: dict[tuple[object, ...], openai.AsyncOpenAI] = {}
         self._tool_filter = tool_filter
@@ -104,46 +109,95 @@ class Bot:
     ) -> Bot:
         """A bot whose settings come from ``config.toml`` at ``path``.
 
-        With ``[bot] hot_reload = true`` the file is watched and each ask uses the latest
-        valid settings; call ``await bot.aclose()`` to stop watching.
+        With ``[bot] hot_reload = true`` (the default) the file is watched and each ask uses
+        the latest valid settings. With ``[tools] dirs`` or ``[[tools.mcp_servers]]``, the bot's
+        tools come from a `ToolRegistry` over those sources plus ``tools`` (code tools win
+        name collisions); it watches the tool folders when ``hot_reload`` is on, and follows
+        edits of ``[tools]``. Tool folders are read right away; MCP servers connect in
+        `start`, which the first ``ask()`` calls if you have not. Call
+        ``await bot.aclose()`` (or use ``async with``) to stop watching and disconnect.
 
         Raises:
             ConfigError: the file is missing or invalid.
+            CatalogError: two code tools share a name, or a registry tool uses a built-in's or
+                an agent's name.
         """
         from ._config_file import load_settings
 
         settings = load_settings(path)
-        if not settings.bot.hot_reload:
-            return cls(settings, tools, agents, **kwargs)
-        from ._reload import ConfigReloader
+        source: BotSettings | ConfigReloader = settings
+        if settings.bot.hot_reload:
+            from ._reload import ConfigReloader
 
-        reloader = ConfigReloader(path)
-        bot = cls(reloader, tools, agents, **kwargs)
-        reloader.start()
-        bot._reloader = reloader
+            source = ConfigReloader(path)
+            settings = source.snapshot()
+        registry = None
+        if settings.tools.dirs or settings.tools.mcp_servers:
+            ToolSet.build(tools, agents)  # the same developer errors as without a registry
+            registry = registry_for(settings.tools, tools, watch=settings.bot.hot_reload)
+        bot = cls(source, registry if registry is not None else tools, agents, **kwargs)
+        if registry is not None or not isinstance(source, BotSettings):
+            bot._follower = RegistryFollower(source, registry, tools, bot._adopt)
+        if not isinstance(source, BotSettings):
+            source.start()
+            bot._reloader = source
         return bot
 
     @property
     def toolset(self) -> ToolSet:
-        """The current tool set (the catalog is built once per tool-set change)."""
-        if self._tool_source is not None:
-            return self._toolset_of(self._tool_source.snapshot())
-        return self._toolset
+        """The current tool set (built once per tool-set change, never per ask)."""
+        return self._tools.current()
+
+    @property
+    def registry(self) -> ToolRegistry | None:
+        """The registry `from_config` built from ``[tools]``, if any (the bot owns it)."""
+        return self._follower.registry if self._follower is not None else None
 
     def set_tools(self, tools: Sequence[Tool] = (), agents: Sequence[Agent] = ()) -> None:
-        """Replace the tools and agents; asks already running keep the old set."""
-        self._tool_source, self._from_snapshot = None, None
-        self._agents = tuple(agents)
-        self._toolset = ToolSet.build(tools, agents)
+        """Replace the tools and agents; asks already running keep the old set.
 
-    def _toolset_of(self, snapshot: ToolSetSnapshot) -> ToolSet:
-        # One ToolSet (and catalog) per registry snapshot, never per ask.
-        cached = self._from_snapshot
-        if cached is not None and cached[0] is snapshot:
-            return cached[1]
-        toolset = ToolSet.build(tuple(snapshot.tools.values()), self._agents)
-        self._from_snapshot = (snapshot, toolset)
-        return toolset
+        The bot stops reading its registry (if it has one; `aclose` still closes it).
+        """
+        self._agents = tuple(agents)
+        previous, self._tools = self._tools, StaticTools(ToolSet.build(tools, agents))
+        previous.close()
+        self._replaced = True
+
+    async def start(self) -> None:
+        """Connect the configured MCP servers, watch tool folders and follow ``[tools]`` edits.
+
+        Optional: the first ``ask()`` calls it. Call it yourself to connect before the first
+        message. A server that fails to connect costs only its own tools (see
+        ``bot.registry.mcp_status``). Calling it again does nothing.
+        """
+        if self._started:
+            return
+        async with self._start_lock:
+            if self._started:
+                return
+            if self._follower is not None:
+                await self._follower.start()
+            self._started = True
+
+    async def __aenter__(self) -> Bot:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _adopt(self, registry: ToolRegistry) -> bool:
+        # A registry created after a [tools] edit; set_tools() in the meantime wins.
+        if self._replaced:
+            return False
+        try:
+            tools = await asyncio.to_thread(ToolSetCache, registry, self._agents)
+        except CatalogError:
+            logger.exception("the new tool registry cannot be used; keeping the current tools")
+            return False
+        previous, self._tools = self._tools, tools
+        previous.close()
+        return True
 
     async def ask(self, text: str, *, context: Mapping[str, Any] | None = None) -> AskResult:
         """Answer one user message.
@@ -160,16 +214,21 @@ class Bot:
         Raises:
             openai.APIError: a model request failed.
         """
+        if not self._started:
+            await self.start()
         settings = self._snapshot()
         pipeline = self._pipeline_for(settings)
-        toolset = self.toolset  # one tool-set read per ask, like the settings
+        toolset = await self._tools.acurrent()  # one tool-set read per ask, like the settings
+        skills = settings.skills
+        toolset.warn_unknown("tool_search_always_loaded", skills.tool_search_always_loaded)
+        toolset.warn_unknown("prefetch_tools", skills.prefetch_tools)
         ctx_map: Mapping[str, Any] = dict(context or {})
         permitted = await permitted_names(toolset, settings, ctx_map, self._tool_filter)
         transport = Transport(self._client_for(settings), settings.model)
         ctx = AskContext(settings, ctx_map, toolset, permitted, transport=transport)
         prefetch = await run_prefetch(ctx)
-        if len(ctx.permitted) != len(toolset.entries):
-            ctx.hidden = tuple(n for n in toolset.catalog.names if n not in ctx.permitted)
+        view = toolset.view(ctx.permitted)  # cached per permitted set
+        ctx.hidden = view.hidden
         history: list[dict[str, Any]] = []
         if self.instructions:
             history.append({"role": "system", "content": self.instructions})
@@ -177,7 +236,7 @@ class Bot:
         if prefetch.message is not None:
             history.append({"role": "system", "content": prefetch.message})
         history.append({"role": "user", "content": text})
-        base_tools = _filtered_schemas(toolset, ctx.permitted)
+        base_tools = view.schemas
         await pipeline.start_ask(ctx)
         try:
             out = await run_rounds(ctx, pipeline, transport, history, base_tools)
@@ -196,14 +255,19 @@ class Bot:
         )
 
     async def aclose(self) -> None:
-        """Close the clients the bot built and stop watching the config file, if it does."""
-        owned, self._owned = list(self._owned.values()), {}
-        for client in owned:
-            await client.close()
+        """Stop watching the config, close the registry `from_config` built, and the clients
+        the bot built. Asks after it still work, on the last settings and tools."""
         reloader, self._reloader = self._reloader, None
         if reloader is not None:
             # stop() joins the watcher thread; keep the event loop free meanwhile.
             await asyncio.to_thread(reloader.stop)
+        follower, self._follower = self._follower, None
+        if follower is not None:
+            await follower.aclose()
+        self._started = True  # nothing left to start
+        owned, self._owned = list(self._owned.values()), {}
+        for client in owned:
+            await client.close()
 
     def _snapshot(self) -> BotSettings:
         source = self._source
@@ -240,9 +304,3 @@ class Bot:
             client = openai.AsyncOpenAI(base_url=model.base_url, api_key=model.api_key)
             self._owned[key] = client
         return client
-
-
-def _filtered_schemas(toolset: ToolSet, permitted: frozenset[str]) -> Sequence[Mapping[str, Any]]:
-    if len(permitted) == len(toolset.entries):
-        return toolset.schemas
-    return tuple(s for n, s in zip(toolset.entries, toolset.schemas, strict=True) if n in permitted)

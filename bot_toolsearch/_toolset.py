@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import inspect
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from ._errors import CatalogError
 from ._names import WireNames
 from ._prompt import TOOL_SEARCH_NAME
 from ._settings import BotSettings
+from ._tool_source import ToolSetSnapshot
 from ._tools import Agent, Tool
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "Entry",
     "ToolFilter",
     "ToolSet",
+    "ToolView",
     "permitted_names",
 ]
 
@@ -95,7 +98,17 @@ class ToolSet:
     mutate."""
     collision: bool
     """A real tool is named ``tool_search``."""
+    names: frozenset[str] = frozenset()
+    """Every entry's name (what the permission hook receives)."""
     _wire: dict[str, WireNames] = field(default_factory=dict, repr=False)
+    # Per-ask results that depend only on this tool set and the settings, computed once:
+    # allow/deny pattern results, per-permitted-set views, names already warned about.
+    _patterns: dict[tuple[tuple[str, ...], tuple[str, ...]], frozenset[str]] = field(
+        default_factory=dict, repr=False
+    )
+    _views: dict[int, tuple[frozenset[str], ToolView]] = field(default_factory=dict, repr=False)
+    _warned: set[tuple[str, str]] = field(default_factory=set, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def build(cls, tools: Sequence[Tool], agents: Sequence[Agent]) -> ToolSet:
@@ -120,7 +133,27 @@ class ToolSet:
         if collision:
             usable[TOOL_SEARCH_NAME] = entries[TOOL_SEARCH_NAME]
         schemas = tuple(_frozen_schema(catalog, name, usable[name]) for name in usable)
-        return cls(usable, catalog, schemas, collision)
+        return cls(usable, catalog, schemas, collision, frozenset(usable))
+
+    @classmethod
+    def from_snapshot(cls, snapshot: ToolSetSnapshot, agents: Sequence[Agent]) -> ToolSet:
+        """The tool set of a registry snapshot plus ``agents``, checked where it is built.
+
+        Raises:
+            CatalogError: a snapshot tool uses a built-in's name (``send_message``, ``end``)
+                or an agent's name; the message names the tool's source.
+        """
+        reserved = {b.name: "the host's built-in tool" for b in BUILTINS}
+        reserved.update((a.name, f"agent {a.name!r}") for a in agents)
+        for name in snapshot.tools:
+            if name in reserved:
+                source = snapshot.sources.get(name, "?")
+                raise CatalogError(
+                    f"tool {name!r} from {source} uses the name of {reserved[name]}; "
+                    "rename the tool",
+                    name=name,
+                )
+        return cls.build(tuple(snapshot.tools.values()), agents)
 
     def wire_names(self, dot_delimiter: str) -> WireNames:
         """The wire-name map for every entry plus ``tool_search``, cached per delimiter."""
@@ -129,6 +162,77 @@ class ToolSet:
             names = WireNames.build([*self.entries, TOOL_SEARCH_NAME], dot_delimiter=dot_delimiter)
             self._wire[dot_delimiter] = names
         return names
+
+    def pattern_permitted(self, allow: Sequence[str], deny: Sequence[str]) -> frozenset[str]:
+        """The names ``[tools] allow``/``deny`` leave, computed once per (allow, deny).
+
+        ``allow`` restricts only registered tools and agents: the host's ``send_message`` and
+        ``end`` stay unless ``deny`` removes them. The same frozenset object is returned for
+        the same patterns, so per-ask views keyed on it are reused too.
+        """
+        key = (tuple(allow), tuple(deny))
+        names = self._patterns.get(key)
+        if names is None:
+            names = self.names
+            if allow:
+                builtins = {b.name for b in BUILTINS}
+                names = frozenset(n for n in names if n in builtins or _matches(n, allow))
+            if deny:
+                names = frozenset(n for n in names if not _matches(n, deny))
+            with self._lock:
+                if len(self._patterns) >= _CACHE_SIZE:
+                    self._patterns.pop(next(iter(self._patterns)))
+                names = self._patterns.setdefault(key, names)
+        return names
+
+    def view(self, permitted: frozenset[str]) -> ToolView:
+        """The permitted schemas (catalog order) and hidden catalog names, cached per set.
+
+        The cache is keyed by the frozenset's identity: asks whose permitted set comes straight
+        from `pattern_permitted` (no permission hook) share one view.
+        """
+        cached = self._views.get(id(permitted))
+        if cached is not None and cached[0] is permitted:
+            return cached[1]
+        if len(permitted) == len(self.entries):
+            view = ToolView(self.schemas, ())
+        else:
+            schemas = tuple(
+                s for n, s in zip(self.entries, self.schemas, strict=True) if n in permitted
+            )
+            hidden = tuple(n for n in self.catalog.names if n not in permitted)
+            view = ToolView(schemas, hidden)
+        with self._lock:
+            if len(self._views) >= _CACHE_SIZE:
+                self._views.pop(next(iter(self._views)))
+            self._views[id(permitted)] = (permitted, view)  # holding it keeps the id unique
+        return view
+
+    def warn_unknown(self, setting: str, names: Iterable[str]) -> None:
+        """Log one WARNING per name in ``names`` that is no tool here, once per tool set."""
+        for raw in names:
+            name = raw.strip()  # as prefetch and the session read it
+            if name in self.entries or name == TOOL_SEARCH_NAME or (setting, name) in self._warned:
+                continue
+            with self._lock:
+                if (setting, name) in self._warned:
+                    continue
+                self._warned.add((setting, name))
+            logger.warning("[skills] %s names %r, which matches no tool", setting, name)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolView:
+    """What one permitted set leaves of a `ToolSet`."""
+
+    schemas: tuple[Mapping[str, Any], ...]
+    """Permitted entries' schemas, in catalog order. Shared: never mutate."""
+    hidden: tuple[str, ...]
+    """Catalog names that are not permitted."""
+
+
+_CACHE_SIZE = 16
+"""Distinct pattern pairs / permitted sets remembered per tool set (settings change rarely)."""
 
 
 def _frozen_schema(catalog: ToolCatalog, name: str, entry: Entry) -> Mapping[str, Any]:
@@ -147,20 +251,16 @@ async def permitted_names(
     ``allow`` restricts only registered tools and agents: the host's ``send_message`` and
     ``end`` stay unless the hook or ``deny`` removes them, so a bot can always answer.
     """
-    names = frozenset(toolset.entries)
-    if tool_filter is not None:
-        allowed = tool_filter(context, names)
-        if inspect.isawaitable(allowed):
-            allowed = await allowed
-        # A hook cannot add tools: names it returns that the bot does not have are ignored.
-        names = names & frozenset(_strings(allowed))
-    allow, deny = settings.tools.allow, settings.tools.deny
-    if allow:
-        builtins = {b.name for b in BUILTINS}
-        names = frozenset(n for n in names if n in builtins or _matches(n, allow))
-    if deny:
-        names = frozenset(n for n in names if not _matches(n, deny))
-    return names
+    # The pattern result is cached per tool set: repeated asks pay nothing per catalog tool.
+    names = toolset.pattern_permitted(settings.tools.allow, settings.tools.deny)
+    if tool_filter is None:
+        return names
+    allowed = tool_filter(context, toolset.names)
+    if inspect.isawaitable(allowed):
+        allowed = await allowed
+    # A hook cannot add tools: names it returns that the bot does not have are ignored. The
+    # hook runs first in meaning; intersecting afterwards gives the same set.
+    return names.intersection(_strings(allowed))
 
 
 def _strings(values: object) -> Collection[str]:
