@@ -11,6 +11,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from ._cli_chat import add_chat_subparsers
 from ._cli_search import add_catalog_subparser, add_search_subparser
 from ._config_cli import add_config_subparser
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_demo_subparser(subparsers)
+    add_chat_subparsers(subparsers)
     add_config_subparser(subparsers)
     add_search_subparser(subparsers)
     add_catalog_subparser(subparsers)

@@ -148,9 +148,8 @@ def test_validate_reports_a_bad_environment_variable(folder: Path) -> None:
     assert "from environment variable TOOL_SEARCH_MAX_RESULTS" in result.stderr
 
 
-def test_usage_errors_and_demo_placeholder(tmp_path: Path) -> None:
+def test_usage_errors(tmp_path: Path) -> None:
     assert run(cwd=tmp_path).returncode == 2
-    assert run("config", cwd=tmp_path).returncode == 2
-    demo = run("demo", cwd=tmp_path)
-    assert demo.returncode == 0
-    assert "not yet available" in demo.stdout
+    missing_action = run("config", cwd=tmp_path)
+    assert missing_action.returncode == 2
+    assert "Traceback" not in missing_action.stderr
