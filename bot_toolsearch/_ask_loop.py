@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._calls import from_native, from_text
+from ._calls import from_native, from_text, unique_ids
 from ._context import AskContext
 from ._messages import CORRECTION_HINT
 from ._middleware import Pipeline, RoundRequest
@@ -58,6 +58,10 @@ async def run_rounds(
             if recovered:
                 calls = from_text(recovered, names, ctx.permitted)
                 state.force_stateless()  # the server never saw these call ids
+        calls, renamed = unique_ids(calls)
+        if renamed:
+            logger.warning("the model repeated a tool-call id in one response; renamed the repeats")
+            state.force_stateless()  # the server holds the repeated ids, not ours
         if not calls:
             history.append({"role": "assistant", "content": reply.text or ""})
             out.trace.append(RoundTrace(index, sent, (), reply.text, *usage))

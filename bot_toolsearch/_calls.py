@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from ._names import WireNames
 from ._text_calls import TextToolCall
 from ._transport import ModelToolCall
 
-__all__ = ["from_native", "from_text", "history_calls", "parse_arguments"]
+__all__ = ["from_native", "from_text", "history_calls", "parse_arguments", "unique_ids"]
 
 
 def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str]:
@@ -71,3 +72,30 @@ def history_calls(calls: Sequence[CallRequest]) -> list[dict[str, Any]]:
         }
         for call in calls
     ]
+
+
+def unique_ids(calls: Sequence[CallRequest]) -> tuple[list[CallRequest], bool]:
+    """The calls with every repeated id made unique (``<id>_2``, ``<id>_3``, ...); whether any was.
+
+    A provider that reuses an id within one response would otherwise get several results
+    under one id and could not tell them apart. The new ids are used everywhere after this:
+    in the stored assistant message, the results and the trace, so each pair still matches.
+    """
+    seen: set[str] = set()
+    taken = {call.id for call in calls}
+    out: list[CallRequest] = []
+    changed = False
+    for call in calls:
+        if call.id not in seen:
+            seen.add(call.id)
+            out.append(call)
+            continue
+        suffix = 2
+        while f"{call.id}_{suffix}" in taken:
+            suffix += 1
+        new_id = f"{call.id}_{suffix}"
+        taken.add(new_id)
+        seen.add(new_id)
+        out.append(dataclasses.replace(call, id=new_id))
+        changed = True
+    return out, changed
