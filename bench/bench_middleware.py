@@ -43,6 +43,21 @@ async def _next(_ctx: AskContext, calls: Sequence[CallRequest]) -> list[CallResu
     return [CallResult(c.id, c.name, "ok", "ran") for c in calls]
 
 
+async def _measure_patterns() -> float:
+    """Per ask, no hook: ``[tools] allow``/``deny`` plus the host's filtered view (cached)."""
+    toolset = _catalog()
+    settings = BotSettings.model_validate(
+        {"tools": {"allow": ["ns*", "other*"], "deny": ["ns1.*"]}}
+    )
+    samples: list[float] = []
+    for _ in range(ASKS):
+        begin = time.perf_counter()
+        permitted = await permitted_names(toolset, settings, {}, None)
+        toolset.view(permitted)
+        samples.append(time.perf_counter() - begin)
+    return statistics.median(samples)
+
+
 async def _measure() -> tuple[list[float], list[float], list[float]]:
     toolset = _catalog()
     settings = BotSettings.model_validate({"skills": {"tool_search_enabled": True}})
@@ -97,5 +112,11 @@ def run() -> list[Row]:
             f"permission hook + allow/deny, {TOOLS} tools",
             us(statistics.median(filters)),
             "per ask, host",
+        ),
+        Row(
+            "middleware",
+            f"allow/deny patterns + filtered view, {TOOLS} tools",
+            us(asyncio.run(_measure_patterns())),
+            "per ask, host, no hook (cached per tool set)",
         ),
     ]

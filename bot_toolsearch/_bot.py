@@ -125,6 +125,7 @@ class Bot:
         from ._config_file import load_settings
 
         settings = load_settings(path)
+        base_dir = Path(path).resolve().parent
         source: BotSettings | ConfigReloader = settings
         if settings.bot.hot_reload:
             from ._reload import ConfigReloader
@@ -134,10 +135,12 @@ class Bot:
         registry = None
         if settings.tools.dirs or settings.tools.mcp_servers:
             ToolSet.build(tools, agents)  # the same developer errors as without a registry
-            registry = registry_for(settings.tools, tools, watch=settings.bot.hot_reload)
+            registry = registry_for(
+                settings.tools, tools, watch=settings.bot.hot_reload, base_dir=base_dir
+            )
         bot = cls(source, registry if registry is not None else tools, agents, **kwargs)
         if registry is not None or not isinstance(source, BotSettings):
-            bot._follower = RegistryFollower(source, registry, tools, bot._adopt)
+            bot._follower = RegistryFollower(source, registry, tools, bot._adopt, base_dir=base_dir)
         if not isinstance(source, BotSettings):
             source.start()
             bot._reloader = source

@@ -41,14 +41,23 @@ def tools_key(tools: ToolsSettings) -> ToolsKey:
     return tools.dirs, tools.mcp_servers
 
 
-def registry_for(tools: ToolsSettings, code_tools: Sequence[Tool], *, watch: bool) -> ToolRegistry:
-    """The registry of a ``[tools]`` table (``dirs`` are absolute after loading) plus code tools.
+def registry_for(
+    tools: ToolsSettings, code_tools: Sequence[Tool], *, watch: bool, base_dir: Path | None
+) -> ToolRegistry:
+    """The registry of a ``[tools]`` table plus code tools.
+
+    ``dirs`` are absolute after loading; ``base_dir`` (the config file's folder) only makes
+    source labels short (``folder:tools/notes``).
 
     Raises:
         ConfigError: an MCP server entry is invalid.
     """
     return ToolRegistry(
-        tools.dirs, extra_tools=code_tools, mcp_servers=tools.mcp_servers, watch=watch
+        tools.dirs,
+        extra_tools=code_tools,
+        mcp_servers=tools.mcp_servers,
+        watch=watch,
+        base_dir=base_dir,
     )
 
 
@@ -172,6 +181,7 @@ class RegistryFollower:
         registry: the registry built from the starting settings, or ``None``.
         code_tools: the bot's code tools, merged into a registry created later.
         adopt: makes the bot use a newly created registry; returns whether it did.
+        base_dir: the config file's folder (for a registry created later).
     """
 
     def __init__(
@@ -180,7 +190,10 @@ class RegistryFollower:
         registry: ToolRegistry | None,
         code_tools: Sequence[Tool],
         adopt: Adopt,
+        *,
+        base_dir: Path | None = None,
     ) -> None:
+        self._base_dir = base_dir
         self._settings = settings
         self._registry = registry
         self._code = tuple(code_tools)
@@ -263,7 +276,9 @@ class RegistryFollower:
         if registry is None:
             if not (tools.dirs or tools.mcp_servers):
                 return
-            registry = await asyncio.to_thread(registry_for, tools, self._code, watch=self._watch)
+            registry = await asyncio.to_thread(
+                registry_for, tools, self._code, watch=self._watch, base_dir=self._base_dir
+            )
             await registry.start()
             if not await self._adopt(registry):
                 await registry.aclose()
