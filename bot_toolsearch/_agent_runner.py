@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._announce import announce_calls
 from ._calls import parse_arguments
-from ._messages import INVALID_ARGUMENTS, NO_SUCH_TOOL, tool_failed
+from ._messages import INVALID_ARGUMENTS, no_such_tool, tool_failed
 from ._names import WireNames
 from ._tools import Agent, Tool
 from ._transport import ModelToolCall, TransportState
@@ -81,7 +81,7 @@ async def run_agent(ctx: AskContext, agent: Agent, arguments: Mapping[str, Any])
 async def _run(tools: Mapping[str, Tool], call: ModelToolCall) -> str:
     tool = tools.get(call.name)
     if tool is None:
-        return NO_SUCH_TOOL.format(name=call.name)
+        return no_such_tool(call.name)
     arguments, problem = parse_arguments(call.arguments)
     if arguments is None:
         return INVALID_ARGUMENTS.format(name=call.name, problem=problem)

@@ -10,7 +10,7 @@ from typing import Any
 from ._agent_runner import run_agent
 from ._announce import CallKind, announce_calls
 from ._context import AskContext
-from ._messages import INVALID_ARGUMENTS, NO_SUCH_TOOL, tool_failed
+from ._messages import INVALID_ARGUMENTS, no_such_tool, shown_name, tool_failed
 from ._middleware import CallRequest, CallResult
 from ._tools import Agent, Tool
 from ._toolset import END, SEND_MESSAGE, Builtin, Entry
@@ -32,8 +32,10 @@ async def execute_calls(ctx: AskContext, calls: Sequence[CallRequest]) -> list[C
     for i, call in enumerate(calls):
         entry = ctx.toolset.entries.get(call.name)
         if entry is None or call.name not in ctx.exposed or call.name not in ctx.permitted:
-            logger.warning("refused call to unknown tool name=%r id=%s", call.name, call.id)
-            content = NO_SUCH_TOOL.format(name=call.name)
+            logger.warning(
+                "refused call to unknown tool name=%s id=%s", shown_name(call.name), call.id
+            )
+            content = no_such_tool(call.name)
             results[i] = CallResult(call.id, call.name, content, "refused", "unknown")
         elif call.arguments is None:
             results[i] = invalid_arguments(call)

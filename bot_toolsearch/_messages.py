@@ -7,6 +7,8 @@ in ``_prompt.py``; these are the runtime's own.
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "ANNOUNCEMENT",
     "ANNOUNCEMENT_AGENT_TOOL",
@@ -18,11 +20,14 @@ __all__ = [
     "INVALID_ARGUMENTS",
     "INVALID_CALL",
     "LOADED_THIS_ROUND",
+    "MAX_SHOWN_NAME",
     "NOT_LOADED_YET",
     "NO_SUCH_TOOL",
     "PREFETCH_HEADER",
     "TOOL_FAILED",
     "end_with_other_calls",
+    "no_such_tool",
+    "shown_name",
     "tool_failed",
 ]
 
@@ -99,8 +104,34 @@ ANNOUNCEMENT_REPEAT_SUFFIX = " x{count}"
 """Appended once when N parallel calls of one tool are merged into one announcement."""
 
 
+MAX_SHOWN_NAME = 64
+"""Longest name echoed back to the model (the OpenAI function-name limit); longer ones are cut."""
+
+# Control and format characters (newlines, bidi overrides, lone surrogates) and markup
+# characters could break a line-based text or fake a directory tag; they are shown escaped.
+_UNSAFE_IN_NAME = re.compile(
+    "[\x00-\x1f\x7f-\x9f<>&\"'`\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]"
+)
+
+
+def shown_name(name: str) -> str:
+    """``name`` made safe to echo in a tool result: unsafe characters as ``\\uXXXX``, at most
+    `MAX_SHOWN_NAME` characters of it (a cut name ends with ``...``).
+
+    Ordinary tool names (``music.play``, ``天气``) come back unchanged.
+    """
+    cut = name[:MAX_SHOWN_NAME]
+    shown = _UNSAFE_IN_NAME.sub(lambda m: f"\\u{ord(m.group()):04x}", cut)
+    return shown + "..." if len(name) > MAX_SHOWN_NAME else shown
+
+
+def no_such_tool(name: str) -> str:
+    """The refusal for a name that is unknown or not permitted, echoing it safely."""
+    return NO_SUCH_TOOL.format(name=shown_name(name))
+
+
 def _names(names: list[str]) -> str:
-    return ", ".join(names) if names else "none"
+    return ", ".join(shown_name(n) for n in names) if names else "none"
 
 
 def end_with_other_calls(ran: list[str], refused: list[str]) -> str:

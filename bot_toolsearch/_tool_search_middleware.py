@@ -23,7 +23,13 @@ from typing import Any
 
 from ._announce import announce_calls
 from ._context import AskContext
-from ._messages import BLIND_CALL_LOADED, LOADED_THIS_ROUND, NO_SUCH_TOOL, NOT_LOADED_YET
+from ._messages import (
+    BLIND_CALL_LOADED,
+    LOADED_THIS_ROUND,
+    NOT_LOADED_YET,
+    no_such_tool,
+    shown_name,
+)
 from ._middleware import CallHandler, CallRequest, CallResult, RoundRequest, forward_unanswered
 from ._names import WireNames
 from ._prompt import TOOL_SEARCH_NAME, TOOL_SEARCH_RULES, render_deferred_tools
@@ -143,8 +149,8 @@ class ToolSearchMiddleware:
     def _refuse(self, ctx: AskContext, state: _AskState, call: CallRequest) -> CallResult:
         session, name = state.session, call.name
         if name not in ctx.permitted or not session.has_tool(name):
-            logger.warning("refused call to unknown tool name=%r id=%s", name, call.id)
-            text = NO_SUCH_TOOL.format(name=name)
+            logger.warning("refused call to unknown tool name=%s id=%s", shown_name(name), call.id)
+            text = no_such_tool(name)
             return CallResult(call.id, name, text, "refused", "unknown")
         if name in session.loaded_tool_names:
             text = LOADED_THIS_ROUND.format(name=name)
