@@ -62,16 +62,25 @@ def from_text(
     return requests
 
 
-def history_calls(calls: Sequence[CallRequest]) -> list[dict[str, Any]]:
-    """The ``tool_calls`` of the assistant message that carried ``calls`` (canonical names)."""
-    return [
-        {
+def history_calls(calls: Sequence[CallRequest], permitted: frozenset[str]) -> list[dict[str, Any]]:
+    """The ``tool_calls`` of the assistant message that carried ``calls``.
+
+    Calls to permitted tools carry canonical names (the transport encodes them). Any other
+    call is marked ``foreign``: the transport sends its name as the model wrote it (only made
+    wire-legal), never through the catalog's map, which would reveal a forbidden tool's
+    wire spelling.
+    """
+    out: list[dict[str, Any]] = []
+    for call in calls:
+        entry: dict[str, Any] = {
             "id": call.id,
             "type": "function",
             "function": {"name": call.name, "arguments": call.arguments_raw},
         }
-        for call in calls
-    ]
+        if call.name not in permitted:
+            entry["foreign"] = True
+        out.append(entry)
+    return out
 
 
 def unique_ids(calls: Sequence[CallRequest]) -> tuple[list[CallRequest], bool]:

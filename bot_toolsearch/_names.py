@@ -19,6 +19,7 @@ __all__ = [
     "MAX_WIRE_NAME_LENGTH",
     "WIRE_NAME_PATTERN",
     "WireNames",
+    "encode_foreign_name",
     "encode_name",
     "validate_dot_delimiter",
 ]
@@ -120,6 +121,24 @@ def _encode(name: str, dot_delimiter: str) -> str:
     if len(wire) > MAX_WIRE_NAME_LENGTH:
         wire = _hashed(wire, name)
     return wire
+
+
+def encode_foreign_name(name: str) -> str:
+    """A wire-legal spelling for a name that is no tool of this request (as a model wrote it).
+
+    Used for the history's record of calls to unknown or forbidden tools. Unlike `to_wire`
+    it never consults the catalog's map: a legal name stays as the model sent it, and an
+    illegal one has every character outside ``[A-Za-z0-9_-]`` (dots included) replaced by
+    ``_``. So a forbidden tool's canonical spelling never turns into that tool's wire name,
+    which would tell the model the tool exists.
+
+    >>> encode_foreign_name("music.play"), encode_foreign_name("music-_-play")
+    ('music_play', 'music-_-play')
+    """
+    if _is_wire_legal(name):
+        return name
+    wire = _ILLEGAL.sub("_", name.strip()).replace(".", "_") or "tool"
+    return _hashed(wire, name) if len(wire) > MAX_WIRE_NAME_LENGTH else wire
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,9 @@ async def run_batch(
     any other call is refused (the ask goes on), with a text that says which of the other calls
     ran and which did not.
     """
-    history.append({"role": "assistant", "content": None, "tool_calls": history_calls(calls)})
+    history.append(
+        {"role": "assistant", "content": None, "tool_calls": history_calls(calls, ctx.permitted)}
+    )
     answered: dict[int, CallResult] = {}
     ends: list[int] = []
     for i, call in enumerate(calls):

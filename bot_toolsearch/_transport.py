@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import openai
 
-from ._names import WireNames
+from ._names import WireNames, encode_foreign_name
 from ._settings import ModelSettings
 
 __all__ = [
@@ -162,10 +162,16 @@ def _encode_message(message: Mapping[str, Any], names: WireNames) -> dict[str, A
                 "id": call["id"],
                 "type": "function",
                 "function": {
-                    "name": names.to_wire(str(call["function"]["name"])),
+                    "name": _history_name(call, names),
                     "arguments": call["function"]["arguments"],
                 },
             }
             for call in calls
         ]
     return out
+
+
+def _history_name(call: Mapping[str, Any], names: WireNames) -> str:
+    name = str(call["function"]["name"])
+    # A call to no permitted tool keeps the model's spelling (see ``history_calls``).
+    return encode_foreign_name(name) if call.get("foreign") else names.to_wire(name)

@@ -11,7 +11,7 @@ import pytest
 
 from bot_toolsearch import Tool
 from bot_toolsearch._messages import NO_SUCH_TOOL
-from bot_toolsearch.testing import ScriptedOpenAIServer, call
+from bot_toolsearch.testing import ModelRequest, ScriptedOpenAIServer, call
 
 if TYPE_CHECKING:
     from tests.conftest import BotFactory, Ran
@@ -139,3 +139,40 @@ async def test_a_filter_that_leaves_no_deferred_tools_turns_search_off(
 
     assert server.requests[0].tool_names == ["send_message", "end"]
     assert no_directory(server)
+
+
+def history_call_names(request: ModelRequest) -> list[str]:
+    """Names of the calls the history records (Chat ``tool_calls``, Responses items)."""
+    if request.api == "chat_completions":
+        return [c["function"]["name"] for m in request.messages for c in m.get("tool_calls") or ()]
+    return [m["name"] for m in request.messages if m.get("type") == "function_call"]
+
+
+async def test_the_history_keeps_the_models_spelling_of_a_forbidden_call(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool], ran: Ran
+) -> None:
+    server.script(
+        [
+            call("music.play", id="m1", song="x"),
+            call("music-_-play", id="m2", song="x"),
+            call("weather.forecast", id="w1", city="Oslo"),
+        ],
+        call("end"),
+    )
+    bot = make_bot(
+        weather_tools,
+        tool_filter=sync_filter,
+        skills={"tool_search_enabled": False},
+        model={"responses_force_stateless_replay": True},
+    )
+    await bot.ask("x")
+
+    # The canonical spelling of a forbidden tool must not come back as its wire name (nor
+    # the wire spelling as anything else): only a permitted call is mapped.
+    names = history_call_names(server.requests[1])
+    assert names == ["music_play", "music-_-play", "weather-_-forecast"]
+    assert server.requests[1].tool_outputs[:2] == [
+        ("m1", NO_SUCH_TOOL.format(name="music.play")),
+        ("m2", NO_SUCH_TOOL.format(name="music-_-play")),
+    ]
+    assert ran.names == ["weather.forecast"]
