@@ -113,12 +113,14 @@ class ToolSearchMiddleware:
         searches = [c for c in calls if c.name == TOOL_SEARCH_NAME]
         await announce_calls(ctx, [(c.name, "tool") for c in searches])
         answered: dict[int, CallResult] = {}
+        # Searches first, in call order, so several build on each other; then the refusals,
+        # so each one reflects every load of this response, wherever the search stood in it
+        # (a target called before its search is "loaded this round", not "not loaded").
         for i, call in enumerate(calls):
-            # Calls are taken in order, so several searches build on each other and a refusal
-            # reflects the loads made by the searches before it in the same response.
             if call.name == TOOL_SEARCH_NAME:
                 answered[i] = self._search(ctx, state, call)
-            elif call.name not in ctx.exposed:
+        for i, call in enumerate(calls):
+            if i not in answered and call.name not in ctx.exposed:
                 answered[i] = self._refuse(ctx, state, call)
         return await forward_unanswered(ctx, calls, answered, call_next)
 

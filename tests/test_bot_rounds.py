@@ -328,3 +328,24 @@ async def test_a_hostile_unknown_name_is_echoed_escaped_and_bounded(
         assert "z" * 100 not in text_
     assert ran.calls == []
     assert result.stats.refused_calls == {"unknown": 2, "end_with_other_calls": 1}
+
+
+async def test_a_target_called_before_its_search_in_one_response_is_loaded_this_round(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool], ran: Ran
+) -> None:
+    server.script(
+        [
+            call("music-_-play", id="m1", song="x"),
+            call("tool_search", id="s1", query="select:music.play"),
+        ],
+        call("end"),
+    )
+    result = await make_bot(weather_tools).ask("play x")
+
+    first = outputs(server, 1)
+    assert [call_id for call_id, _ in first] == ["m1", "s1"]
+    assert first[0][1] == LOADED_THIS_ROUND.format(name="music.play")
+    assert json.loads(first[1][1])["loaded"] == ["music.play"]
+    assert server.requests[1].tool_names == [*INITIAL, "music-_-play"]
+    assert ran.calls == []
+    assert result.stats.refused_calls == {"loaded_this_round": 1}
