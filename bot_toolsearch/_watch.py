@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -52,6 +53,27 @@ _EVENTS: list[type[FileSystemEvent]] = [
 ]
 _RECHECK = 0.25
 """Seconds between checks that each watched directory still is the one being watched."""
+
+
+def _new_observer() -> BaseObserver:
+    """The platform's observer; on Linux one whose recursive watches survive nested folders.
+
+    When folders are nested quickly (``mkdir -p a/b/c``), watchdog's recursive inotify watch
+    can register the same callback for a subfolder twice and warns with a RuntimeWarning from
+    its reader thread. Under ``-W error`` (pytest's ``filterwarnings = error``) that warning is
+    an exception which ends the reader thread, and every later event is lost. Registering the
+    callback a watch already has is harmless, so this observer treats it as a no-op.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            from ._watch_inotify import idempotent_inotify_observer
+        except ImportError:  # no usable inotify (old libc): watchdog's own choice below
+            pass
+        else:
+            observer = idempotent_inotify_observer()
+            if observer is not None:
+                return observer
+    return Observer()
 
 
 class _Handler(FileSystemEventHandler):
@@ -124,7 +146,7 @@ class DirectoryWatcher:
             if self._worker is not None:
                 return
             self._stopping = False
-            self._observer = Observer()
+            self._observer = _new_observer()
             self._observer.daemon = True
             for directory in self._dirs:
                 self._watches[directory] = None

@@ -165,3 +165,19 @@ def test_stop_is_idempotent_and_joins(folder: Path, changes: Changes) -> None:
 def test_negative_debounce_is_refused(folder: Path, changes: Changes) -> None:
     with pytest.raises(ValueError, match="debounce"):
         DirectoryWatcher([folder], changes, debounce=-1)
+
+
+def test_nested_folders_made_quickly_do_not_stop_a_recursive_watch(
+    tmp_path: Path, changes: Changes
+) -> None:
+    # Deep folders made one level at a time race watchdog's recursive walk, which then adds
+    # some watches twice; under filterwarnings=error that used to kill its reader thread.
+    with DirectoryWatcher([tmp_path], changes, debounce=0.05, recursive=True, match=toml_only):
+        for i in range(1000):
+            nested = tmp_path / f"n{i}"
+            for _ in range(6):
+                nested.mkdir()
+                nested = nested / "x"
+        final = tmp_path / "n0" / "x" / "x" / "final.toml"
+        final.write_text("done = true\n")
+        changes.until(final)
