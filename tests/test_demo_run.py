@@ -7,6 +7,8 @@ import socket
 import subprocess
 import sys
 
+from bot_toolsearch._demo._width import display_width
+from bot_toolsearch._demo.run import QUESTIONS
 from bot_toolsearch.testing import ErrorTurn, ModelRequest, ScriptedOpenAIServer, error
 
 
@@ -41,6 +43,10 @@ def test_offline_demo_runs_every_question_and_prints_the_figures() -> None:
     assert int(without.group(1)) >= 150
     assert int(with_search.group(2)) * 5 < int(without.group(2))
     assert "Traceback" not in done.stderr
+    # The closing table lines up in a terminal, the Chinese question's row too.
+    rows = [line for line in out.splitlines() if line.startswith(("question ", *QUESTIONS))]
+    assert len(rows) == 6
+    assert len({display_width(row) for row in rows}) == 1
 
 
 def test_unreachable_endpoint_is_one_line_and_nonzero() -> None:

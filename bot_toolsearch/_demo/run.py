@@ -25,6 +25,7 @@ from bot_toolsearch._tool_search_middleware import directory_message
 from bot_toolsearch.testing import ScriptedOpenAIServer
 
 from . import tokens
+from ._width import fit
 from .catalog import demo_tools
 from .planner import OFFLINE_MODEL_NAME, OfflinePlanner
 
@@ -165,15 +166,18 @@ def _print_table(results: Sequence[tuple[str, AskResult]], figures: _Figures) ->
         f"({saved / max(figures.tokens_without, 1) * 100:.1f}%)  [{tokens.counter_label()}]"
     )
     print()
-    header = f"{'question':<44} {'rounds':>6} {'search':>6} {'zero':>4} {'loaded':>6} "
+    header = f"{fit('question', 44)} {'rounds':>6} {'search':>6} {'no-hit':>6} {'loaded':>6} "
     print(header + f"{'unused':>6} {'refused':>7} {'prompt':>7} {'cached':>7}")
     for question, result in results:
         stats = result.stats
-        label = question if len(question) <= 42 else question[:41] + "…"
         print(
-            f"{label:<44} {result.rounds:>6} {stats.searches:>6} "
-            f"{stats.zero_result_searches:>4} {len(stats.tools_loaded):>6} "
+            f"{fit(question, 44)} {result.rounds:>6} {stats.searches:>6} "
+            f"{stats.zero_result_searches:>6} {len(stats.tools_loaded):>6} "
             f"{len(stats.loaded_never_called):>6} {sum(stats.refused_calls.values()):>7} "
             f"{stats.prompt_tokens:>7} {stats.cached_tokens:>7}"
         )
+    print(
+        "(search: tool_search calls; no-hit: searches that found nothing; loaded: tools they\n"
+        " loaded; unused: loaded but never called; refused: calls to tools not loaded)"
+    )
     print("(prompt/cached: as reported by the API; the offline server estimates them)")
