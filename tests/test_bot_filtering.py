@@ -35,13 +35,22 @@ async def async_filter(context: Mapping[str, Any], names: frozenset[str]) -> Ite
     return sync_filter(context, names)
 
 
-@pytest.mark.parametrize("hook", [sync_filter, async_filter], ids=["sync", "async"])
+@pytest.mark.parametrize(
+    "forbid",
+    [
+        {"tool_filter": sync_filter},
+        {"tool_filter": async_filter},
+        {"tools_table": {"deny": ["music.*"]}},
+        {"tools_table": {"allow": ["weather.*", "calendar.*"]}},
+    ],
+    ids=["sync-hook", "async-hook", "deny", "allow"],
+)
 async def test_a_filtered_tool_is_nowhere_in_directory_search_select_or_errors(
     server: ScriptedOpenAIServer,
     make_bot: BotFactory,
     weather_tools: list[Tool],
     ran: Ran,
-    hook: Any,
+    forbid: dict[str, Any],
 ) -> None:
     server.script(
         [
@@ -51,7 +60,7 @@ async def test_a_filtered_tool_is_nowhere_in_directory_search_select_or_errors(
         ],
         call("end"),
     )
-    result = await make_bot(weather_tools, tool_filter=hook).ask("play")
+    result = await make_bot(weather_tools, **forbid).ask("play")
 
     select, keywords = (json.loads(out) for _, out in server.requests[1].tool_outputs[:2])
     assert select["loaded"] == []

@@ -150,3 +150,50 @@ async def test_a_tool_source_is_read_once_per_ask_and_its_catalog_reused(
     assert server.requests[0].tool_names == ["send_message", "end", "one-_-a"]
     assert server.requests[2].tool_names == ["send_message", "end", "two-_-b"]
     assert ran.names == ["one.a"]
+
+
+async def test_a_model_error_mid_ask_raises_and_leaves_no_state_for_the_next_ask(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool], ran: Ran
+) -> None:
+    import openai
+
+    from bot_toolsearch.testing import error
+
+    bot = make_bot(weather_tools)
+    server.script(
+        [call("tool_search", query="select:music.play"), call("send_message", text="partial")],
+        error(500, "upstream model crashed", type="server_error"),
+    )
+    with pytest.raises(openai.InternalServerError, match="upstream model crashed"):
+        await bot.ask("one")
+    server.script(call("end"))
+    after = await bot.ask("two")
+
+    # The failed ask's load and its sent text are gone: the next ask starts from scratch.
+    assert server.requests[2].tool_names == ["send_message", "end", "tool_search"]
+    assert server.requests[2].tool_outputs == []
+    assert after.reply == ""
+    assert after.stats.tools_loaded == ()
+    assert after.stats.searches == 0
+    assert after.outbox == ()
+
+
+async def test_aclose_is_idempotent(
+    server: ScriptedOpenAIServer, weather_tools: list[Tool], tmp_path: Path
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'[model]\nbase_url = "{server.base_url}"\napi_key = "test"\n'
+        "[skills]\ntool_search_enabled = true\n",
+        encoding="utf-8",
+    )
+    bot = Bot.from_config(path, weather_tools)
+    server.script(call("end"))
+    await bot.ask("x")
+    await bot.aclose()
+    await bot.aclose()
+    async with bot:  # __aexit__ closes a third time
+        pass
+
+    assert bot._reloader is None
+    assert bot._owned == {}

@@ -102,3 +102,23 @@ async def test_a_forbidden_tool_is_never_prefetched(
 
     assert ran.calls == []
     assert prefetch_texts(server, 0) == []
+
+
+async def test_prefetch_works_when_a_real_tool_search_turns_search_off(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool], ran: Ran
+) -> None:
+    clock = ran.tool("time.now", "Current time.", result="12:00")
+    real = ran.tool("tool_search", "A real tool with the reserved name.", q="query")
+    server.script(call("tool_search", id="r1", q="x"), call("time-_-now", id="t1"), call("end"))
+    skills = {"prefetch_tools": ["time.now", "tool_search"], "prefetch_tools_hide": True}
+    await make_bot([*weather_tools, clock, real], skills=skills).ask("x")
+
+    full = ["send_message", "end", "weather-_-forecast", "music-_-play", "calendar-_-add"]
+    for index in range(3):
+        # The full list minus the prefetched (hidden) tool, with the real tool_search last.
+        assert server.requests[index].tool_names == [*full, "tool_search"]
+        assert prefetch_texts(server, index) == [f"{PREFETCH_HEADER}\n- time.now: 12:00"]
+    assert server.requests[1].tool_outputs[-1] == ("r1", "tool_search ok [('q', 'x')]")
+    assert server.requests[2].tool_outputs[-1] == ("t1", NO_SUCH_TOOL.format(name="time-_-now"))
+    # The reserved name is never prefetched, even when it is a real tool.
+    assert ran.calls == [("time.now", {}), ("tool_search", {"q": "x"})]

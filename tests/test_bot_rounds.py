@@ -207,10 +207,15 @@ async def test_tools_list_extends_without_reordering_and_directory_is_stable_acr
     server.script(call("end"))
     await bot.ask("two")
 
-    lists = [r.tool_names for r in server.requests[:3]]
-    for before, after in itertools.pairwise(lists):
+    lists = [r.tool_names for r in server.requests]
+    for before, after in itertools.pairwise(lists[:3]):
         assert after[: len(before)] == before
-    assert lists[2] == [*INITIAL, "weather-_-forecast", "calendar-_-add"]
+    assert lists == [
+        INITIAL,
+        [*INITIAL, "weather-_-forecast"],
+        [*INITIAL, "weather-_-forecast", "calendar-_-add"],
+        INITIAL,  # the next ask starts afresh
+    ]
     tool_bodies = [r.body["tools"] for r in server.requests[:3]]
     assert tool_bodies[1][:3] == tool_bodies[0]
     systems = {tuple(r.system_texts) for r in server.requests}
@@ -257,6 +262,9 @@ async def test_max_rounds_bounds_the_ask(
     assert result.rounds == 3
     assert result.finish_reason == "max_rounds"
     assert len(server.requests) == 3
+    assert result.reply == ""
+    assert [[c.outcome for c in r.calls] for r in result.trace] == [["answered"]] * 3
+    assert result.stats.searches == 3  # the last round's calls still ran and were answered
 
 
 async def test_malformed_arguments_and_handler_errors_become_clear_results(
@@ -349,3 +357,22 @@ async def test_a_target_called_before_its_search_in_one_response_is_loaded_this_
     assert server.requests[1].tool_names == [*INITIAL, "music-_-play"]
     assert ran.calls == []
     assert result.stats.refused_calls == {"loaded_this_round": 1}
+
+
+async def test_end_with_only_refused_other_calls_says_none_of_them_ran(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool], ran: Ran
+) -> None:
+    server.script(
+        [call("music-_-play", id="p1", song="x"), call("end", id="e1"), call("end", id="e2")],
+        call("end", id="e3"),
+    )
+    result = await make_bot(weather_tools).ask("hi")
+
+    results = dict(outputs(server, 1))
+    assert list(results) == ["p1", "e1", "e2"]
+    expected = end_with_other_calls([], ["music.play", "end"])
+    assert results["e1"] == results["e2"] == expected
+    assert "None of the other calls in this response ran" in expected
+    assert ran.calls == []
+    assert result.rounds == 2
+    assert result.stats.refused_calls == {"not_loaded": 1, "end_with_other_calls": 2}

@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING
 
 from bot_toolsearch import Tool
-from bot_toolsearch._messages import BLIND_CALL_LOADED, NOT_LOADED_YET
+from bot_toolsearch._messages import BLIND_CALL_LOADED, NO_SUCH_TOOL, NOT_LOADED_YET
 from bot_toolsearch._names import WireNames
 from bot_toolsearch._tool_search_middleware import _canonical_query, directory_message
 from bot_toolsearch._toolset import ToolSet
@@ -101,3 +101,20 @@ async def test_blind_call_reject_is_the_default(
     assert server.requests[1].tool_outputs[0] == ("m1", NOT_LOADED_YET.format(name="music.play"))
     assert server.requests[1].tool_names == server.requests[0].tool_names
     assert result.stats.blind_call_loads == 0
+
+
+async def test_blind_call_load_never_loads_a_forbidden_tool(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool], ran: Ran
+) -> None:
+    server.script(call("music-_-play", id="m1", song="s"), call("end"))
+    result = await make_bot(
+        weather_tools,
+        skills={"tool_search_blind_call": "load"},
+        tools_table={"deny": ["music.*"]},
+    ).ask("x")
+
+    assert server.requests[1].tool_outputs[0] == ("m1", NO_SUCH_TOOL.format(name="music-_-play"))
+    assert server.requests[1].tool_names == server.requests[0].tool_names
+    assert result.stats.blind_call_loads == 0
+    assert result.stats.tools_loaded == ()
+    assert result.stats.refused_calls == {"unknown": 1}
