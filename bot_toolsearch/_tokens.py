@@ -6,11 +6,14 @@ query term can only ever be compared with an index term that was produced the sa
 1. split into runs of letters and digits (``.``, ``_``, ``-``, spaces and punctuation separate);
 2. split camelCase inside a run (``getMemberInfo`` -> ``get member info``, ``HTTPServer`` ->
    ``http server``), *before* case folding, in queries as well as in the index;
-3. case-fold, then reduce English inflections with a light stemmer (``songs`` -> ``song``,
-   ``forecasting`` -> ``forecast``);
+3. case-fold, then reduce English words to their Porter stem (``songs`` -> ``song``,
+   ``forecasting`` -> ``forecast``, ``locations`` and ``locate`` -> ``locat``);
 4. cut Chinese, Japanese and Korean runs into overlapping character bigrams, because those
    languages are written without spaces (``查询城市天气预报`` contains the bigram ``天气``).
    The index also keeps single characters so that a one-character query still matches.
+
+Catalogs repeat the same words and parameter descriptions over and over, so the work per
+distinct run of letters is cached: building an index tokenizes each distinct word once.
 
 >>> index_terms("getMemberInfo")
 ['get', 'member', 'info']
@@ -21,6 +24,7 @@ query term can only ever be compared with an index term that was produced the sa
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["STOP_WORDS", "index_terms", "query_terms", "split_name", "stem"]
 
@@ -28,18 +32,21 @@ __all__ = ["STOP_WORDS", "index_terms", "query_terms", "split_name", "stem"]
 _RUN = re.compile(r"[^\W_]+")
 
 # Scripts written without spaces between words (plus Hangul, where bigrams do no harm).
-_CJK_RANGES = (
-    (0x1100, 0x11FF),  # Hangul Jamo
-    (0x2E80, 0x2FDF),  # CJK radicals
-    (0x3040, 0x30FF),  # Hiragana, Katakana
-    (0x3100, 0x31FF),  # Bopomofo, Hangul compatibility Jamo, Katakana extensions
-    (0x3400, 0x4DBF),  # CJK Extension A
-    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
-    (0xAC00, 0xD7AF),  # Hangul syllables
-    (0xF900, 0xFAFF),  # CJK compatibility ideographs
-    (0xFF66, 0xFF9F),  # half-width Katakana
-    (0x20000, 0x3FFFF),  # CJK Extensions B and later
+_CJK_CLASS = (
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u2e80-\u2fdf"  # CJK radicals
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3100-\u31ff"  # Bopomofo, Hangul compatibility Jamo, Katakana extensions
+    "\u3400-\u4dbf"  # CJK Extension A
+    "\u4e00-\u9fff"  # CJK Unified Ideographs
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff66-\uff9f"  # half-width Katakana
+    "\U00020000-\U0003ffff"  # CJK Extensions B and later
 )
+# A run of CJK characters, or a run of anything else (inside one alphanumeric run).
+_SCRIPT_RUN = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
+_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
 
 _STOP_TEXT = """
     a about above after again against all also am an and any are as at be because been before
@@ -56,10 +63,12 @@ _STOP_TEXT = """
 STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
 """English words that carry no meaning for tool search; a query term in this set scores 0."""
 
+# Runs seen while building indexes; bounded so a hostile catalog cannot grow it forever.
+_CACHE_SIZE = 1 << 16
+
 
 def _is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+    return _CJK_CHAR.match(ch) is not None
 
 
 def _camel_split(run: str) -> list[str]:
@@ -80,65 +89,152 @@ def _camel_split(run: str) -> list[str]:
     return parts
 
 
-def _vowel_in(text: str) -> bool:
-    return any(c in "aeiouy" for c in text)
-
-
-def stem(word: str) -> str:
-    """Reduce a case-folded English word to a light stem; other words pass unchanged.
-
-    Only inflections are removed (plural ``-s``/``-es``/``-ies``, ``-ing``, ``-ed``, a final
-    ``-e``), so both sides of a comparison meet at the same stem:
-
-    >>> [stem(w) for w in ("songs", "song", "forecasting", "forecast", "cities", "city")]
-    ['song', 'song', 'forecast', 'forecast', 'city', 'city']
-    >>> [stem(w) for w in ("created", "creates", "creating", "create", "string")]
-    ['creat', 'creat', 'creat', 'creat', 'string']
-    """
-    if len(word) < 3 or not word.isascii() or not word.isalpha():
-        return word
-    w = word
-    if w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("ies") and len(w) > 4:
-        w = w[:-3] + "y"
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > 3:
-        w = w[:-1]
-    for suffix in ("ing", "ed"):
-        if not w.endswith(suffix) or w.endswith("eed"):
-            continue
-        base = w[: -len(suffix)]
-        # "string" keeps its "ing": without a vowel the rest is not a word stem.
-        if len(base) >= 2 and _vowel_in(base):
-            w = base
-            if len(w) >= 3 and w[-1] == w[-2] and w[-1] not in "aeioulsz":
-                w = w[:-1]  # shipping -> ship, but calling -> call
-            elif suffix == "ed" and w.endswith("i"):
-                w = w[:-1] + "y"  # applied -> apply
-        break
-    if len(w) >= 3 and w.endswith("e") and not w.endswith("ee"):
-        w = w[:-1]
-    return w
+@lru_cache(maxsize=_CACHE_SIZE)
+def _run_words(run: str) -> tuple[str, ...]:
+    """The case-folded words of one alphanumeric run (CJK runs kept whole)."""
+    if run.isascii():
+        if run.islower() or run.isdigit():
+            return (run,)
+        return tuple(part.lower() for part in _camel_split(run))
+    out: list[str] = []
+    for part in _camel_split(run):
+        # Separate CJK runs from Latin/digit runs inside one alphanumeric run.
+        out.extend(_SCRIPT_RUN.findall(part.casefold()))
+    return tuple(out)
 
 
 def _words(text: str) -> list[str]:
     """Case-folded words and CJK runs of ``text``, in order (CJK runs are kept whole)."""
     out: list[str] = []
-    for match in _RUN.finditer(text):
-        for part in _camel_split(match.group()):
-            start = 0
-            folded = part.casefold()
-            # Separate CJK runs from Latin/digit runs inside one alphanumeric run.
-            kind = None
-            for i, ch in enumerate(folded):
-                cjk = _is_cjk(ch)
-                if kind is not None and cjk != kind:
-                    out.append(folded[start:i])
-                    start = i
-                kind = cjk
-            if start < len(folded):
-                out.append(folded[start:])
+    for run in _RUN.findall(text):
+        out.extend(_run_words(run))
     return out
+
+
+# --- the Porter (1980) stemmer ---------------------------------------------------------------
+# Suffix rules of steps 2, 3 and 4; a rule applies when the rest has ``measure`` > 0 (steps 2
+# and 3) or > 1 (step 4). Only the longest matching suffix of a step is tried.
+_STEP2 = (
+    ("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
+    ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"),
+    ("ization", "ize"), ("ation", "ate"), ("ator", "ate"), ("alism", "al"), ("iveness", "ive"),
+    ("fulness", "ful"), ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"),
+    ("logi", "log"),
+)  # fmt: skip
+_STEP3 = (
+    ("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"),
+    ("ful", ""), ("ness", ""),
+)  # fmt: skip
+_STEP4 = (
+    "ement", "ance", "ence", "able", "ible", "ment", "ant", "ent", "ion", "ism", "ate", "iti",
+    "ous", "ive", "ize", "al", "er", "ic", "ou",
+)  # fmt: skip
+
+
+def _consonant(word: str, i: int) -> bool:
+    ch = word[i]
+    if ch in "aeiou":
+        return False
+    # "y" is a consonant at the start or after a vowel ("yes", "boy"), else a vowel ("try").
+    return ch != "y" or i == 0 or not _consonant(word, i - 1)
+
+
+def _measure(stem_: str) -> int:
+    """Porter's *m*: the number of vowel-consonant sequences in ``stem_``."""
+    count = 0
+    vowel = False
+    for i in range(len(stem_)):
+        consonant = _consonant(stem_, i)
+        count += vowel and consonant
+        vowel = not consonant
+    return count
+
+
+def _has_vowel(stem_: str) -> bool:
+    return any(not _consonant(stem_, i) for i in range(len(stem_)))
+
+
+def _double_consonant(word: str) -> bool:
+    return len(word) >= 2 and word[-1] == word[-2] and _consonant(word, len(word) - 1)
+
+
+def _cvc(word: str) -> bool:
+    """Ends consonant-vowel-consonant, the last not ``w``, ``x`` or ``y`` (``hop``, not ``how``)."""
+    n = len(word)
+    return (
+        n >= 3
+        and _consonant(word, n - 3)
+        and not _consonant(word, n - 2)
+        and _consonant(word, n - 1)
+        and word[-1] not in "wxy"
+    )
+
+
+def _step1(w: str) -> str:
+    if w.endswith(("sses", "ies")):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith("ss"):
+        w = w[:-1]
+    if w.endswith("eed"):
+        return w[:-1] if _measure(w[:-3]) > 0 else w
+    for suffix in ("ed", "ing"):
+        if w.endswith(suffix) and _has_vowel(w[: -len(suffix)]):
+            w = w[: -len(suffix)]
+            if w.endswith(("at", "bl", "iz")):
+                return w + "e"  # conflated -> conflate
+            if _double_consonant(w) and w[-1] not in "lsz":
+                return w[:-1]  # hopping -> hop, but falling -> fall
+            if _measure(w) == 1 and _cvc(w):
+                return w + "e"  # filing -> file
+            return w
+    return w
+
+
+def _replace(w: str, rules: tuple[tuple[str, str], ...], min_measure: int) -> str:
+    for suffix, replacement in rules:
+        if w.endswith(suffix):
+            base = w[: -len(suffix)]
+            return base + replacement if _measure(base) > min_measure else w
+    return w
+
+
+def _porter(word: str) -> str:
+    w = _step1(word)
+    if w.endswith("y") and _has_vowel(w[:-1]):
+        w = w[:-1] + "i"  # happy -> happi, so that happiness meets it
+    w = _replace(w, _STEP2, 0)
+    w = _replace(w, _STEP3, 0)
+    for suffix in _STEP4:
+        if w.endswith(suffix):
+            base = w[: -len(suffix)]
+            if _measure(base) > 1 and (suffix != "ion" or base.endswith(("s", "t"))):
+                w = base
+            break
+    if w.endswith("e"):
+        m = _measure(w[:-1])
+        if m > 1 or (m == 1 and not _cvc(w[:-1])):
+            w = w[:-1]
+    if w.endswith("ll") and _measure(w) > 1:
+        w = w[:-1]
+    return w
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def stem(word: str) -> str:
+    """The Porter stem of a case-folded English word; other words pass unchanged.
+
+    Inflections and common derivations meet at one stem on both sides of a comparison. A stem
+    that would collide with a stop word keeps the word whole (``one`` would become ``on``).
+
+    >>> [stem(w) for w in ("songs", "song", "forecasting", "forecast", "cities", "city")]
+    ['song', 'song', 'forecast', 'forecast', 'citi', 'citi']
+    >>> [stem(w) for w in ("created", "creates", "creating", "create", "string", "one")]
+    ['creat', 'creat', 'creat', 'creat', 'string', 'one']
+    """
+    if len(word) < 3 or not word.isascii() or not word.isalpha():
+        return word
+    result = _porter(word)
+    return word if result in STOP_WORDS else result
 
 
 def _cjk_grams(run: str, *, unigrams: bool) -> list[str]:
@@ -157,14 +253,27 @@ def split_name(name: str) -> list[str]:
     return _words(name)
 
 
+@lru_cache(maxsize=_CACHE_SIZE)
+def _chunk_terms(chunk: str) -> tuple[str, ...]:
+    """The index terms of one whitespace-free chunk of text."""
+    terms: list[str] = []
+    for run in _RUN.findall(chunk):
+        for word in _run_words(run):
+            if _is_cjk(word[0]):
+                terms.extend(_cjk_grams(word, unigrams=True))
+            else:
+                terms.append(stem(word))
+    return tuple(terms)
+
+
 def index_terms(text: str) -> list[str]:
     """Every term of ``text`` as stored in the index (stop words included)."""
+    # Whitespace always separates runs, so the chunks between it can be cached one by one:
+    # catalogs repeat the same words far more often than they repeat whole texts.
     terms: list[str] = []
-    for word in _words(text):
-        if _is_cjk(word[0]):
-            terms.extend(_cjk_grams(word, unigrams=True))
-        else:
-            terms.append(stem(word))
+    extend = terms.extend
+    for chunk in text.split():
+        extend(_chunk_terms(chunk))
     return terms
 
 
@@ -175,7 +284,7 @@ def query_terms(text: str) -> tuple[list[str], list[str]]:
     stop words is searched with them.
 
     >>> query_terms("the weather forecasts")
-    (['weather', 'forecast'], ['th'])
+    (['weather', 'forecast'], ['the'])
     """
     content: list[str] = []
     stops: list[str] = []

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot_toolsearch._index import SearchIndex
-from bot_toolsearch._tokens import index_terms
+from bot_toolsearch._tokens import index_terms, stem
 
 
 def doc(name: str, params: str = "", desc: str = "", pdesc: str = "") -> tuple[list[str], ...]:
@@ -70,7 +70,8 @@ def test_required_terms_filter_before_ranking() -> None:
     index = SearchIndex(
         [doc("weather_now", desc="weather"), doc("city_list", desc="city weather"), doc("x")]
     )
-    assert ranked(index, "weather", "city", required=("city",)) == [1]
+    city = stem("city")
+    assert ranked(index, "weather", city, required=(city,)) == [1]
     assert ranked(index, "weather", required=("missing",)) == []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot_toolsearch._query import KeywordQuery, SelectQuery, parse_query
+from bot_toolsearch._tokens import stem
 
 
 @pytest.mark.parametrize(
@@ -49,16 +50,16 @@ def test_required_terms_come_first_and_are_not_scored_twice() -> None:
 def test_stop_words_are_dropped_unless_alone() -> None:
     parsed = parse_query("the weather of the city")
     assert isinstance(parsed, KeywordQuery)
-    assert parsed.terms == ("weather", "city")
+    assert parsed.terms == (stem("weather"), stem("city"))
     only = parse_query("the of")
     assert isinstance(only, KeywordQuery)
-    assert only.terms == ("th", "of")
+    assert only.terms == (stem("the"), stem("of"))
 
 
 def test_a_required_stop_word_is_kept() -> None:
     parsed = parse_query("+the weather")
     assert isinstance(parsed, KeywordQuery)
-    assert parsed.required == ("th",)
+    assert parsed.required == (stem("the"),)
 
 
 @pytest.mark.parametrize("query", ["...", "+_", "+", "  ", ""])

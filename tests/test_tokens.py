@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bot_toolsearch._tokens import STOP_WORDS, index_terms, query_terms, split_name, stem
 
@@ -45,9 +49,63 @@ def test_inflections_meet_at_one_stem(a: str, b: str) -> None:
     assert stem(a) == stem(b)
 
 
-@pytest.mark.parametrize("word", ["string", "status", "analysis", "class", "x", "東京", "v2"])
-def test_stemmer_leaves_non_inflections_alone(word: str) -> None:
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("locate", "locations"),
+        ("calculate", "calculation"),
+        ("prediction", "predicted"),
+        ("generalizations", "generalize"),
+        ("hopeful", "hope"),
+        ("happiness", "happy"),
+        ("connections", "connected"),
+    ],
+)
+def test_derivations_meet_at_one_stem(a: str, b: str) -> None:
+    assert stem(a) == stem(b)
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("caresses", "caress"),
+        ("ponies", "poni"),
+        ("agreed", "agre"),
+        ("feed", "feed"),
+        ("hopping", "hop"),
+        ("falling", "fall"),
+        ("filing", "file"),
+        ("conflated", "conflat"),
+        ("relational", "relat"),
+        ("digitizer", "digit"),
+        ("adjustment", "adjust"),
+        ("adoption", "adopt"),
+        ("controll", "control"),
+        ("probate", "probat"),
+    ],
+)
+def test_porter_reference_stems(word: str, expected: str) -> None:
+    assert stem(word) == expected
+
+
+@pytest.mark.parametrize("word", ["string", "class", "rate", "date", "game", "x", "東京", "v2"])
+def test_stemmer_leaves_stems_alone(word: str) -> None:
+    # "rate" must not become "rat" (the animal), nor "date" "dat".
     assert stem(word) == word
+
+
+def test_a_stem_never_collides_with_a_stop_word() -> None:
+    # Porter would cut "one" to "on"; the whole word is kept so "on" cannot match it.
+    assert stem("one") == "one"
+    assert "on" not in query_terms("one")[0]
+    assert query_terms("one")[0] == [stem("one")]
+
+
+@given(st.text(alphabet="aB c._-\t\n天气Ä1+", max_size=40))
+def test_whitespace_chunks_tokenize_like_any_separator(text: str) -> None:
+    # index_terms caches per whitespace-free chunk: the result must not depend on that.
+    assert index_terms(text) == index_terms(re.sub(r"\s", ".", text))
+    assert index_terms(text) == index_terms(text)
 
 
 def test_camel_case_is_split_in_queries_too() -> None:
