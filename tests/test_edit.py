@@ -68,9 +68,11 @@ def test_crlf_file_stays_crlf(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_bytes(ORIGINAL.replace("\n", "\r\n").encode())
     set_value(path, "skills.prefetch_tools_hide", True)
-    data = path.read_bytes()
-    assert b"prefetch_tools_hide = true\r\n" in data
-    assert b"\n" not in data.replace(b"\r\n", b"")
+    expected = ORIGINAL.replace('"end" ]\n\n', '"end" ]\nprefetch_tools_hide = true\n\n')
+    assert path.read_bytes() == expected.replace("\n", "\r\n").encode()
+    set_value(path, "skills.tool_search_max_results", 9)
+    expected = expected.replace("tool_search_max_results = 5 ", "tool_search_max_results = 9 ")
+    assert path.read_bytes() == expected.replace("\n", "\r\n").encode()
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,10 @@ def remove(path: Path) -> None:
     path.unlink()
 
 
+def make_folder(path: Path) -> None:
+    path.mkdir()
+
+
 def config_text(max_results: int, *, enabled: bool = True) -> str:
     return (
         "# tuned while the bot runs\n[skills]\n"
@@ -243,3 +247,39 @@ async def test_edits_while_stopped_are_picked_up_by_start(path: Path) -> None:
     async with reloader:
         assert max_results(reloader) == 4
         assert reloader.generation == 2
+
+
+async def test_unreadable_file_keeps_the_last_good_snapshot(
+    path: Path, reloader: ConfigReloader, caplog: pytest.LogCaptureFixture
+) -> None:
+    # chmod 000 does not stop root, who runs these tests, so the file is made unreadable for
+    # everyone instead: a symlink to itself, renamed over it (reading it fails with ELOOP).
+    good = reloader.snapshot()
+    loop = path.with_name("loop.toml")
+    loop.symlink_to(path.name)  # once renamed, config.toml -> config.toml
+    with caplog.at_level(logging.ERROR, logger="bot_toolsearch.config"):
+        os.replace(loop, path)
+        await reloader.wait_until(lambda r: r.last_error is not None, timeout=TIMEOUT)
+    assert reloader.last_error is not None
+    assert reloader.last_error.message.startswith("cannot read config file: ")
+    assert reloader.last_error.path == str(path)
+    assert reloader.snapshot() is good
+    assert any("cannot read config file" in r.getMessage() for r in caplog.records)
+    remove(path)
+    write(path, config_text(6))
+    await reloader.wait_for_generation(2, timeout=TIMEOUT)
+    assert reloader.last_error is None
+    assert max_results(reloader) == 6
+
+
+async def test_config_replaced_by_a_folder_is_refused(path: Path, reloader: ConfigReloader) -> None:
+    good = reloader.snapshot()
+    remove(path)
+    make_folder(path)
+    await reloader.wait_until(
+        lambda r: r.last_error is not None and "deleted" not in r.last_error.message,
+        timeout=TIMEOUT,
+    )
+    assert reloader.last_error is not None
+    assert "cannot read config file" in reloader.last_error.message
+    assert reloader.snapshot() is good
