@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._catalog import ToolCatalog, _parameter_text, invalid_name_reason
+from ._catalog import TOOL_SEARCH_NAME, ToolCatalog, _parameter_text, invalid_name_reason
 from ._errors import ToolSearchError
+from ._index import _TIER_STEP
 from ._names import DEFAULT_DOT_DELIMITER, WireNames, encode_name
 from ._prompt import TOOL_SEARCH_RULES, render_deferred_tools
 from ._query import KeywordQuery, parse_query
@@ -103,13 +105,14 @@ def _hits(term: str, terms: set[str]) -> list[str]:
 
 def explain_search(
     catalog: ToolCatalog, query: str, max_results: int = 5
-) -> tuple[list[Match], bool]:
+) -> tuple[list[Match], bool, tuple[str, ...]]:
     """The tools a fresh session's ``tool_search(query)`` loads, with scores and matched terms.
 
     Read-only: it uses a throwaway session and the catalog's own index and tokenizer.
 
     Returns:
-        ``(matches, truncated)``.
+        ``(matches, truncated, not_found)``; ``not_found`` lists ``select:`` names that are
+        not in the catalog.
     """
     result = ToolSearchSession(catalog, max_results=max_results).search(query)
     parsed = parse_query(query)
@@ -128,7 +131,7 @@ def explain_search(
         }
         score = scores.get(catalog.rank(name)) if scores else None
         matches.append(Match(rank, name, score, {k: v for k, v in matched.items() if v}))
-    return matches, result.truncated
+    return matches, result.truncated, result.not_found
 
 
 def _build_catalog(path: str) -> ToolCatalog:
@@ -138,15 +141,21 @@ def _build_catalog(path: str) -> ToolCatalog:
 def _search(args: argparse.Namespace) -> int:
     try:
         catalog = _build_catalog(args.catalog)
-        matches, truncated = explain_search(catalog, args.query, args.max_results)
+        matches, truncated, not_found = explain_search(catalog, args.query, args.max_results)
     except (ToolSearchError, ValueError) as exc:
         print(f"bot-toolsearch search: error: {exc}", file=sys.stderr)
         return 2
+    if not_found:
+        print(f"not in the catalog: {', '.join(not_found)}")
     if not matches:
         print(f"no tool matches {args.query!r} ({len(catalog)} tools searched)")
         return 1
+    tiered = any(m.score is not None and m.score >= _TIER_STEP for m in matches)
+    if tiered and args.explain:
+        print("(one-word query: name hits rank first, then parameter-name hits, then the rest;")
+        print(" the score orders tools within each group)")
     for match in matches:
-        score = "   -  " if match.score is None else f"{match.score:6.2f}"
+        score = "   -  " if match.score is None else f"{match.score % _TIER_STEP:6.2f}"
         print(f"{match.rank:>2}. {score}  {match.name}")
         if args.explain:
             why = "; ".join(f"{k}: {', '.join(v)}" for k, v in match.matched.items())
@@ -196,10 +205,17 @@ def catalog_stats(schemas: Sequence[Mapping[str, Any]], dot_delimiter: str) -> C
     """Compute the ``catalog stats`` figures for a list of schemas."""
     from ._demo import tokens
 
+    entries = len(schemas)
     raw_names = [(e.get("function") or {}).get("name") for e in schemas]
     invalid = tuple(
         (repr(n), reason) for n in raw_names if (reason := invalid_name_reason(n)) is not None
+    ) + tuple(
+        (repr(n), "reserved for the virtual tool_search tool")
+        for n in raw_names
+        if n == TOOL_SEARCH_NAME
     )
+    # Reported above; a bot with tool search on refuses the whole catalog until it is renamed.
+    schemas = [e for e in schemas if (e.get("function") or {}).get("name") != TOOL_SEARCH_NAME]
     seen: set[str] = set()
     duplicates: list[str] = []
     for name in raw_names:
@@ -217,7 +233,7 @@ def catalog_stats(schemas: Sequence[Mapping[str, Any]], dot_delimiter: str) -> C
     session = ToolSearchSession(catalog)
     directory = render_deferred_tools(session.deferred_tool_names) + "\n\n" + TOOL_SEARCH_RULES
     return CatalogStats(
-        entries=len(schemas),
+        entries=entries,
         usable=len(catalog),
         renamed=renamed,
         invalid=invalid,
@@ -240,13 +256,19 @@ def _print_list(title: str, rows: Sequence[str], limit: int = 20) -> None:
 def _stats(args: argparse.Namespace) -> int:
     from ._demo import tokens
 
+    library = logging.getLogger("bot_toolsearch")
+    level = library.level
     try:
         schemas = load_catalog_file(args.catalog)
         encode_name("x", args.dot_delimiter)  # validates the delimiter
+        # The skipped-entry warnings would repeat what the report lists.
+        library.setLevel(logging.ERROR)
         stats = catalog_stats(schemas, args.dot_delimiter)
     except (ToolSearchError, ValueError) as exc:
         print(f"bot-toolsearch catalog stats: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        library.setLevel(level)
     print(f"tools: {stats.usable} usable of {stats.entries} entries")
     _print_list("names the wire encoding changes", [f"{a} -> {b}" for a, b in stats.renamed])
     _print_list("invalid names (skipped)", [f"{n}: {r}" for n, r in stats.invalid])
@@ -259,6 +281,8 @@ def _stats(args: argparse.Namespace) -> int:
     print(f"  first request with tool search:       {stats.projected_tokens:>8}")
     print("    (always-loaded tools + tool_search + directory and rules message)")
     print(f"  saved:                                {saved:>8} ({share:.1f}%)")
+    if saved <= 0:
+        print("  (this catalog is small enough to send whole: tool search does not pay off)")
     return 0
 
 

@@ -45,9 +45,10 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_explain_search_reports_scores_and_matched_fields() -> None:
     catalog = ToolCatalog(demo_schemas())
-    matches, truncated = explain_search(catalog, "weather forecasting", max_results=2)
+    matches, truncated, not_found = explain_search(catalog, "weather forecasting", 2)
     assert [m.name for m in matches] == ["weather.forecast", "weather.hourly_forecast"]
     assert truncated
+    assert not_found == ()
     assert matches[0].score is not None
     assert matches[1].score is not None
     assert matches[0].score > matches[1].score
@@ -56,11 +57,12 @@ def test_explain_search_reports_scores_and_matched_fields() -> None:
 
 def test_explain_search_handles_cjk_and_select() -> None:
     catalog = ToolCatalog(demo_schemas())
-    matches, _ = explain_search(catalog, "成员 头像")
+    matches, _, _ = explain_search(catalog, "成员 头像")
     assert matches[0].name == "group.get_member_avatar"
     assert set(matches[0].matched["description"]) == {"成员", "头像"}
-    selected, _ = explain_search(catalog, "select:time.now,nope")
+    selected, _, not_found = explain_search(catalog, "select:time.now,nope")
     assert [(m.name, m.score) for m in selected] == [("time.now", None)]
+    assert not_found == ("nope",)
 
 
 def test_catalog_stats_counts_names_and_tokens(catalog_file: Path) -> None:
@@ -164,3 +166,29 @@ def test_missing_catalog_and_reserved_name_are_clear_errors(tmp_path: Path) -> N
     assert done.returncode == 2
     assert "reserved" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_search_names_select_misses_and_explains_one_word_tiers(catalog_file: Path) -> None:
+    done = cli("search", "select:time.now,nope", "--catalog", str(catalog_file))
+    assert done.returncode == 0
+    assert "not in the catalog: nope" in done.stdout
+    one_word = cli("search", "weather", "--catalog", str(catalog_file), "--explain")
+    assert one_word.returncode == 0
+    assert "name hits rank first" in one_word.stdout
+    # Scores are shown within their tier, not as the index's raw tier offset.
+    scores = [float(s) for s in re.findall(r"^ *\d+\. +([\d.]+) ", one_word.stdout, re.M)]
+    assert scores
+    assert all(s < 1000 for s in scores)
+
+
+def test_catalog_stats_lists_reserved_names_instead_of_failing(tmp_path: Path) -> None:
+    path = tmp_path / "tools.json"
+    entries = [{"type": "function", "function": {"name": n}} for n in ("tool_search", "a", "a")]
+    path.write_text(json.dumps(entries))
+    done = cli("catalog", "stats", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "tools: 1 usable of 3 entries" in done.stdout
+    assert "'tool_search': reserved" in done.stdout
+    assert "duplicate names (first kept): 1" in done.stdout
+    assert "does not pay off" in done.stdout
+    assert done.stderr == ""  # the skipped entries are in the report, not repeated as warnings
