@@ -7,8 +7,8 @@ the bot's own system prompt, byte-identical in every round. Per batch of calls i
 ``tool_search`` itself, in call order, and refuses every call to a tool this round does not
 expose, saying why: not loaded yet, loaded this round, or no such tool (never hinting that a
 forbidden tool exists). Off (the full list, no directory, no virtual tool) when
-``tool_search_enabled`` is false, when a real tool is named ``tool_search`` (logged as an
-error), or when no deferred tools are left.
+``tool_search_enabled`` is false, when the ask may use a real tool named ``tool_search``
+(logged as an error), or when no deferred tools are left.
 """
 
 from __future__ import annotations
@@ -70,7 +70,9 @@ class ToolSearchMiddleware:
         skills = ctx.settings.skills
         if not skills.tool_search_enabled:
             return
-        if ctx.toolset.collision:
+        # Filtering comes first: a real ``tool_search`` this ask may not use collides with
+        # nothing, and the virtual tool serves the ask as usual.
+        if ctx.toolset.collision and TOOL_SEARCH_NAME in ctx.permitted:
             logger.error(
                 "a real tool is named %r: tool search is off for this ask "
                 "(the full tool list is sent, with no directory)",

@@ -185,3 +185,27 @@ async def test_the_history_keeps_the_models_spelling_of_a_forbidden_call(
         ("m2", NO_SUCH_TOOL.format(name="music-_-play")),
     ]
     assert ran.names == ["weather.forecast"]
+
+
+async def test_a_forbidden_real_tool_search_does_not_turn_search_off(
+    server: ScriptedOpenAIServer,
+    make_bot: BotFactory,
+    weather_tools: list[Tool],
+    ran: Ran,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    real = ran.tool("tool_search", "A real tool that happens to use the name.", q="query")
+    server.script(call("tool_search", id="s1", query="select:music.play"), call("end"))
+    with caplog.at_level(logging.ERROR, logger="bot_toolsearch"):
+        result = await make_bot([*weather_tools, real], tools_table={"deny": ["tool_search"]}).ask(
+            "x"
+        )
+
+    # The filter runs before the session: the virtual tool serves the ask, the real one never.
+    assert server.requests[0].tool_names == ["send_message", "end", "tool_search"]
+    assert not no_directory(server)
+    assert json.loads(server.requests[1].tool_outputs[0][1])["loaded"] == ["music.play"]
+    assert "A real tool that happens" not in json.dumps(server.requests[0].body)
+    assert ran.calls == []
+    assert result.stats.searches == 1
+    assert not any("tool search is off" in r.getMessage() for r in caplog.records)
