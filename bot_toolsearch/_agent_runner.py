@@ -70,19 +70,29 @@ async def run_agent(ctx: AskContext, agent: Agent, arguments: Mapping[str, Any])
                 ],
             }
         )
-        runnable = [c.name for c in reply.tool_calls if c.name in tools]
+        parsed = [parse_arguments(c.arguments) for c in reply.tool_calls]
+        # Only calls that will run are announced (not unknown names or unreadable arguments).
+        runnable = [
+            c.name
+            for c, (args, _) in zip(reply.tool_calls, parsed, strict=True)
+            if c.name in tools and args is not None
+        ]
         await announce_calls(ctx, [(n, "tool") for n in runnable], agent=agent.name)
-        outputs = await asyncio.gather(*(_run(tools, c) for c in reply.tool_calls))
+        outputs = await asyncio.gather(
+            *(_run(tools, c, p) for c, p in zip(reply.tool_calls, parsed, strict=True))
+        )
         for call, output in zip(reply.tool_calls, outputs, strict=True):
             messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
     return last_text or AGENT_ROUNDS_EXHAUSTED.format(name=agent.name, rounds=agent.max_rounds)
 
 
-async def _run(tools: Mapping[str, Tool], call: ModelToolCall) -> str:
+async def _run(
+    tools: Mapping[str, Tool], call: ModelToolCall, parsed: tuple[dict[str, Any] | None, str]
+) -> str:
     tool = tools.get(call.name)
     if tool is None:
         return no_such_tool(call.name)
-    arguments, problem = parse_arguments(call.arguments)
+    arguments, problem = parsed
     if arguments is None:
         return INVALID_ARGUMENTS.format(name=call.name, problem=problem)
     try:

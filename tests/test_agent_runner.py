@@ -84,3 +84,36 @@ async def test_an_agent_without_a_request_gets_a_clear_error(
     output = server.requests[1].tool_outputs[-1]
     assert output[0] == "h1"
     assert 'string field "request"' in output[1]
+
+
+async def test_agent_calls_that_do_not_run_are_not_announced(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, ran: Ran
+) -> None:
+    from bot_toolsearch.testing import ToolCall
+
+    server.script(
+        call("helper", id="h1", request="w"),
+        [
+            ToolCall("weather-_-lookup", '{"city": ', id="a1"),  # unreadable arguments
+            ToolCall("ghost", {}, id="a2"),  # no such tool
+            call("weather-_-lookup", id="a3", city="Oslo"),
+            call("weather-_-lookup", id="a4", city="Rome"),
+        ],
+        text("ok"),
+        call("end"),
+    )
+    result = await make_bot(
+        [],
+        [helper(ran)],
+        skills={"tool_search_enabled": False},
+        easter_egg={"agent_call_message_enabled": "clean"},
+    ).ask("x")
+
+    outputs = dict(server.requests[2].tool_outputs[-4:])
+    assert "arguments must be a JSON object" in outputs["a1"]
+    assert outputs["a2"] == NO_SUCH_TOOL.format(name="ghost")
+    assert ran.names == ["weather.lookup", "weather.lookup"]
+    assert result.announcements == (
+        "helper，我调用你了",  # noqa: RUF001
+        "helper：weather.lookup，我调用你了 x2",  # noqa: RUF001
+    )
