@@ -8,6 +8,7 @@ name map.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import unicodedata
@@ -25,20 +26,29 @@ TOOL_SEARCH_NAME = "tool_search"
 
 logger = logging.getLogger("bot_toolsearch")
 
-# Keys whose value is a mapping of sub-schemas, a single sub-schema, or a list of sub-schemas
-# (JSON Schema keywords that can hold parameters).
-_SCHEMA_MAPS = ("$defs", "definitions", "properties", "patternProperties")
-_SCHEMA_ONE = (
-    "additionalProperties",
-    "contains",
-    "else",
-    "if",
-    "items",
-    "not",
-    "propertyNames",
-    "then",
-)
-_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+# json.dumps(..., ensure_ascii=False, allow_nan=False) without building an encoder per tool.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+# JSON Schema keywords that can hold parameters: 0 = a mapping of sub-schemas, 1 = a single
+# sub-schema, 2 = a list of sub-schemas (``items`` is either of the last two).
+_SCHEMA_KEYS = {
+    "$defs": 0,
+    "definitions": 0,
+    "properties": 0,
+    "patternProperties": 0,
+    "additionalProperties": 1,
+    "contains": 1,
+    "else": 1,
+    "if": 1,
+    "items": 1,
+    "not": 1,
+    "propertyNames": 1,
+    "then": 1,
+    "allOf": 2,
+    "anyOf": 2,
+    "oneOf": 2,
+    "prefixItems": 2,
+}
 
 
 def invalid_name_reason(name: object) -> str | None:
@@ -51,6 +61,8 @@ def invalid_name_reason(name: object) -> str | None:
         return f"name is {type(name).__name__}, not a string"
     if not name:
         return "name is empty"
+    if name.isascii() and name.isprintable() and not any(ch in name for ch in " <>"):
+        return None  # the usual case, without a per-character Unicode lookup
     for ch in name:
         if ch.isspace():
             return "name contains whitespace"
@@ -67,6 +79,7 @@ def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
     texts: list[str] = []
     stack: list[object] = [parameters]
     # The schema came out of json.loads, so it has no cycles; a stack bounds deep nesting.
+    # Only the keys a node has are looked at: the walk runs over every schema of the catalog.
     while stack:
         node = stack.pop()
         if isinstance(node, list):
@@ -74,29 +87,29 @@ def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
             continue
         if not isinstance(node, dict):
             continue
-        description = node.get("description")
-        if isinstance(description, str):
-            texts.extend(index_terms(description))
-        enum = node.get("enum")
-        if isinstance(enum, list):
-            for value in enum:
-                if isinstance(value, str):
-                    texts.extend(index_terms(value))
-        for key in _SCHEMA_MAPS:
-            sub = node.get(key)
-            if isinstance(sub, dict):
-                if key == "properties":
-                    for prop in sub:
-                        names.extend(index_terms(prop))
-                stack.extend(sub.values())
-        for key in _SCHEMA_ONE:
-            sub = node.get(key)
-            if isinstance(sub, dict):
-                stack.append(sub)
-        for key in _SCHEMA_LISTS:
-            sub = node.get(key)
-            if isinstance(sub, list):
-                stack.extend(sub)
+        for key, sub in node.items():
+            if key == "description":
+                if isinstance(sub, str):
+                    texts.extend(index_terms(sub))
+            elif key == "enum":
+                if isinstance(sub, list):
+                    for value in sub:
+                        if isinstance(value, str):
+                            texts.extend(index_terms(value))
+            else:
+                kind = _SCHEMA_KEYS.get(key)
+                if kind is None:
+                    continue
+                if isinstance(sub, dict):
+                    if kind == 0:
+                        if key == "properties":
+                            for prop in sub:
+                                names.extend(index_terms(prop))
+                        stack.extend(sub.values())
+                    elif kind == 1:
+                        stack.append(sub)
+                elif (kind == 2 or key == "items") and isinstance(sub, list):
+                    stack.extend(sub)
     return names, texts
 
 
@@ -127,6 +140,18 @@ class ToolCatalog:
     def __init__(self, schemas: Iterable[Mapping[str, Any]]) -> None:
         if isinstance(schemas, str | bytes | Mapping):
             raise CatalogError("schemas must be a sequence of tool schemas, not a single value")
+        # The build allocates hundreds of thousands of long-lived objects and no reference
+        # cycles; the cyclic collector would traverse all of them (and the caller's schemas)
+        # again and again for nothing, which costs about a quarter of the build.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._build(schemas)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _build(self, schemas: Iterable[Mapping[str, Any]]) -> None:
         names: list[str] = []
         encoded: dict[str, str] = {}
         docs: dict[str, Document] = {}
@@ -149,9 +174,7 @@ class ToolCatalog:
             try:
                 # A JSON round trip is the deep copy: it isolates the catalog from the caller's
                 # objects and rejects what no provider could be sent (cycles, non-JSON values).
-                text = json.dumps(
-                    {**entry, "function": dict(function)}, ensure_ascii=False, allow_nan=False
-                )
+                text = _ENCODER.encode({**entry, "function": dict(function)})
             except (TypeError, ValueError, RecursionError) as exc:
                 logger.warning(
                     "tool catalog: skipping entry %d (%r): schema is not JSON: %s",

@@ -2,11 +2,12 @@
 
 Every tool is one document with four fields. A term's weight in a document is
 
-    idf(term) * (MATCH_BONUS + sum over fields f of  W_f * tf_f / (tf_f + K_f * norm_f))
+    idf(term) * (MATCH_BONUS + sum over fields f of  W_f * tf_f / (tf_f + K * norm_f))
 
-(BM25F-style: saturating term frequency per field, inverse document frequency over the
-catalog, length normalisation on the description fields). The weights are precomputed when the
-catalog is built, so a search only adds up the postings of its few terms. On top of BM25:
+with ``norm_f = 1 - B + B * length_f / average_length_f`` (BM25-style saturation per field,
+inverse document frequency over the catalog, length normalisation on every field). The part
+in brackets is precomputed when the catalog is built, in one pass over the documents; the IDF
+is applied while a search adds up the postings of its few terms. On top of BM25:
 
 - a query term also matches index terms it is a prefix of, or that are a prefix of it, at half
   weight (``hypot`` / ``hypotenuse``, ``info`` / ``information``);
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Collection, Sequence
 
 __all__ = ["FIELD_WEIGHTS", "Document", "SearchIndex"]
@@ -28,23 +29,32 @@ __all__ = ["FIELD_WEIGHTS", "Document", "SearchIndex"]
 Document = tuple[Sequence[str], Sequence[str], Sequence[str], Sequence[str]]
 """The terms of one tool: name parts, parameter names, tool description, parameter texts."""
 
-# Saturation (K) and length normalisation (B) per field: name, parameter names, tool
-# description, parameter descriptions. Names are short: no length normalisation there.
-_K = (1.2, 1.2, 1.2, 1.2)
-_B = (0.0, 0.0, 0.75, 0.75)
+# BM25 saturation and length normalisation, the same on every field. Normalising names too
+# lets a name made mostly of the query's words (``get_stock_price``) beat a longer name that
+# merely contains them.
+_K = 1.2
+_B = 0.75
 FIELD_WEIGHTS = (1.5, 1.0, 1.0, 0.5)
 """Weights of the name, parameter-name, description and parameter-description fields."""
 # Every matched term adds this much (times its IDF) on top of BM25, whatever the field: a tool
 # matching more of the query's distinct terms beats one repeating a single term (coverage).
 _MATCH_BONUS = 1.0
 # A query term also matches index terms that are its prefix or that it prefixes (``hypot`` and
-# ``hypotenuse``, ``calc`` and ``calculat``), at this fraction of their weight.
+# ``hypotenus``, ``calcul`` and ``calc``), at this fraction of their weight.
 _PREFIX_WEIGHT = 0.5
 _PREFIX_MIN = 4
 _PREFIX_MAX_VARIANTS = 16
 # Name tier 2, parameter-name tier 1, description tier 0: for a one-term query the tier decides
 # first (the reference design's contract), BM25 orders tools inside a tier.
 _TIER_STEP = 1e6
+
+
+def _count(field: Sequence[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    get = counts.get
+    for term in field:
+        counts[term] = get(term, 0) + 1
+    return counts
 
 
 class SearchIndex:
@@ -54,35 +64,59 @@ class SearchIndex:
         docs: one :data:`Document` per tool; a tool's position is its ``doc_id``.
     """
 
-    __slots__ = ("_name_docs", "_param_docs", "_postings", "_vocabulary", "size")
+    __slots__ = (
+        "_idf",
+        "_names",
+        "_params",
+        "_postings",
+        "_vocabulary",
+        "_weighted_cache",
+        "size",
+    )
 
     def __init__(self, docs: Sequence[Document]) -> None:
-        self.size = len(docs)
-        counts = [[Counter(field) for field in doc] for doc in docs]
-        lengths = [[len(field) for field in doc] for doc in docs]
-        avg = [max(1.0, sum(row[f] for row in lengths) / max(1, self.size)) for f in range(4)]
-        raw: dict[str, dict[int, float]] = {}
-        name_docs: dict[str, set[int]] = {}
-        param_docs: dict[str, set[int]] = {}
-        for doc_id, fields in enumerate(counts):
-            for term in fields[0]:
-                name_docs.setdefault(term, set()).add(doc_id)
-            for term in fields[1]:
-                param_docs.setdefault(term, set()).add(doc_id)
-            for f, counter in enumerate(fields):
+        self.size = n = len(docs)
+        avg = [max(1.0, sum(len(doc[f]) for doc in docs) / max(1, n)) for f in range(4)]
+        # Per field, BM25's K * (1 - B + B * length / avg) is base + slope * length.
+        base = _K * (1.0 - _B)
+        slopes = [_K * _B / a for a in avg]
+        postings: defaultdict[str, dict[int, float]] = defaultdict(dict)
+        # Per document, the set of its name terms and of its parameter-name terms (the tiers).
+        self._names: list[frozenset[str]] = []
+        self._params: list[frozenset[str]] = []
+        empty: frozenset[str] = frozenset()
+        # The hot loop: one postings update per token, no per-document or per-posting objects.
+        for doc_id, fields in enumerate(docs):
+            names = params = empty
+            for f in range(4):
+                field = fields[f]
+                if not field:
+                    continue
                 weight = FIELD_WEIGHTS[f]
-                norm = _K[f] * (1.0 - _B[f] + _B[f] * lengths[doc_id][f] / avg[f])
-                for term, tf in counter.items():
-                    postings = raw.setdefault(term, {})
-                    postings[doc_id] = postings.get(doc_id, 0.0) + weight * tf / (tf + norm)
-        n = self.size
-        self._postings: dict[str, dict[int, float]] = {}
-        for term, postings in raw.items():
-            idf = math.log(1.0 + (n - len(postings) + 0.5) / (len(postings) + 0.5))
-            self._postings[term] = {d: (w + _MATCH_BONUS) * idf for d, w in postings.items()}
-        self._name_docs = {t: frozenset(d) for t, d in name_docs.items()}
-        self._param_docs = {t: frozenset(d) for t, d in param_docs.items()}
-        self._vocabulary = sorted(self._postings)
+                norm = base + slopes[f] * len(field)
+                unique = frozenset(field)
+                if f == 0:
+                    names = unique
+                elif f == 1:
+                    params = unique
+                if len(unique) == len(field):  # every term once, the usual case: no counting
+                    once = weight / (1.0 + norm)
+                    for term in field:
+                        found = postings[term]
+                        found[doc_id] = found.get(doc_id, _MATCH_BONUS) + once
+                else:
+                    for term, tf in _count(field).items():
+                        found = postings[term]
+                        found[doc_id] = found.get(doc_id, _MATCH_BONUS) + weight * tf / (tf + norm)
+            self._names.append(names)
+            self._params.append(params)
+        log = math.log
+        self._postings = dict(postings)
+        self._idf = {
+            t: log(1.0 + (n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in self._postings.items()
+        }
+        self._vocabulary = sorted(postings)
+        self._weighted_cache: dict[str, dict[int, float]] = {}
 
     def __contains__(self, term: object) -> bool:
         return term in self._postings
@@ -101,28 +135,44 @@ class SearchIndex:
                 break
         return found
 
+    def _weighted(self, term: str) -> dict[int, float] | None:
+        """The postings of ``term`` times its IDF, computed on first use and then shared."""
+        weighted = self._weighted_cache.get(term)
+        if weighted is None:
+            postings = self._postings.get(term)
+            if postings is None:
+                return None
+            idf = self._idf[term]
+            weighted = {d: w * idf for d, w in postings.items()}
+            # Racing threads compute the same dict; either copy may win.
+            self._weighted_cache[term] = weighted
+        return weighted
+
     def _matches(self, term: str) -> dict[int, float]:
-        """The weight of ``term`` per document, prefix variants counted at a discount."""
-        exact = self._postings.get(term)
+        """The weight of ``term`` per document (shared: do not change), prefix variants
+        discounted."""
+        exact = self._weighted(term)
         variants = self._variants(term)
         if not variants:
             return exact if exact is not None else {}
         merged = dict(exact) if exact is not None else {}
         get = merged.get
         for variant in variants:
+            factor = self._idf[variant] * _PREFIX_WEIGHT
             for d, w in self._postings[variant].items():
-                discounted = w * _PREFIX_WEIGHT
+                discounted = w * factor
                 if discounted > get(d, 0.0):
                     merged[d] = discounted
         return merged
 
     def _tiers(self, term: str, docs: Collection[int]) -> dict[int, int]:
         """Per document: 2 for a name hit on ``term``, 1 for a parameter-name hit, else 0."""
-        terms = (term, *self._variants(term))
-        empty: frozenset[int] = frozenset()
-        names = empty.union(*(self._name_docs.get(t, empty) for t in terms))
-        params = empty.union(*(self._param_docs.get(t, empty) for t in terms))
-        return {d: 2 if d in names else 1 if d in params else 0 for d in docs}
+        terms = frozenset((term, *self._variants(term)))
+        names, params = self._names, self._params
+        return {
+            d: 2 if not terms.isdisjoint(names[d]) else 1 if not terms.isdisjoint(params[d]) else 0
+            for d in docs
+        }
 
     def scores(self, terms: Sequence[str], required: Collection[str] = ()) -> dict[int, float]:
         """Score every document that matches the query.

@@ -97,3 +97,33 @@ def test_length_normalised_descriptions() -> None:
 
 def test_empty_index() -> None:
     assert SearchIndex([]).scores(["a"]) == {}
+
+
+def test_a_short_name_beats_a_long_one_with_the_same_hit() -> None:
+    # Names are length-normalised too: a name made of the query's words ranks first.
+    index = SearchIndex([doc("stock_market_daily_history_price"), doc("get_stock_price")])
+    assert ranked(index, stem("stock"), stem("price")) == [1, 0]
+
+
+def test_repeated_and_overlapping_searches_do_not_change_each_other() -> None:
+    # Weighted postings are cached and shared between searches: no search may alter them.
+    index = SearchIndex(
+        [doc("alpha_beta", desc="gamma"), doc("beta", desc="alpha"), doc("gamma_alpha")]
+    )
+    first = index.scores(["alpha", "beta"])
+    index.scores(["alpha"])
+    index.scores(["beta", "gamma"], required=("gamma",))
+    assert index.scores(["alpha", "beta"]) == first
+    single = index.scores(["alpha"])
+    assert index.scores(["alpha"]) == single
+
+
+def test_postings_combine_every_field_of_a_document() -> None:
+    # One posting per (term, tool), summing its fields: more fields with the term score higher.
+    index = SearchIndex(
+        [
+            doc("zeta", params="zeta", desc="zeta", pdesc="zeta"),
+            doc("zeta", desc="other words here"),
+        ]
+    )
+    assert ranked(index, "zeta") == [0, 1]
