@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from ._messages import shown_name
+
 if TYPE_CHECKING:
     from ._context import AskContext
 
@@ -224,10 +226,13 @@ class LoggingMiddleware:
         self, ctx: AskContext, calls: Sequence[CallRequest], call_next: CallHandler
     ) -> list[CallResult]:
         """Log each call and its outcome."""
-        self._log("round %d calls=%s", ctx.round_index, ",".join(c.name for c in calls))
+        # Model-chosen names are shown escaped and cut: a hostile name cannot flood the log.
+        names = ",".join(shown_name(c.name) for c in calls)
+        self._log("round %d calls=%s", ctx.round_index, names)
         results = await call_next(ctx, calls)
         for result in results:
-            self._log("call %s %s %s", result.name, result.outcome, result.reason or "")
+            name = shown_name(result.name)
+            self._log("call %s %s %s", name, result.outcome, result.reason or "")
         return results
 
     async def finish_ask(self, ctx: AskContext) -> None:

@@ -155,3 +155,20 @@ async def test_without_the_plugin_tool_search_is_off(
 
     assert "tool_search" not in server.requests[0].tool_names
     assert len(server.requests[0].tool_names) == 5
+
+
+async def test_logging_shows_hostile_call_names_escaped_and_cut(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool]
+) -> None:
+    logging_mw = LoggingMiddleware()
+    bot = make_bot(weather_tools, middlewares=[logging_mw])
+    hostile = "x\nforged log line" + "y" * 10_000
+    server.script(call(hostile), call("end"))
+    await bot.ask("x")
+
+    lines = [line for line in logging_mw.records if line.startswith(("round 1 calls", "call x"))]
+    assert len(lines) == 2
+    for line in lines:
+        assert "\n" not in line
+        assert len(line) < 200
+        assert "x\\u000aforged log line" in line
