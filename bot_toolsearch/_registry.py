@@ -259,7 +259,8 @@ class ToolRegistry:
     def _rebuild(self, *, rescan: bool) -> ToolSetSnapshot:
         with self._lock:
             if rescan:
-                self._folders = scan_tool_dirs(self._dirs, self._labels)
+                previous = {f.handler.path.parent: f for f in self._folders}
+                self._folders = scan_tool_dirs(self._dirs, self._labels, previous)
             pairs, key = self._merge()
             if key == self._key:
                 return self._current

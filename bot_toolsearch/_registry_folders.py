@@ -7,8 +7,10 @@ and what ``catalog list`` prints.
 
 Start-up reads only ``config.json``. ``handler.py`` is imported on the tool's first execution
 under a unique private module name (``_bot_toolsearch_folder_<n>_<name>``) and cached for the
-life of that `Tool`; a reload makes a fresh `Tool`, so an edited handler takes effect for the
-next ask while running asks keep the module they started with.
+life of that `Tool`. A rescan keeps the `Tool` (and so the imported module, or the remembered
+import error) of every folder whose ``config.json`` and ``handler.py`` did not change; an
+edited handler gets a fresh `Tool`, so it takes effect for the next ask while running asks keep
+the module they started with. A module leaves ``sys.modules`` when its `Tool` is dropped.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,7 +62,7 @@ class FolderHandler:
     `ToolImportError` without retrying, until a reload replaces the tool.
     """
 
-    __slots__ = ("_error", "_execute", "_lock", "module_name", "path", "tool_name")
+    __slots__ = ("__weakref__", "_error", "_execute", "_lock", "module_name", "path", "tool_name")
 
     def __init__(self, tool_name: str, path: Path) -> None:
         self.tool_name = tool_name
@@ -69,6 +72,8 @@ class FolderHandler:
         self._execute: Callable[..., Any] | None = None
         self._error: ToolImportError | None = None
         self._lock = threading.Lock()
+        # Without this, every edit of a handler would leave its old module in sys.modules.
+        weakref.finalize(self, sys.modules.pop, self.module_name, None)
 
     @property
     def loaded(self) -> bool:
@@ -121,8 +126,13 @@ class FolderTool:
     """The tool, with a lazy `FolderHandler`."""
     source: str
     """``folder:<dir>/<relative path>`` as configured."""
-    stamp: tuple[int, int]
-    """``(mtime_ns, size)`` of ``handler.py``: a changed handler makes a new snapshot."""
+    stamp: tuple[int, int, int]
+    """``(inode, mtime_ns, size)`` of ``handler.py``: a changed handler makes a new snapshot.
+
+    The inode catches editors that save by renaming a new file over the old one; an in-place
+    rewrite to the same size within one file-timestamp tick (a few ms) is not noticed."""
+    handler: FolderHandler
+    """The tool's lazy handler, kept by a rescan while ``handler.py`` is unchanged."""
 
 
 def _function_object(data: Any) -> dict[str, Any] | str:
@@ -211,7 +221,9 @@ def _walk(
             yield from _walk(root, path, segments)
 
 
-def _folder_tool(folder: Path, root: Path, name: str, label: str) -> FolderTool | str | None:
+def _folder_tool(
+    folder: Path, root: Path, name: str, label: str, previous: FolderTool | None
+) -> FolderTool | str | None:
     if len(name) > MAX_NAME_LENGTH:
         return f"name {name!r} is longer than {MAX_NAME_LENGTH} characters"
     handler = folder / HANDLER_FILE
@@ -226,15 +238,33 @@ def _folder_tool(folder: Path, root: Path, name: str, label: str) -> FolderTool 
     if not isinstance(loaded, tuple):
         return loaded
     description, parameters = loaded
+    source = f"folder:{label}"
     try:
-        stat = handler.stat()
-        tool = Tool(name, description, parameters, FolderHandler(name, handler.absolute()))
+        info = handler.stat()
+        stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
+        if previous is not None and previous.stamp == stamp and previous.tool.name == name:
+            # Unchanged handler: keep its import (or its logged import error).
+            old = previous.tool
+            if (old.description, old.parameters, previous.source) == (
+                description,
+                parameters,
+                source,
+            ):
+                return previous
+            tool = Tool(name, description, parameters, previous.handler)
+            return FolderTool(tool, source, stamp, previous.handler)
+        lazy = FolderHandler(name, handler.absolute())
+        tool = Tool(name, description, parameters, lazy)
     except (OSError, ValueError) as exc:
         return str(exc)
-    return FolderTool(tool, f"folder:{label}", (stat.st_mtime_ns, stat.st_size))
+    return FolderTool(tool, source, stamp, lazy)
 
 
-def scan_tool_dirs(dirs: tuple[Path, ...], labels: tuple[str, ...]) -> list[FolderTool]:
+def scan_tool_dirs(
+    dirs: tuple[Path, ...],
+    labels: tuple[str, ...],
+    previous: Mapping[Path, FolderTool] | None = None,
+) -> list[FolderTool]:
     """Every valid tool folder under ``dirs``, in directory then path order.
 
     Invalid folders are skipped with one warning each naming the path; disabled ones
@@ -244,6 +274,8 @@ def scan_tool_dirs(dirs: tuple[Path, ...], labels: tuple[str, ...]) -> list[Fold
     Args:
         dirs: the tools directories (missing ones are skipped with a warning).
         labels: how each directory is shown in source labels (as configured).
+        previous: the last scan's tools by absolute folder path; an
+            unchanged folder's tool is reused, keeping its imported handler.
     """
     found: list[FolderTool] = []
     seen: dict[str, Path] = {}
@@ -262,7 +294,9 @@ def scan_tool_dirs(dirs: tuple[Path, ...], labels: tuple[str, ...]) -> list[Fold
                     seen[name],
                 )
                 continue
-            result = _folder_tool(folder, root, name, "/".join((label, *segments)))
+            label_path = "/".join((label, *segments))
+            old = previous.get(folder.absolute()) if previous is not None else None
+            result = _folder_tool(folder, root, name, label_path, old)
             if isinstance(result, str):
                 log.warning("tool folder %s skipped: %s", folder, result)
             elif result is not None:

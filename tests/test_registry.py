@@ -326,3 +326,59 @@ def test_unreadable_dir_entries_do_not_crash(tmp_path: Path) -> None:
     (tmp_path / "__pycache__").mkdir()
     os.symlink(tmp_path / "missing-target", tmp_path / "dangling")
     assert list(ToolRegistry([tmp_path]).snapshot().tools) == ["ok"]
+
+
+async def test_unchanged_folders_keep_their_imported_handler_across_a_reload(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    marker = tmp_path / "used.log"
+    write_tool(tmp_path / "t", "used", handler=side_effect_handler(marker))
+    write_tool(tmp_path / "t", "broken", handler="raise RuntimeError('no db')\n")
+    registry = ToolRegistry([tmp_path / "t"])
+    first = registry.snapshot()
+    assert await first.tools["used"].invoke({}) == "ran"
+    with pytest.raises(ToolImportError):
+        await first.tools["broken"].invoke({})
+    modules_before = len(sys.modules)
+
+    write_tool(tmp_path / "t", "added")  # an unrelated folder: a new generation
+    second = registry.reload()
+    assert second.generation == first.generation + 1
+    assert "added" in second.tools
+    # Cached, not imported again (and not logged again for the broken one).
+    assert second.tools["used"] is first.tools["used"]
+    assert await second.tools["used"].invoke({}) == "ran"
+    assert marker.read_text() == "imported\n"
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger=REGISTRY_LOG), pytest.raises(ToolImportError):
+        await second.tools["broken"].invoke({})
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert len(sys.modules) == modules_before
+
+
+async def test_an_edited_handler_is_imported_afresh_and_the_old_module_released(
+    tmp_path: Path,
+) -> None:
+    import gc
+
+    marker = tmp_path / "used.log"
+    folder = write_tool(tmp_path / "t", "used", handler=side_effect_handler(marker))
+    registry = ToolRegistry([tmp_path / "t"])
+    assert await registry.snapshot().tools["used"].invoke({}) == "ran"
+    old_modules = {n for n in sys.modules if n.startswith("_bot_toolsearch_folder_")}
+
+    # A new description with the same handler file: a new Tool, the same imported module.
+    config = json.loads((folder / "config.json").read_text())
+    config["function"]["description"] = "Reworded."
+    (folder / "config.json").write_text(json.dumps(config))
+    snap = registry.reload()
+    assert snap.tools["used"].description == "Reworded."
+    assert await snap.tools["used"].invoke({}) == "ran"
+    assert marker.read_text() == "imported\n"
+
+    (folder / "handler.py").write_text(side_effect_handler(marker, "return 'edited'"))
+    snap = registry.reload()
+    assert await snap.tools["used"].invoke({}) == "edited"
+    assert marker.read_text() == "imported\nimported\n"
+    gc.collect()  # the old snapshots are unreferenced: their module leaves sys.modules
+    assert not old_modules & set(sys.modules)
