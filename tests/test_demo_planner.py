@@ -10,7 +10,7 @@ import pytest
 
 from bot_toolsearch import BotSettings
 from bot_toolsearch._bot import Bot
-from bot_toolsearch._demo._reading import extract_arguments
+from bot_toolsearch._demo._reading import extract_arguments, has_expression
 from bot_toolsearch._demo.catalog import demo_tools
 from bot_toolsearch._demo.planner import OfflinePlanner
 from bot_toolsearch._settings import ModelSettings, SkillsSettings
@@ -140,6 +140,7 @@ def test_answers_in_text_when_the_host_has_no_send_message() -> None:
         ("group.get_member_avatar", "群成员“小明”的头像", {"member": "小明"}),
         ("math.statistics", "stats of 3, 5.5 and 8", {"numbers": [3, 5.5, 8]}),
         ("maps.distance", "北京 到 上海 多远", {"origin": "Beijing", "destination": "Shanghai"}),
+        ("travel.flight_status", "status of flight LH400?", {"flight_number": "LH400"}),
     ],
 )
 def test_arguments_come_from_the_message_by_schema(
@@ -171,3 +172,36 @@ async def test_drives_the_real_bot_over_http(api: str) -> None:
     assert "小明" in result.reply
     assert "示例数据" in result.reply
     assert result.stats.searches == 1
+
+
+def test_a_date_is_not_an_expression() -> None:
+    assert not has_expression("show my calendar for 2024-05-01 at 10:30")
+    assert has_expression("what is 3 - 1")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Hi, how are you?",  # needs no tool
+        "Book a flight on a rocket to the moon",  # only tools that need a real city and date
+        "Order a pizza",  # no such tool
+        "?????",
+        "",
+    ],
+)
+async def test_a_question_no_tool_fits_ends_cleanly_without_a_guessed_call(question: str) -> None:
+    with ScriptedOpenAIServer(responder=OfflinePlanner()) as server:
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="offline", max_retries=0)
+        settings = BotSettings(
+            model=ModelSettings(name="offline", max_rounds=8),
+            skills=SkillsSettings(tool_search_enabled=True),
+        )
+        bot = Bot(settings, demo_tools(), client=client)
+        result = await bot.ask(question)
+        await client.close()
+    assert result.finish_reason == "end"
+    names = [c.name for t in result.trace for c in t.calls]
+    assert set(names) <= {"tool_search", "send_message", "end"}
+    assert names[-2:] == ["send_message", "end"]
+    assert names.count("tool_search") <= 2
+    assert "Sorry" in result.reply

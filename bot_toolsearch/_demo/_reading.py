@@ -44,6 +44,14 @@ _EXPRESSION = re.compile(
 )
 _TICKER = re.compile(r"\b[A-Z]{2,5}\b")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# Parameters naming one specific thing (an id, a flight number, an address): read as a code.
+_IDENTIFIER = re.compile(r"(?:^|_)(?:id|number|code|email|url|phone|address)$")
+# Free-text parameters may take the message's words; for any other string parameter (a city, a
+# date, an id) such a guess is never right, so a tool needing one is not worth calling.
+_FREE_TEXT = re.compile(r"query|text|message|body|subject|title|content|note|keyword|topic|q$")
+_SPECIFIC_GUESS = 4
+# A code such as a flight number or an id: letters and digits in one word (LH400, evt_1001).
+_CODE = re.compile(r"\b[A-Za-z][A-Za-z_-]*\d[\w-]*\b")
 # Unit spellings that are also ordinary words count only right after a number.
 _AMBIGUOUS_UNITS = frozenset(
     {
@@ -97,7 +105,9 @@ def terms(text: str) -> set[str]:
 
 def has_expression(text: str) -> bool:
     """Whether the text contains an arithmetic expression such as ``(2 + 3) * 4``."""
-    return any(re.search(r"\d\s*[-+*/^%]\s*[\d(]", m.group(0)) for m in _EXPRESSION.finditer(text))
+    # Dates and clock times are not subtraction or division.
+    plain = _CLOCK.sub(" ", _DATE.sub(" ", text))
+    return any(re.search(r"\d\s*[-+*/^%]\s*[\d(]", m.group(0)) for m in _EXPRESSION.finditer(plain))
 
 
 def content_words(text: str, limit: int = 6) -> list[str]:
@@ -186,7 +196,8 @@ def extract_arguments(schema: Mapping[str, Any], message: str) -> dict[str, Any]
 
 
 def read_arguments(schema: Mapping[str, Any], message: str) -> tuple[dict[str, Any], int]:
-    """`extract_arguments` plus how many required parameters had to be guessed."""
+    """`extract_arguments` plus how badly it had to guess: 1 per guessed required parameter,
+    more for a specific string one (``city``, ``flight_number``) than for free text."""
     properties: Mapping[str, Any] = schema.get("properties") or {}
     required = set(schema.get("required") or ())
     quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(message)]
@@ -212,7 +223,9 @@ def read_arguments(schema: Mapping[str, Any], message: str) -> tuple[dict[str, A
             continue
         value = _value_for(pname, prop, message, pools, clocks)
         if value is None and pname in required:
-            guessed += 1
+            specific = prop.get("type") == "string" and not prop.get("enum")
+            specific = specific and not _FREE_TEXT.search(pname.lower())
+            guessed += _SPECIFIC_GUESS if specific else 1
             value = _fallback(prop, message)
         if value is not None:
             args[pname] = value
@@ -286,6 +299,9 @@ def _string_for(
     if lname == "symbol":
         tickers = _TICKER.findall(message)
         return tickers[0] if tickers else None
+    if _IDENTIFIER.search(lname) and not pools["quoted"]:
+        codes = _EMAIL.findall(message) if "email" in lname else _CODE.findall(message)
+        return codes[0] if codes else None
     return _take(pools["quoted"])
 
 
