@@ -30,7 +30,7 @@ CATALOG = ToolCatalog([tool.schema() for tool in TOOLS.values()])  # built once,
 WIRE = WireNames.build([*CATALOG.names, TOOL_SEARCH_NAME])  # dots are not legal on the wire
 
 
-def on_the_wire(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def on_the_wire(schemas: list[dict[str, Any]]) -> list[Any]:
     for schema in schemas:
         schema["function"]["name"] = WIRE.to_wire(schema["function"]["name"])
     return schemas
@@ -71,17 +71,12 @@ async def main() -> None:
     parser.add_argument("--model-url")
     parser.add_argument("--model", default=OFFLINE_MODEL_NAME)
     args = parser.parse_args()
-    questions = ["Convert 10 km to miles", "帮我看看群成员“小明”的头像"]
-    with ScriptedOpenAIServer(responder=OfflinePlanner()) as server:
-        client = openai.AsyncOpenAI(
-            base_url=args.model_url or server.base_url,
-            max_retries=0,
-            api_key=None if args.model_url else "offline-demo",
-        )
-        for question in questions:
-            print(f"ask: {question}")
-            print(f"reply: {await ask(client, args.model, question)}")
-        await client.close()
+    with ScriptedOpenAIServer(responder=OfflinePlanner()) as server:  # the embedded model
+        url, key = (args.model_url, None) if args.model_url else (server.base_url, "offline")
+        async with openai.AsyncOpenAI(base_url=url, api_key=key, max_retries=0) as client:
+            for question in ["Convert 10 km to miles", "帮我看看群成员“小明”的头像"]:
+                print(f"ask: {question}")
+                print(f"reply: {await ask(client, args.model, question)}")
 
 
 if __name__ == "__main__":
