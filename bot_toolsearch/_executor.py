@@ -39,6 +39,9 @@ async def execute_calls(ctx: AskContext, calls: Sequence[CallRequest]) -> list[C
             results[i] = CallResult(call.id, call.name, content, "refused", "unknown")
         elif call.arguments is None:
             results[i] = invalid_arguments(call)
+        elif call.name == SEND_MESSAGE and not isinstance(call.arguments.get("text"), str):
+            # Checked before announcing, so a send that cannot happen is not announced.
+            results[i] = invalid_arguments(_with_problem(call, '"text" must be a string'))
         else:
             runnable.append((i, call, entry))
     await announce_calls(ctx, [(call.name, _kind(entry)) for _, call, entry in runnable])
@@ -55,6 +58,10 @@ def invalid_arguments(call: CallRequest) -> CallResult:
     return CallResult(call.id, call.name, content, "invalid")
 
 
+def _with_problem(call: CallRequest, problem: str) -> CallRequest:
+    return CallRequest(call.index, call.id, call.name, call.arguments_raw, None, problem)
+
+
 def _kind(entry: Entry) -> CallKind:
     return "agent" if isinstance(entry, Agent) else "tool"
 
@@ -69,8 +76,7 @@ async def _run(ctx: AskContext, call: CallRequest, entry: Entry) -> CallResult:
         else:
             content = await _tool(entry, arguments)
     except _BadArguments as exc:
-        bad = CallRequest(call.index, call.id, call.name, call.arguments_raw, None, str(exc))
-        return invalid_arguments(bad)
+        return invalid_arguments(_with_problem(call, str(exc)))
     except Exception as exc:
         logger.warning("tool %s failed", call.name, exc_info=True)
         return CallResult(call.id, call.name, tool_failed(call.name, exc), "failed")

@@ -101,3 +101,21 @@ async def test_a_failing_sender_loses_nothing(
     result = await make_bot(weather_tools).ask("x", context={"sender": sender})
 
     assert result.reply == "hi"
+
+
+async def test_a_send_message_that_cannot_be_sent_is_not_announced(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool]
+) -> None:
+    server.script(
+        [call("send_message", id="m1", text=5), call("send_message", id="m2", text="hi")],
+        call("end"),
+    )
+    bot = make_bot(weather_tools, easter_egg={"agent_call_message_enabled": "tools"})
+    result = await bot.ask("x")
+
+    outputs = dict(server.requests[1].tool_outputs)
+    assert '"text" must be a string' in outputs["m1"]
+    assert outputs["m2"] == "sent"
+    # One send ran, so no " x2"; the later end is announced on its own.
+    assert result.announcements == ("send_message，我调用你了", "end，我调用你了")  # noqa: RUF001
+    assert [c.outcome for c in result.trace[0].calls] == ["invalid", "ran"]
