@@ -24,7 +24,7 @@ from typing import Any
 from ._errors import ConfigError
 from ._mcp import MCPServerConnection
 from ._mcp_config import MCPServerConfig
-from ._registry_folders import FolderTool, scan_tool_dirs
+from ._registry_folders import FolderTool, ScanWarnings, scan_tool_dirs
 from ._tool_source import CODE_SOURCE, ToolSetSnapshot, fingerprint
 from ._tools import Tool
 
@@ -94,7 +94,9 @@ class ToolRegistry:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watcher: Any = None
         self._set_dirs(dirs)
-        self._folders = scan_tool_dirs(self._dirs, self._labels)
+        self._folders: list[FolderTool] = []
+        self._scan_warnings: frozenset[str] = frozenset()
+        self._scan()
         pairs, self._key = self._merge()
         self._current = ToolSetSnapshot.build(pairs, generation=0)
 
@@ -227,6 +229,13 @@ class ToolRegistry:
             self._warned.add((name, source))
             log.warning("tool %r from %s skipped: %s", name, source, reason)
 
+    def _scan(self) -> None:
+        """Rescan the folders, reusing unchanged tools and logging only new problems."""
+        previous = {f.handler.path.parent: f for f in self._folders}
+        report = ScanWarnings(self._scan_warnings)
+        self._folders = scan_tool_dirs(self._dirs, self._labels, previous, report)
+        self._scan_warnings = frozenset(report.logged)
+
     def _merge(self) -> tuple[list[tuple[Tool, str]], tuple[object, ...]]:
         """The merged ``(tool, source)`` list and a key of everything an ask can observe."""
         pairs: list[tuple[Tool, str]] = []
@@ -259,8 +268,7 @@ class ToolRegistry:
     def _rebuild(self, *, rescan: bool) -> ToolSetSnapshot:
         with self._lock:
             if rescan:
-                previous = {f.handler.path.parent: f for f in self._folders}
-                self._folders = scan_tool_dirs(self._dirs, self._labels, previous)
+                self._scan()
             pairs, key = self._merge()
             if key == self._key:
                 return self._current

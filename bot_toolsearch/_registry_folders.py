@@ -15,23 +15,19 @@ the module they started with. A module leaves ``sys.modules`` when its `Tool` is
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import json
 import logging
 import os
 import re
-import sys
-import threading
-import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._tools import Tool, ToolImportError
+from ._registry_handler import FolderHandler
+from ._tools import Tool
 
-__all__ = ["FolderHandler", "FolderTool", "scan_tool_dirs"]
+__all__ = ["FolderHandler", "FolderTool", "ScanWarnings", "scan_tool_dirs"]
 
 log = logging.getLogger("bot_toolsearch.registry")
 
@@ -47,75 +43,34 @@ MAX_DEPTH = 8
 # whitespace, control characters, ``<``/``>``, dots, quotes and path separators.
 _SEGMENT = re.compile(r"[\w-]+")
 _SKIPPED_QUIETLY = frozenset({"__pycache__", "node_modules"})
-_module_counter = itertools.count(1)
+
+
+class ScanWarnings:
+    """The warnings of one scan; each is logged only if the previous scan did not log it.
+
+    A registry rescans on every file change, and a broken folder should be reported once, not
+    once per unrelated edit. A problem that goes away and comes back is reported again.
+
+    Args:
+        before: the ``logged`` set of the previous scan.
+    """
+
+    def __init__(self, before: frozenset[str] = frozenset()) -> None:
+        self._before = before
+        self.logged: set[str] = set()
+        """Every warning of this scan, logged now or before."""
+
+    def warn(self, message: str, *args: object) -> None:
+        """Log ``message % args`` unless the previous scan already did."""
+        text = message % args
+        self.logged.add(text)
+        if text not in self._before:
+            log.warning(message, *args)
 
 
 def valid_segment(segment: str) -> bool:
     """True for a safe name segment (see module docstring)."""
     return bool(_SEGMENT.fullmatch(segment)) and segment.isprintable()
-
-
-class FolderHandler:
-    """Callable that imports ``handler.py`` on first use and calls its ``execute``.
-
-    A failed import is remembered and logged once; every later call raises the same
-    `ToolImportError` without retrying, until a reload replaces the tool.
-    """
-
-    __slots__ = ("__weakref__", "_error", "_execute", "_lock", "module_name", "path", "tool_name")
-
-    def __init__(self, tool_name: str, path: Path) -> None:
-        self.tool_name = tool_name
-        self.path = path
-        safe = re.sub(r"\W", "_", tool_name, flags=re.ASCII)
-        self.module_name = f"_bot_toolsearch_folder_{next(_module_counter)}_{safe}"
-        self._execute: Callable[..., Any] | None = None
-        self._error: ToolImportError | None = None
-        self._lock = threading.Lock()
-        # Without this, every edit of a handler would leave its old module in sys.modules.
-        weakref.finalize(self, sys.modules.pop, self.module_name, None)
-
-    @property
-    def loaded(self) -> bool:
-        """Whether ``handler.py`` has been imported successfully."""
-        return self._execute is not None
-
-    def _load(self) -> Callable[..., Any]:
-        with self._lock:
-            if self._execute is not None:
-                return self._execute
-            if self._error is not None:
-                raise self._error
-            try:
-                self._execute = self._import()
-            except Exception as exc:
-                self._error = ToolImportError(self.tool_name, str(self.path), exc)
-                log.error("tool folder handler failed to import: %s", self._error)
-                raise self._error from exc
-            return self._execute
-
-    def _import(self) -> Callable[..., Any]:
-        spec = importlib.util.spec_from_file_location(self.module_name, self.path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load {self.path}")
-        module = importlib.util.module_from_spec(spec)
-        # Registered before exec so dataclasses, pickling and typing inside the handler work.
-        sys.modules[self.module_name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules.pop(self.module_name, None)
-            raise
-        execute = getattr(module, "execute", None)
-        if not callable(execute):
-            sys.modules.pop(self.module_name, None)
-            raise AttributeError(f"{self.path.name} defines no callable 'execute'")
-        return execute  # type: ignore[no-any-return]
-
-    def __call__(self, **kwargs: Any) -> Any:
-        # Runs in a worker thread (Tool.invoke), so the import never blocks the event loop;
-        # an async execute returns a coroutine that Tool.invoke awaits on the loop.
-        return self._load()(**kwargs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +102,9 @@ def _function_object(data: Any) -> dict[str, Any] | str:
     return data
 
 
-def _load_config(folder: Path, name: str) -> tuple[str, dict[str, Any]] | str | None:
+def _load_config(
+    folder: Path, name: str, report: ScanWarnings
+) -> tuple[str, dict[str, Any]] | str | None:
     """``(description, parameters)``, a reason to skip, or None for a disabled tool."""
     config = folder / CONFIG_FILE
     try:
@@ -163,7 +120,7 @@ def _load_config(folder: Path, name: str) -> tuple[str, dict[str, Any]] | str | 
         return None
     declared = function.get("name")
     if declared is not None and declared not in (name, name.rpartition(".")[2]):
-        log.warning(
+        report.warn(
             "tool folder %s: config.json names the tool %r; using the folder name %r",
             folder,
             declared,
@@ -187,13 +144,13 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _walk(
-    root: Path, folder: Path, prefix: tuple[str, ...]
+    root: Path, folder: Path, prefix: tuple[str, ...], report: ScanWarnings
 ) -> Iterator[tuple[Path, tuple[str, ...]]]:
     """Tool folders below ``folder`` with their name segments; warns about bad entries."""
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as exc:
-        log.warning("tool folder %s skipped: cannot list it (%s)", folder, exc)
+        report.warn("tool folder %s skipped: cannot list it (%s)", folder, exc)
         return
     for entry in entries:
         path = Path(entry.path)
@@ -202,10 +159,10 @@ def _walk(
         # Only a symlink can lead outside the root (its parent is inside by induction), and
         # resolving every path would dominate the scan of a large registry.
         if entry.is_symlink() and not _inside(path, root):
-            log.warning("tool folder %s skipped: it resolves outside %s", path, root)
+            report.warn("tool folder %s skipped: it resolves outside %s", path, root)
             continue
         if not valid_segment(entry.name):
-            log.warning(
+            report.warn(
                 "tool folder %s skipped: %r is not a valid name segment "
                 "(letters, digits, '_' and '-' only)",
                 path,
@@ -216,13 +173,19 @@ def _walk(
         if (path / CONFIG_FILE).exists() or (path / HANDLER_FILE).exists():
             yield path, segments
         elif len(segments) >= MAX_DEPTH:
-            log.warning("tool folder %s skipped: nested deeper than %d levels", path, MAX_DEPTH)
+            report.warn("tool folder %s skipped: nested deeper than %d levels", path, MAX_DEPTH)
         else:
-            yield from _walk(root, path, segments)
+            yield from _walk(root, path, segments, report)
 
 
 def _folder_tool(
-    folder: Path, root: Path, name: str, label: str, previous: FolderTool | None
+    folder: Path,
+    root: Path,
+    name: str,
+    label: str,
+    *,
+    previous: FolderTool | None,
+    report: ScanWarnings,
 ) -> FolderTool | str | None:
     if len(name) > MAX_NAME_LENGTH:
         return f"name {name!r} is longer than {MAX_NAME_LENGTH} characters"
@@ -234,7 +197,7 @@ def _folder_tool(
     for file in (folder / CONFIG_FILE, handler):
         if file.is_symlink() and not _inside(file, root):
             return f"{file.name} resolves outside {root}"
-    loaded = _load_config(folder, name)
+    loaded = _load_config(folder, name, report)
     if not isinstance(loaded, tuple):
         return loaded
     description, parameters = loaded
@@ -264,6 +227,7 @@ def scan_tool_dirs(
     dirs: tuple[Path, ...],
     labels: tuple[str, ...],
     previous: Mapping[Path, FolderTool] | None = None,
+    report: ScanWarnings | None = None,
 ) -> list[FolderTool]:
     """Every valid tool folder under ``dirs``, in directory then path order.
 
@@ -276,18 +240,21 @@ def scan_tool_dirs(
         labels: how each directory is shown in source labels (as configured).
         previous: the last scan's tools by absolute folder path; an
             unchanged folder's tool is reused, keeping its imported handler.
+        report: collects the warnings; pass one built from the previous scan's to log only
+            new problems (a fresh one logs every problem).
     """
+    report = report if report is not None else ScanWarnings()
     found: list[FolderTool] = []
     seen: dict[str, Path] = {}
     for directory, label in zip(dirs, labels, strict=True):
         if not directory.is_dir():
-            log.warning("tools directory %s skipped: not a directory", directory)
+            report.warn("tools directory %s skipped: not a directory", directory)
             continue
         root = directory.resolve()
-        for folder, segments in _walk(root, directory, ()):
+        for folder, segments in _walk(root, directory, (), report):
             name = ".".join(segments)
             if name in seen:
-                log.warning(
+                report.warn(
                     "tool folder %s skipped: name %r is already used by %s",
                     folder,
                     name,
@@ -296,9 +263,9 @@ def scan_tool_dirs(
                 continue
             label_path = "/".join((label, *segments))
             old = previous.get(folder.absolute()) if previous is not None else None
-            result = _folder_tool(folder, root, name, label_path, old)
+            result = _folder_tool(folder, root, name, label_path, previous=old, report=report)
             if isinstance(result, str):
-                log.warning("tool folder %s skipped: %s", folder, result)
+                report.warn("tool folder %s skipped: %s", folder, result)
             elif result is not None:
                 seen[name] = folder
                 found.append(result)

@@ -382,3 +382,20 @@ async def test_an_edited_handler_is_imported_afresh_and_the_old_module_released(
     assert marker.read_text() == "imported\nimported\n"
     gc.collect()  # the old snapshots are unreferenced: their module leaves sys.modules
     assert not old_modules & set(sys.modules)
+
+
+def test_a_name_taken_in_an_earlier_dir_or_with_a_dot_is_skipped_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = write_tool(tmp_path / "one", "music/play")
+    second = write_tool(tmp_path / "two", "music/play")
+    dotted = write_tool(tmp_path / "two", "music.play")  # would spell the same canonical name
+    with caplog.at_level(logging.WARNING, REGISTRY_LOG):
+        registry = ToolRegistry([tmp_path / "one", tmp_path / "two"])
+        registry.reload()  # a rescan does not warn again
+    snap = registry.snapshot()
+    assert list(snap.tools) == ["music.play"]
+    assert snap.sources["music.play"].endswith("one/music/play")
+    assert str(first) in warnings_naming(caplog, second)[0]
+    assert len(warnings_naming(caplog, second)) == 1
+    assert len(warnings_naming(caplog, dotted)) == 1
