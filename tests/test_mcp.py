@@ -238,3 +238,21 @@ async def test_mcp_and_folder_tools_merge_code_first(registry_factory: Any, tmp_
     # The folder tool local.echo came first; the MCP tool of the same name is skipped.
     assert snap.sources["local.echo"].startswith("folder:")
     assert snap.sources["local.fail"] == "mcp:local"
+
+
+async def test_a_server_that_failed_to_start_joins_once_a_retry_succeeds(
+    registry_factory: Any, tmp_path: Path
+) -> None:
+    script = tmp_path / "late_server.py"  # missing at first: the process exits at once
+    registry = await registry_factory(
+        {"name": "late", "command": PYTHON, "args": [str(script)], "timeout": 30.0}
+    )
+    first = registry.snapshot()
+    assert not any(name.startswith("late.") for name in first.tools)
+    assert registry.mcp_status["late"][0] in {"failed", "connecting"}
+
+    script.write_text(TEST_SERVER.read_text(encoding="utf-8"), encoding="utf-8")
+    snap = await registry.wait_for_generation(first.generation + 1, timeout=60)
+    assert "late.echo" in snap.tools
+    assert registry.mcp_status["late"][0] == "ready"
+    assert await snap.tools["late.echo"].invoke({"text": "up"}) == "echo: up"
