@@ -19,7 +19,7 @@ from ._errors import CatalogError, ToolSearchNameCollisionError
 from ._index import Document, SearchIndex
 from ._tokens import index_terms
 
-__all__ = ["TOOL_SEARCH_NAME", "ToolCatalog", "invalid_name_reason"]
+__all__ = ["MAX_NAME_LENGTH", "TOOL_SEARCH_NAME", "ToolCatalog", "invalid_name_reason"]
 
 TOOL_SEARCH_NAME = "tool_search"
 """The name of the virtual search tool; no real tool may use it."""
@@ -51,16 +51,24 @@ _SCHEMA_KEYS = {
 }
 
 
+MAX_NAME_LENGTH = 256
+"""Longest canonical tool name: every deferred name costs prompt tokens on every ask, so a
+hostile catalog must not be able to inflate the directory with one giant name."""
+
+
 def invalid_name_reason(name: object) -> str | None:
     """Why ``name`` cannot be a tool name, or ``None`` when it can.
 
-    A name must be a non-empty string without whitespace, control or format characters, ``<``
-    or ``>``, so that it always fits on one line of the deferred-tools directory.
+    A name must be a non-empty string of at most `MAX_NAME_LENGTH` characters without
+    whitespace, control or format characters, ``<`` or ``>``, so that it always fits on one
+    short line of the deferred-tools directory.
     """
     if not isinstance(name, str):
         return f"name is {type(name).__name__}, not a string"
     if not name:
         return "name is empty"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"name is {len(name)} characters long (at most {MAX_NAME_LENGTH})"
     if name.isascii() and name.isprintable() and not any(ch in name for ch in " <>"):
         return None  # the usual case, without a per-character Unicode lookup
     for ch in name:

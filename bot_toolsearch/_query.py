@@ -11,7 +11,31 @@ from dataclasses import dataclass
 
 from ._tokens import query_terms
 
-__all__ = ["KeywordQuery", "SelectQuery", "parse_query"]
+__all__ = [
+    "MAX_KEYWORD_CHARS",
+    "MAX_SELECT_NAMES",
+    "KeywordQuery",
+    "SelectQuery",
+    "echo",
+    "parse_query",
+]
+
+MAX_KEYWORD_CHARS = 1000
+"""Only this much of a keyword query is tokenised: real queries are a few words, and a
+hostile model must not make one search cost more than a bounded amount of work."""
+MAX_SELECT_NAMES = 256
+"""Items of a ``select:`` list beyond this many are ignored (the result cap is far smaller)."""
+_ECHO_CHARS = 200
+
+
+def echo(text: str) -> str:
+    """``text`` as the result may repeat it to the model: at most 200 characters.
+
+    >>> len(echo("x" * 5000))
+    201
+    """
+    return text if len(text) <= _ECHO_CHARS else text[:_ECHO_CHARS] + "…"
+
 
 _SELECT = re.compile(r"select\s*:(.*)", re.IGNORECASE | re.DOTALL)
 _SELECT_SEPARATORS = re.compile(r"[,\s]+")
@@ -56,10 +80,11 @@ def parse_query(query: str) -> SelectQuery | KeywordQuery:
     select = _SELECT.fullmatch(text)
     if select is not None:
         items = tuple(item for item in _SELECT_SEPARATORS.split(select.group(1)) if item)
+        items = items[:MAX_SELECT_NAMES]
         return SelectQuery(text=text, names=items)
     required_words: list[str] = []
     optional_words: list[str] = []
-    for token in text.split():
+    for token in text[:MAX_KEYWORD_CHARS].split():
         if token.startswith("+") and len(token) > 1:
             required_words.append(token[1:])
         else:

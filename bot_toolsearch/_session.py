@@ -14,7 +14,7 @@ from typing import Any
 
 from ._catalog import TOOL_SEARCH_NAME, ToolCatalog
 from ._prompt import tool_search_schema
-from ._query import SelectQuery, parse_query
+from ._query import SelectQuery, echo, parse_query
 from ._result import ToolSearchResult, read_arguments
 
 __all__ = ["ToolSearchSession"]
@@ -185,7 +185,13 @@ class ToolSearchSession:
         return max(1, min(max_results, self._max_results))
 
     def _result(self, **fields: Any) -> ToolSearchResult:
-        return ToolSearchResult(total_deferred_tools=self.total_deferred_tools, **fields)
+        # A not-found query or name is repeated to the model, so its length is bounded.
+        not_found = fields.pop("not_found", ())
+        return ToolSearchResult(
+            not_found=tuple(echo(text) for text in not_found),
+            total_deferred_tools=self.total_deferred_tools,
+            **fields,
+        )
 
     def _take(self, ordered: Iterable[str], limit: int) -> ToolSearchResult:
         # The cap counts new loads only; matches loaded before are reported, not re-counted.
@@ -244,7 +250,7 @@ class ToolSearchSession:
             return ToolSearchResult(
                 loaded=result.loaded,
                 already_loaded=result.already_loaded,
-                not_found=tuple(missing.values()),
+                not_found=tuple(echo(item) for item in missing.values()),
                 truncated=result.truncated,
                 total_deferred_tools=result.total_deferred_tools,
             )

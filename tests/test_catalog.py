@@ -181,6 +181,22 @@ def test_hostile_nesting_is_skipped_and_deep_nesting_is_indexed() -> None:
 
 
 def test_unusual_but_valid_names_are_kept() -> None:
-    names = ["天气.查询", "a&b", 'quote"s', "émoji✨", "x" * 300]
+    names = ["天气.查询", "a&b", 'quote"s', "émoji✨", "x" * 200]
     catalog = ToolCatalog([fn(n) for n in names])
     assert catalog.names == tuple(names)
+
+
+def test_names_longer_than_the_limit_are_skipped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from bot_toolsearch._catalog import MAX_NAME_LENGTH
+
+    longest = "n" * MAX_NAME_LENGTH
+    schemas = [
+        {"type": "function", "function": {"name": longest, "description": "ok"}},
+        {"type": "function", "function": {"name": longest + "x", "description": "too long"}},
+    ]
+    with caplog.at_level("WARNING", logger="bot_toolsearch"):
+        catalog = ToolCatalog(schemas)
+    assert catalog.names == (longest,)
+    assert f"{MAX_NAME_LENGTH + 1} characters long" in caplog.text

@@ -442,3 +442,26 @@ def test_execute_never_raises_and_always_returns_the_five_fields(calls: list[obj
         assert payload["total_deferred_tools"] == 3
         assert len(payload["loaded"]) <= 2
         assert all(session.has_tool(n) for n in payload["loaded"])
+
+
+def test_hostile_queries_are_bounded_in_work_and_in_what_is_echoed() -> None:
+    from bot_toolsearch._query import MAX_KEYWORD_CHARS, MAX_SELECT_NAMES
+
+    catalog = ToolCatalog(
+        [
+            {"type": "function", "function": {"name": "weather.forecast", "description": "w"}},
+            {"type": "function", "function": {"name": "music.play", "description": "m"}},
+        ]
+    )
+    session = ToolSearchSession(catalog)
+    miss = session.search("zzzqqq" * 2000)
+    assert len(miss.not_found[0]) == 201
+    assert miss.not_found[0].endswith("…")
+    # A term past the keyword budget is never looked at.
+    late = session.search("q" * MAX_KEYWORD_CHARS + " weather")
+    assert late.loaded == ()
+    many = session.search("select:" + ",".join(["nope"] * 5000 + ["music.play"]))
+    assert many.loaded == ()  # music.play is item 5001, past the select budget
+    assert many.not_found == ("nope",)
+    within = session.search("select:" + ",".join(["x"] * (MAX_SELECT_NAMES - 1) + ["music.play"]))
+    assert within.loaded == ("music.play",)
