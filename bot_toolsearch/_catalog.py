@@ -51,6 +51,8 @@ _SCHEMA_KEYS = {
 }
 
 
+_DEFERRED_CACHE_SIZE = 64
+
 MAX_NAME_LENGTH = 256
 """Longest canonical tool name: every deferred name costs prompt tokens on every ask, so a
 hostile catalog must not be able to inflate the directory with one giant name."""
@@ -143,7 +145,16 @@ class ToolCatalog:
     (('weather.now',), True, 1)
     """
 
-    __slots__ = ("_by_fold", "_json", "_order", "_rank", "index", "names", "sorted_names")
+    __slots__ = (
+        "_by_fold",
+        "_deferred_cache",
+        "_json",
+        "_order",
+        "_rank",
+        "index",
+        "names",
+        "sorted_names",
+    )
 
     def __init__(self, schemas: Iterable[Mapping[str, Any]]) -> None:
         if isinstance(schemas, str | bytes | Mapping):
@@ -218,6 +229,7 @@ class ToolCatalog:
         self._order = {name: i for i, name in enumerate(names)}
         # A document's id is its position in sorted_names, so ties in score break by id.
         self._rank = {name: i for i, name in enumerate(self.sorted_names)}
+        self._deferred_cache: dict[frozenset[str], tuple[str, ...]] = {}
         self.index = SearchIndex([docs[name] for name in self.sorted_names])
         by_fold: dict[str, list[str]] = {}
         for name in self.sorted_names:
@@ -255,6 +267,24 @@ class ToolCatalog:
     def position(self, name: str) -> int:
         """The input-order position of catalog tool ``name``."""
         return self._order[name]
+
+    def deferred_names(self, excluded: frozenset[str]) -> tuple[str, ...]:
+        """`sorted_names` without ``excluded``, cached per excluded set.
+
+        Asks with the same always-loaded and hidden tools get the very same tuple back, so
+        the per-ask cost does not grow with the catalog (and the directory built from it can
+        be cached by identity).
+        """
+        if not excluded:
+            return self.sorted_names
+        cached = self._deferred_cache.get(excluded)
+        if cached is None:
+            cached = tuple(name for name in self.sorted_names if name not in excluded)
+            if len(self._deferred_cache) >= _DEFERRED_CACHE_SIZE:
+                # Oldest first: a permission hook that varies per user must not grow it forever.
+                self._deferred_cache.pop(next(iter(self._deferred_cache)), None)
+            self._deferred_cache[excluded] = cached
+        return cached
 
     def rank(self, name: str) -> int:
         """The position of ``name`` in :attr:`sorted_names`, which is its search document id."""

@@ -120,9 +120,7 @@ class ToolSearchSession:
     def deferred_tool_names(self) -> tuple[str, ...]:
         """Session catalog names not always-loaded, sorted by ``(casefold(name), name)``."""
         if self._deferred is None:
-            names = self._catalog.sorted_names
-            excluded = self._excluded
-            self._deferred = tuple(n for n in names if n not in excluded) if excluded else names
+            self._deferred = self._catalog.deferred_names(self._excluded)
         return self._deferred
 
     @property

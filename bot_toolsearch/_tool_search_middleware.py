@@ -19,6 +19,7 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
 from ._announce import announce_calls
@@ -50,14 +51,32 @@ class _AskState:
     names: WireNames
 
 
-@functools.lru_cache(maxsize=32)
 def directory_message(deferred: tuple[str, ...]) -> Mapping[str, str]:
     """The directory system message for a deferred set: block, blank line, rules.
 
-    Cached, so asks with the same catalog and settings send the very same bytes.
+    Cached, so asks with the same catalog and settings send the very same bytes. The catalog
+    hands the same tuple to every ask with the same excluded tools, so the usual lookup is by
+    identity and costs nothing proportional to the catalog.
     """
+    hit = _BY_IDENTITY.get(id(deferred))
+    if hit is not None and hit[0] is deferred:
+        return hit[1]
+    message = _directory_message(deferred)
+    if len(_BY_IDENTITY) >= _CACHE_SIZE:
+        _BY_IDENTITY.pop(next(iter(_BY_IDENTITY)), None)
+    # The tuple is kept alive with its message, so its id cannot be reused meanwhile.
+    _BY_IDENTITY[id(deferred)] = (deferred, message)
+    return message
+
+
+_CACHE_SIZE = 32
+_BY_IDENTITY: dict[int, tuple[tuple[str, ...], Mapping[str, str]]] = {}
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _directory_message(deferred: tuple[str, ...]) -> Mapping[str, str]:
     content = render_deferred_tools(deferred) + "\n\n" + TOOL_SEARCH_RULES
-    return {"role": "system", "content": content}
+    return MappingProxyType({"role": "system", "content": content})
 
 
 class ToolSearchMiddleware:
@@ -90,7 +109,7 @@ class ToolSearchMiddleware:
             return
         names = ctx.toolset.wire_names(ctx.settings.tools.dot_delimiter)
         ctx.state[_AskState] = _AskState(
-            session, directory_message(tuple(session.deferred_tool_names)), names
+            session, directory_message(session.deferred_tool_names), names
         )
 
     async def prepare_request(self, ctx: AskContext, request: RoundRequest) -> RoundRequest:

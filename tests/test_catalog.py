@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from bot_toolsearch import CatalogError, ToolCatalog, ToolSearchNameCollisionError
+from bot_toolsearch import (
+    CatalogError,
+    ToolCatalog,
+    ToolSearchNameCollisionError,
+    ToolSearchSession,
+)
 
 
 def fn(name: object, description: str = "", **params: Any) -> dict[str, Any]:
@@ -200,3 +205,20 @@ def test_names_longer_than_the_limit_are_skipped_with_a_warning(
         catalog = ToolCatalog(schemas)
     assert catalog.names == (longest,)
     assert f"{MAX_NAME_LENGTH + 1} characters long" in caplog.text
+
+
+def test_deferred_names_are_cached_per_excluded_set() -> None:
+    catalog = ToolCatalog([fn(n) for n in ("b", "A", "c", "end")])
+    first = catalog.deferred_names(frozenset({"end"}))
+    assert first == ("A", "b", "c")
+    assert catalog.deferred_names(frozenset({"end"})) is first  # same tuple, no rebuild
+    assert catalog.deferred_names(frozenset({"end", "c"})) == ("A", "b")
+    assert catalog.deferred_names(frozenset()) is catalog.sorted_names
+
+
+def test_sessions_with_the_same_exclusions_share_one_directory_tuple() -> None:
+    catalog = ToolCatalog([fn(n) for n in ("send_message", "end", "x", "y")])
+    one = ToolSearchSession(catalog, always_loaded=["send_message", "end"])
+    two = ToolSearchSession(catalog, always_loaded=["end", "send_message"])
+    assert one.deferred_tool_names == ("x", "y")
+    assert one.deferred_tool_names is two.deferred_tool_names

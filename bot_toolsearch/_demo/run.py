@@ -144,7 +144,7 @@ def _first_request_figures(bot: Bot, settings: BotSettings) -> _Figures:
     always = settings.skills.tool_search_always_loaded
     session = ToolSearchSession(catalog, always_loaded=always)
     sent = session.request_tools()
-    directory = directory_message(tuple(session.deferred_tool_names))
+    directory = directory_message(session.deferred_tool_names)
     with_search = tokens.tools_tokens(sent) + tokens.messages_tokens([dict(directory)])
     everything = _sent_schemas(bot, catalog.names)
     return _Figures(len(sent), with_search, len(everything), tokens.tools_tokens(everything))
