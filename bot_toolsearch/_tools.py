@@ -12,9 +12,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-import pydantic
-
 from ._errors import CatalogError
+from ._tool_schema import function_schema, schema_from_signature
 
 __all__ = ["Agent", "Handler", "Tool", "ToolImportError", "tool"]
 
@@ -137,14 +136,7 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """The Chat Completions function tool schema (a fresh object)."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": _json_copy(self.parameters),
-            },
-        }
+        return function_schema(self.name, self.description, _json_copy(self.parameters))
 
     def resolve_handler(self) -> Handler:
         """The handler callable, importing it first if it is an import string.
@@ -174,63 +166,6 @@ class Tool:
             if inspect.isawaitable(result):
                 result = await result
         return result_to_text(result)
-
-
-def _describe(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
-    """Summary and per-argument descriptions from a Google-style docstring."""
-    doc = inspect.getdoc(fn) or ""
-    summary_lines: list[str] = []
-    arg_docs: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    for raw in doc.splitlines():
-        line = raw.strip()
-        if line in {"Args:", "Arguments:", "Parameters:"}:
-            section = "args"
-            continue
-        if line.endswith(":") and line[:-1] in {"Returns", "Raises", "Yields", "Examples"}:
-            section = "other"
-            continue
-        if section is None:
-            summary_lines.append(line)
-        elif section == "args" and line:
-            match = re.match(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", line)
-            if match and raw.startswith((" ", "\t")) and match.group(1) in _params(fn):
-                current = match.group(1)
-                arg_docs[current] = match.group(2)
-            elif current:
-                arg_docs[current] = f"{arg_docs[current]} {line}".strip()
-    summary = " ".join(" ".join(summary_lines).split())
-    return summary, arg_docs
-
-
-def _params(fn: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
-    return inspect.signature(fn).parameters
-
-
-def _strip_titles(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _strip_titles(v) for k, v in node.items() if k != "title"}
-    if isinstance(node, list):
-        return [_strip_titles(v) for v in node]
-    return node
-
-
-def schema_from_signature(fn: Callable[..., Any]) -> tuple[str, dict[str, Any]]:
-    """Description and JSON Schema parameters derived from a typed function signature."""
-    summary, arg_docs = _describe(fn)
-    hints = inspect.get_annotations(fn, eval_str=True)
-    fields: dict[str, Any] = {}
-    for pname, param in _params(fn).items():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        annotation = hints.get(pname, Any)
-        default = ... if param.default is param.empty else param.default
-        fields[pname] = (annotation, pydantic.Field(default, description=arg_docs.get(pname)))
-    model = pydantic.create_model(f"{fn.__name__}_arguments", **fields)
-    schema = _strip_titles(model.model_json_schema())
-    schema.setdefault("properties", {})
-    return summary, schema
 
 
 @overload
@@ -291,14 +226,7 @@ class Agent:
 
     def schema(self) -> dict[str, Any]:
         """The Chat Completions function tool schema by which the main AI calls the agent."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": _json_copy(AGENT_PARAMETERS),
-            },
-        }
+        return function_schema(self.name, self.description, _json_copy(AGENT_PARAMETERS))
 
 
 MaybeAwaitable = Awaitable[Any] | Any

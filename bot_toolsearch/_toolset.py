@@ -15,6 +15,7 @@ from ._errors import CatalogError
 from ._names import WireNames
 from ._prompt import TOOL_SEARCH_NAME
 from ._settings import BotSettings
+from ._tool_schema import function_schema
 from ._tool_source import ToolSetSnapshot
 from ._tools import Agent, Tool
 
@@ -48,18 +49,12 @@ class Builtin:
 
     def schema(self) -> dict[str, Any]:
         """The Chat Completions function tool schema (a fresh object)."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": {
-                    "type": "object",
-                    "properties": dict(self.parameters.get("properties", {})),
-                    "required": list(self.parameters.get("required", [])),
-                },
-            },
+        parameters = {
+            "type": "object",
+            "properties": dict(self.parameters.get("properties", {})),
+            "required": list(self.parameters.get("required", [])),
         }
+        return function_schema(self.name, self.description, parameters)
 
 
 BUILTINS = (
