@@ -32,6 +32,7 @@ __all__ = [
     "RefusalReason",
     "RoundRequest",
     "forward_unanswered",
+    "merge_results",
 ]
 
 logger = logging.getLogger("bot_toolsearch")
@@ -142,13 +143,22 @@ async def forward_unanswered(
     """
     rest = [call for i, call in enumerate(calls) if i not in answered]
     inner = await call_next(ctx, rest) if rest else []
-    if len(inner) != len(rest):
-        raise RuntimeError(f"inner handler returned {len(inner)} results for {len(rest)} calls")
-    merged: list[CallResult] = []
+    return merge_results(len(calls), answered, inner)
+
+
+def merge_results(
+    count: int, answered: Mapping[int, CallResult], inner: Sequence[CallResult]
+) -> list[CallResult]:
+    """One result per position ``0..count-1``: ``answered[i]`` if given, else the next of ``inner``.
+
+    Raises:
+        RuntimeError: ``inner`` does not hold exactly one result per position not answered.
+    """
+    expected = sum(1 for i in range(count) if i not in answered)
+    if len(inner) != expected:
+        raise RuntimeError(f"inner handler returned {len(inner)} results for {expected} calls")
     inner_iter = iter(inner)
-    for i in range(len(calls)):
-        merged.append(answered[i] if i in answered else next(inner_iter))
-    return merged
+    return [answered[i] if i in answered else next(inner_iter) for i in range(count)]
 
 
 class Pipeline:

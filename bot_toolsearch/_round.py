@@ -8,7 +8,7 @@ from typing import Any
 from ._calls import history_calls
 from ._context import AskContext
 from ._messages import INVALID_CALL, end_with_other_calls
-from ._middleware import CallRequest, CallResult, Pipeline
+from ._middleware import CallRequest, CallResult, Pipeline, forward_unanswered, merge_results
 from ._results import CallTrace
 from ._toolset import END
 
@@ -32,28 +32,25 @@ async def run_batch(
     history.append(
         {"role": "assistant", "content": None, "tool_calls": history_calls(calls, ctx.permitted)}
     )
-    answered: dict[int, CallResult] = {}
-    ends: list[int] = []
-    for i, call in enumerate(calls):
-        if not call.name.strip():
-            answered[i] = CallResult(call.id, call.name, INVALID_CALL, "invalid")
-        elif call.name == END and len(calls) > 1 and END in ctx.exposed:
-            ends.append(i)
-    rest = [c for i, c in enumerate(calls) if i not in answered and i not in ends]
-    inner = await pipeline.handle_calls(ctx, rest) if rest else []
-    inner_iter = iter(inner)
-    for i in range(len(calls)):
-        if i not in answered and i not in ends:
-            answered[i] = next(inner_iter)
+    co_calls = len(calls) > 1 and END in ctx.exposed
+    ends = [i for i, c in enumerate(calls) if co_calls and c.name == END]
+    # The end refusals name what the other calls did, so they are merged in last.
+    others = [c for i, c in enumerate(calls) if i not in ends]
+    invalid = {
+        i: CallResult(c.id, c.name, INVALID_CALL, "invalid")
+        for i, c in enumerate(others)
+        if not c.name.strip()
+    }
+    other_results = await forward_unanswered(ctx, others, invalid, pipeline.handle_calls)
+    refusals: dict[int, CallResult] = {}
     if ends:
-        others = [answered[i] for i in range(len(calls)) if i not in ends]
-        ran = [r.name for r in others if r.outcome in _RAN]
-        refused = [r.name or "(unnamed)" for r in others if r.outcome not in _RAN]
+        ran = [r.name for r in other_results if r.outcome in _RAN]
+        refused = [r.name or "(unnamed)" for r in other_results if r.outcome not in _RAN]
         refused.extend([END] * (len(ends) - 1))
         text = end_with_other_calls(ran, refused)
         for i in ends:
-            answered[i] = CallResult(calls[i].id, END, text, "refused", "end_with_other_calls")
-    results = [answered[i] for i in range(len(calls))]
+            refusals[i] = CallResult(calls[i].id, END, text, "refused", "end_with_other_calls")
+    results = merge_results(len(calls), refusals, other_results)
     for result in results:
         history.append({"role": "tool", "tool_call_id": result.call_id, "content": result.content})
     ctx.stats.record_results(results)
