@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import openai
 
 from ._ask_loop import run_rounds
-from ._bot_tools import BotTools, RegistryFollower, StaticTools, ToolSetCache, registry_for
+from ._bot_tools import BotTools, StaticTools, ToolSetCache
 from ._context import AskContext
 from ._errors import CatalogError
 from ._executor import execute_calls
@@ -19,6 +19,7 @@ from ._middleware import Middleware, Pipeline
 from ._plugins import build_middlewares
 from ._prefetch import run_prefetch
 from ._registry import ToolRegistry
+from ._registry_follower import RegistryFollower, registry_for
 from ._results import AskResult
 from ._settings import BotSettings
 from ._tool_source import ToolSource
@@ -239,10 +240,9 @@ class Bot:
         if prefetch.message is not None:
             history.append({"role": "system", "content": prefetch.message})
         history.append({"role": "user", "content": text})
-        base_tools = view.schemas
         await pipeline.start_ask(ctx)
         try:
-            out = await run_rounds(ctx, pipeline, transport, history, base_tools)
+            out = await run_rounds(ctx, pipeline, transport, history, view.schemas)
         finally:
             await pipeline.finish_ask(ctx)
         replies = [*ctx.sent_messages, *([out.final_text] if out.final_text else [])]
@@ -274,9 +274,7 @@ class Bot:
 
     def _snapshot(self) -> BotSettings:
         source = self._source
-        if isinstance(source, BotSettings):
-            return source
-        return source.snapshot()
+        return source if isinstance(source, BotSettings) else source.snapshot()
 
     def _pipeline_for(self, settings: BotSettings) -> Pipeline:
         key = (settings.generation, settings.plugins.enabled)
