@@ -20,6 +20,7 @@ from pathlib import Path
 import openai
 
 from ._bot import Bot
+from ._cli_options import add_config_option
 from ._config_file import load_settings
 from ._errors import ToolSearchError
 from ._results import AskResult, RoundTrace
@@ -34,7 +35,6 @@ INSTRUCTIONS = (
 )
 """The system prompt of the bot ``chat`` and ``ask`` run."""
 
-_DEFAULT_CONFIG = "config.toml"
 _PROMPT = "you> "
 _RESULT_WIDTH = 100
 _NAMES_SHOWN = 8
@@ -63,12 +63,7 @@ def add_chat_subparsers(subparsers: argparse._SubParsersAction[argparse.Argument
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        default=_DEFAULT_CONFIG,
-        metavar="PATH",
-        help=f"config file (default: ./{_DEFAULT_CONFIG})",
-    )
+    add_config_option(parser)
     parser.add_argument("--trace", action="store_true", help="print the round-by-round trace")
     parser.add_argument(
         "--tools",

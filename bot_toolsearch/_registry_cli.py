@@ -8,14 +8,13 @@ import json
 import sys
 from pathlib import Path
 
+from ._cli_options import add_config_option
 from ._errors import ConfigError
 from ._names import WireNames
 from ._registry import ToolRegistry
 from ._tool_source import ToolSetSnapshot
 
 __all__ = ["add_catalog_list_command", "catalog_list"]
-
-_DEFAULT_PATH = "config.toml"
 
 
 def catalog_list(
@@ -41,12 +40,7 @@ def add_catalog_list_command(
     parser = catalog_subparsers.add_parser(
         "list", help="print every tool the bot offers: source, canonical name, wire name"
     )
-    parser.add_argument(
-        "--config",
-        default=_DEFAULT_PATH,
-        metavar="PATH",
-        help=f"config file (default: ./{_DEFAULT_PATH})",
-    )
+    add_config_option(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON array instead")
     parser.set_defaults(func=_list)
 
