@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot_toolsearch.testing import ModelRequest, ToolCall
+from bot_toolsearch.testing._request import content_text
 
 __all__ = ["Episode", "Step", "read_episode"]
 
@@ -54,14 +55,6 @@ class Episode:
         return grown
 
 
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    return "" if content is None else str(content)
-
-
 def _arguments(raw: object) -> dict[str, Any]:
     try:
         parsed = json.loads(raw) if isinstance(raw, str) else raw
@@ -82,7 +75,7 @@ def read_episode(
     for item in request.messages:
         role, kind = item.get("role"), item.get("type")
         if role == "user" and kind in (None, "message"):
-            episode = Episode(_text(item.get("content")))
+            episode = Episode(content_text(item.get("content")))
         elif role == "assistant" and isinstance(item.get("tool_calls"), list):
             for call in item["tool_calls"]:
                 function = call.get("function") or {}
@@ -97,7 +90,7 @@ def read_episode(
             )
         elif role == "tool" or kind == "function_call_output":
             call_id = str(item.get("tool_call_id") if role == "tool" else item.get("call_id"))
-            output = _text(item.get("content") if role == "tool" else item.get("output"))
+            output = content_text(item.get("content") if role == "tool" else item.get("output"))
             step = next((s for s in episode.steps if s.call_id == call_id), None)
             if step is None and call_id in memory:
                 episode = memory[call_id].copy()
