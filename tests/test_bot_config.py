@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from pathlib import Path
 
 import pytest
 
 from bot_toolsearch import Bot, ConfigReloader, Tool
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
+from tests._helpers import write_config
 
 TIMEOUT = 10.0
-
-
-def write_config(path: Path, base_url: str, api: str, extra: str = "") -> Path:
-    """Write ``config.toml`` atomically (temp file + rename, as editors do)."""
-    text = f'[model]\nbase_url = "{base_url}"\napi_key = "test"\napi = "{api}"\n{extra}'
-    temp = path.with_name(path.name + ".tmp")
-    temp.write_text(text, encoding="utf-8")
-    os.replace(temp, path)
-    return path
 
 
 def reloader_of(bot: Bot) -> ConfigReloader:
