@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._places import CITIES, find_city
-from ._unit_tools import ALIASES, TEMPERATURE_UNITS, UNIT_FACTORS, normalise_unit
+from ._unit_tables import ALIASES, TEMPERATURE_UNITS, UNIT_FACTORS, normalise_unit
 
 __all__ = [
     "content_words",
