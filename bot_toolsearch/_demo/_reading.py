@@ -1,23 +1,23 @@
-"""How the offline demo model reads a message: content words, tool scores, arguments.
+"""How the offline demo model reads a message: content words and how well a tool fits it.
 
 Plain, deterministic heuristics; no learning, no randomness. Good enough to drive a demo and
 honest about it: the planner that uses them is labelled an offline stand-in for a real model.
+Arguments are read from the message by `._arguments`, which builds on the patterns here.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from ._places import CITIES, find_city
-from ._unit_tables import ALIASES, TEMPERATURE_UNITS, UNIT_FACTORS, normalise_unit
-
 __all__ = [
+    "CLOCK",
+    "DATE",
+    "EXPRESSION",
+    "QUOTED",
     "content_words",
-    "extract_arguments",
     "has_expression",
-    "read_arguments",
     "score_tool",
     "terms",
 ]
@@ -32,54 +32,11 @@ _STOP = frozenset(_STOP_WORDS.split())
 # Chinese filler that carries no topic ("help me", "please", "a bit", particles).
 _ZH_FILLER = re.compile(r"帮我|请|一下|看看|查查|给我|我们|我的|吗|呢|吧|了|的|是|你|我|把|告诉")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|[\u3400-\u9fff]+")
-_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|「([^」]+)」|'([^']{2,})'")
-_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b")
-_CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b")
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
-_IANA = re.compile(
-    r"\b(?:Africa|America|Asia|Atlantic|Australia|Europe|Pacific|UTC)(?:/[A-Za-z_]+)*"
-)
-_EXPRESSION = re.compile(
+QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|「([^」]+)」|'([^']{2,})'")
+DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b")
+CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b")
+EXPRESSION = re.compile(
     r"(?:sqrt|log10|log2|log|sin|cos|tan|exp|abs|pi|\d+(?:\.\d+)?|[-+*/^%()\u00d7\u00f7]|\s)+"
-)
-_TICKER = re.compile(r"\b[A-Z]{2,5}\b")
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-# Parameters naming one specific thing (an id, a flight number, an address): read as a code.
-_IDENTIFIER = re.compile(r"(?:^|_)(?:id|number|code|email|url|phone|address)$")
-# Free-text parameters may take the message's words; for any other string parameter (a city, a
-# date, an id) such a guess is never right, so a tool needing one is not worth calling.
-_FREE_TEXT = re.compile(r"query|text|message|body|subject|title|content|note|keyword|topic|q$")
-_SPECIFIC_GUESS = 4
-# A code such as a flight number or an id: letters and digits in one word (LH400, evt_1001).
-_CODE = re.compile(r"\b[A-Za-z][A-Za-z_-]*\d[\w-]*\b")
-# Unit spellings that are also ordinary words count only right after a number.
-_AMBIGUOUS_UNITS = frozenset(
-    {
-        "in",
-        "min",
-        "day",
-        "cup",
-        "pt",
-        "t",
-        "s",
-        "m",
-        "b",
-        "h",
-        "l",
-        "g",
-        "j",
-        "k",
-        "c",
-        "f",
-        "kn",
-        "ha",
-        "year",
-        "week",
-        "qt",
-    }
-)
-_KNOWN_UNITS = frozenset(u for table in UNIT_FACTORS.values() for u in table) | set(
-    TEMPERATURE_UNITS
 )
 
 
@@ -106,15 +63,15 @@ def terms(text: str) -> set[str]:
 def has_expression(text: str) -> bool:
     """Whether the text contains an arithmetic expression such as ``(2 + 3) * 4``."""
     # Dates and clock times are not subtraction or division.
-    plain = _CLOCK.sub(" ", _DATE.sub(" ", text))
-    return any(re.search(r"\d\s*[-+*/^%]\s*[\d(]", m.group(0)) for m in _EXPRESSION.finditer(plain))
+    plain = CLOCK.sub(" ", DATE.sub(" ", text))
+    return any(re.search(r"\d\s*[-+*/^%]\s*[\d(]", m.group(0)) for m in EXPRESSION.finditer(plain))
 
 
 def content_words(text: str, limit: int = 6) -> list[str]:
     """The message's topic words in order, without stop words and Chinese filler."""
     # A model asked to work out a formula looks for a calculator, whatever the formula says.
     words: list[str] = ["calculate", "expression"] if has_expression(text) else []
-    for word in _WORD.findall(_QUOTED.sub(" ", text)):
+    for word in _WORD.findall(QUOTED.sub(" ", text)):
         if word[0] >= "\u3400":
             words.extend(_ZH_FILLER.sub(" ", word).split())
         elif word.lower() not in _STOP and len(word) > 1:
@@ -135,183 +92,11 @@ def score_tool(message_terms: set[str], schema: Mapping[str, Any]) -> float:
     return score + 0.5 * len(message_terms & terms(param_names))
 
 
-def _positions(pattern: re.Pattern[str], text: str) -> list[tuple[int, str]]:
-    return [(m.start(), m.group(0)) for m in pattern.finditer(text)]
+def __getattr__(name: str) -> Any:
+    # extract_arguments and read_arguments moved to ._arguments; still importable from here for
+    # older imports, but lazily, because ._arguments itself imports this module.
+    if name in {"extract_arguments", "read_arguments"}:
+        from . import _arguments
 
-
-def _cities(text: str) -> list[str]:
-    found: list[tuple[int, str]] = []
-    folded = text.casefold()
-    for alias, city in CITIES.items():
-        ascii_alias = alias.isascii()
-        pattern = rf"(?<![a-z]){re.escape(alias)}(?![a-z])" if ascii_alias else re.escape(alias)
-        found += [(m.start(), city.name) for m in re.finditer(pattern, folded)]
-    # Longer aliases first at one position ("new york" beats "york"); then order of appearance.
-    return list(dict.fromkeys(name for _, name in sorted(found)))
-
-
-def _units(text: str, number_end: int | None) -> list[str]:
-    found: list[tuple[int, str]] = []
-    for m in re.finditer(r"°?[A-Za-z]+(?:/[A-Za-z]+)?|[\u3400-\u9fff]+", text):
-        word = m.group(0)
-        if word[0] >= "\u3400":
-            found += [(m.start() + word.find(a), ALIASES[a]) for a in ALIASES if a in word]
-            continue
-        unit = normalise_unit(word)
-        if unit not in _KNOWN_UNITS:
-            continue
-        after_number = re.search(r"\d\s*$", text[: m.start()]) is not None
-        if word.lower() in _AMBIGUOUS_UNITS and not after_number and len(word) < 3:
-            continue
-        if word.lower() == "in" and not after_number:
-            continue
-        found.append((m.start(), unit))
-    units = [u for _, u in sorted(found)]
-    if number_end is not None:
-        # The unit written right after the number is the one being converted from.
-        first = [u for pos, u in sorted(found) if pos >= number_end][:1]
-        units = first + [u for u in units if u not in first]
-    return list(dict.fromkeys(units))
-
-
-def _timezones(text: str) -> list[str]:
-    explicit = [z for _, z in _positions(_IANA, text)]
-    zones = [city.timezone for name in _cities(text) if (city := find_city(name))]
-    return list(dict.fromkeys(explicit + zones))
-
-
-def _wanted_order(schema: Mapping[str, Any]) -> list[str]:
-    properties = schema.get("properties") or {}
-    required = [r for r in schema.get("required") or [] if r in properties]
-    return required + [p for p in properties if p not in required]
-
-
-def extract_arguments(schema: Mapping[str, Any], message: str) -> dict[str, Any]:
-    """Arguments for a tool, read from the message by its JSON Schema (required ones first).
-
-    Optional parameters are filled only when the message clearly supplies them; a required one
-    the message does not supply gets a guess (the content words, ``false``, the first enum).
-    """
-    return read_arguments(schema, message)[0]
-
-
-def read_arguments(schema: Mapping[str, Any], message: str) -> tuple[dict[str, Any], int]:
-    """`extract_arguments` plus how badly it had to guess: 1 per guessed required parameter,
-    more for a specific string one (``city``, ``flight_number``) than for free text."""
-    properties: Mapping[str, Any] = schema.get("properties") or {}
-    required = set(schema.get("required") or ())
-    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(message)]
-    bare = _QUOTED.sub(" ", message)
-    dates = [d for _, d in _positions(_DATE, bare)]
-    clocks = [c.zfill(5) for _, c in _positions(_CLOCK, _DATE.sub(" ", bare))]
-    plain = _CLOCK.sub(" ", _DATE.sub(" ", bare))
-    number_matches = list(_NUMBER.finditer(plain))
-    numbers = [_number(m.group(0)) for m in number_matches]
-    pools: dict[str, list[Any]] = {
-        "quoted": list(quoted),
-        "numbers": list(numbers),
-        "dates": list(dates),
-        "units": _units(plain, number_matches[0].end() if number_matches else None),
-        "zones": _timezones(message),
-        "cities": _cities(message),
-    }
-    args: dict[str, Any] = {}
-    guessed = 0
-    for pname in _wanted_order(schema):
-        prop = properties.get(pname)
-        if not isinstance(prop, Mapping):
-            continue
-        value = _value_for(pname, prop, message, pools, clocks)
-        if value is None and pname in required:
-            specific = prop.get("type") == "string" and not prop.get("enum")
-            specific = specific and not _FREE_TEXT.search(pname.lower())
-            guessed += _SPECIFIC_GUESS if specific else 1
-            value = _fallback(prop, message)
-        if value is not None:
-            args[pname] = value
-    return args, guessed
-
-
-def _number(text: str) -> int | float:
-    value = float(text)
-    return int(value) if value.is_integer() and "." not in text else value
-
-
-def _take(pool: list[Any]) -> Any:
-    return pool.pop(0) if pool else None
-
-
-def _value_for(
-    pname: str,
-    prop: Mapping[str, Any],
-    message: str,
-    pools: dict[str, list[Any]],
-    clocks: Sequence[str],
-) -> Any:
-    kind = prop.get("type")
-    lname = pname.lower()
-    desc = str(prop.get("description", "")).lower()
-    if "unit" in lname and kind == "string":
-        options = prop.get("enum")
-        units = pools["units"]
-        if not isinstance(options, list):
-            return _take(units)
-        if any(u in options for u in units):
-            return units.pop(next(i for i, u in enumerate(units) if u in options))
-    if "zone" in lname or lname in {"tz", "from_tz", "to_tz"}:
-        return _take(pools["zones"])
-    if isinstance(prop.get("enum"), list):
-        folded = message.casefold()
-        for option in prop["enum"]:
-            if isinstance(option, str) and re.search(
-                rf"(?<![a-z]){re.escape(option.casefold())}(?![a-z])", folded
-            ):
-                return option
-        return None
-    if kind in ("number", "integer"):
-        number = _take(pools["numbers"])
-        return None if number is None else (int(number) if kind == "integer" else number)
-    if kind == "array":
-        items = prop.get("items") or {}
-        if items.get("type") in ("number", "integer"):
-            values, pools["numbers"] = pools["numbers"], []
-            return values or None
-        emails = _EMAIL.findall(message)
-        return emails or (list(pools["quoted"]) or None)
-    if kind == "boolean":
-        return None
-    return _string_for(lname, desc, message, pools, clocks)
-
-
-def _string_for(
-    lname: str, desc: str, message: str, pools: dict[str, list[Any]], clocks: Sequence[str]
-) -> Any:
-    if lname == "expression":
-        candidates = [m.group(0).strip() for m in _EXPRESSION.finditer(message)]
-        maths = [c for c in candidates if re.search(r"\d", c) and re.search(r"[-+*/^%(]", c)]
-        return max(maths, key=len) if maths else None
-    if lname in {"city", "origin", "destination", "region", "near", "location"}:
-        return _take(pools["cities"])
-    if "date" in lname or lname == "day" or ("date" in desc and "time" not in desc):
-        return _take(pools["dates"])
-    if lname in {"time", "start", "moment"} or "date-time" in desc:
-        return _take(pools["dates"]) or (clocks[0] if clocks else None)
-    if lname == "symbol":
-        tickers = _TICKER.findall(message)
-        return tickers[0] if tickers else None
-    if _IDENTIFIER.search(lname) and not pools["quoted"]:
-        codes = _EMAIL.findall(message) if "email" in lname else _CODE.findall(message)
-        return codes[0] if codes else None
-    return _take(pools["quoted"])
-
-
-def _fallback(prop: Mapping[str, Any], message: str) -> Any:
-    kind = prop.get("type")
-    if kind == "boolean":
-        return False
-    if kind == "string" and not prop.get("enum"):
-        words = content_words(message)
-        return " ".join(words) if words else message.strip()
-    if kind == "string":
-        return prop["enum"][0]
-    return None
+        return getattr(_arguments, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

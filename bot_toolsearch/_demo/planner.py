@@ -28,8 +28,9 @@ from bot_toolsearch._names import DEFAULT_DOT_DELIMITER
 from bot_toolsearch.testing import ModelRequest, ScriptEntry, ToolCall, text
 
 from ._answer import compose_answer
+from ._arguments import extract_arguments, read_arguments
 from ._history import Episode, Step, read_episode
-from ._reading import content_words, extract_arguments, read_arguments, score_tool, terms
+from ._reading import content_words, score_tool, terms
 
 __all__ = ["OFFLINE_MODEL_NAME", "OfflinePlanner"]
 
