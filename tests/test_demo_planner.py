@@ -10,7 +10,8 @@ import pytest
 
 from bot_toolsearch import BotSettings
 from bot_toolsearch._bot import Bot
-from bot_toolsearch._demo._reading import extract_arguments, has_expression
+from bot_toolsearch._demo._arguments import extract_arguments
+from bot_toolsearch._demo._reading import has_expression
 from bot_toolsearch._demo.catalog import demo_tools
 from bot_toolsearch._demo.planner import OfflinePlanner
 from bot_toolsearch._settings import ModelSettings, SkillsSettings

@@ -90,13 +90,3 @@ def score_tool(message_terms: set[str], schema: Mapping[str, Any]) -> float:
     score += 1.0 * len(message_terms & terms(name.split(".", maxsplit=1)[0]))
     score += 1.0 * len(message_terms & terms(str(function.get("description", ""))))
     return score + 0.5 * len(message_terms & terms(param_names))
-
-
-def __getattr__(name: str) -> Any:
-    # extract_arguments and read_arguments moved to ._arguments; still importable from here for
-    # older imports, but lazily, because ._arguments itself imports this module.
-    if name in {"extract_arguments", "read_arguments"}:
-        from . import _arguments
-
-        return getattr(_arguments, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
