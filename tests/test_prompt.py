@@ -96,7 +96,7 @@ def test_no_names_no_block(names: list[str]) -> None:
 
 
 def test_a_bare_string_is_an_error() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="not a single string"):
         render_deferred_tools("abc")
 
 

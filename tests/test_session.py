@@ -61,7 +61,7 @@ def test_accepts_schemas_directly() -> None:
 
 @pytest.mark.parametrize("field", ["always_loaded", "hidden"])
 def test_a_bare_string_for_a_name_list_is_an_error(weather: ToolCatalog, field: str) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=f"{field} must be a collection of tool names"):
         ToolSearchSession(weather, **{field: "end"})
 
 
@@ -312,7 +312,7 @@ def test_total_deferred_is_constant(weather: ToolCatalog) -> None:
 
 
 def test_search_rejects_a_non_string_query(weather: ToolCatalog) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="query must be a string, got int"):
         ToolSearchSession(weather).search(3)  # type: ignore[arg-type]
 
 
