@@ -266,7 +266,7 @@ def test_ctrl_c_at_the_prompt_exits_cleanly(folder: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode in (0, 130)
+    assert proc.returncode == 0  # leaving a chat with Ctrl-C is normal
     assert b"Traceback" not in stderr
 
 
