@@ -118,10 +118,22 @@ async def test_from_config_with_hot_reload_watches_and_aclose_stops_it(
     assert reloader is not None
     server.script(call("end"))
     result = await bot.ask("x")
+    # The file is watched: an edit reaches the next ask without any call from the test.
+    path.write_text(
+        f'[model]\nbase_url = "{server.base_url}"\napi_key = "test"\n'
+        "[skills]\ntool_search_enabled = false\n",
+        encoding="utf-8",
+    )
+    await reloader.wait_for_generation(2, timeout=10.0)
+    server.script(call("end"))
+    edited = await bot.ask("y")
     await bot.aclose()
 
-    assert result.settings_generation >= 1
+    assert (result.settings_generation, edited.settings_generation) == (1, 2)
+    assert "tool_search" in server.requests[0].tool_names
+    assert "tool_search" not in server.requests[1].tool_names
     assert bot._reloader is None
+    assert reloader._watcher is None  # stopped, not just forgotten
 
 
 class SwappingSource:
