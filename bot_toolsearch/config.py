@@ -3,7 +3,7 @@
 >>> from bot_toolsearch import config
 >>> config.set_value("config.toml", "skills.tool_search_max_results", 8)  # doctest: +SKIP
 
-Every name here is also exported from `bot_toolsearch` itself.
+Every name here except `check_config` is also exported from `bot_toolsearch` itself.
 """
 
 from __future__ import annotations
