@@ -8,7 +8,11 @@ rebuilt only then) or a handler (an edited ``handler.py``, a replaced MCP connec
 
 Merge order and collisions: code tools first, then tool folders (directory order, then path
 order), then MCP servers (configuration order, then the server's order). A later tool whose
-name is already taken, or that is named ``tool_search``, is skipped with one warning.
+name is already taken is skipped with one warning. A tool folder named ``tool_search`` is
+skipped with one warning too: nobody wrote it into the bot, and a dropped-in folder must not
+switch tool search off (MCP tools are always ``server.tool``, so they never take the name). A
+*code* tool of that name is the developer's choice and is kept, as without a registry: every
+ask logs an error and runs with tool search off.
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ class ToolRegistry:
 
     Args:
         dirs: tools directories (``[tools] dirs``); relative ones resolve against ``base_dir``.
-        extra_tools: tools defined in code; they win every name collision.
+        extra_tools: tools defined in code; they win every name collision. One named
+            ``tool_search`` is kept (asks then run with tool search off, logging an error).
         mcp_servers: ``[[tools.mcp_servers]]`` entries (`MCPServerConfig`, mappings, or settings
             models with the same fields).
         watch: watch ``dirs`` recursively after ``start()`` and reload on changes.
@@ -66,7 +71,6 @@ class ToolRegistry:
 
     Raises:
         ConfigError: an MCP server entry is invalid.
-        ToolSearchNameCollisionError: a code tool is named ``tool_search``.
     """
 
     def __init__(

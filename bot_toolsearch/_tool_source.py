@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
-from ._catalog import ToolCatalog
+from ._catalog import TOOL_SEARCH_NAME, ToolCatalog
 from ._tools import Tool
 
 __all__ = ["CODE_SOURCE", "StaticToolSource", "ToolSetSnapshot", "ToolSource", "fingerprint"]
@@ -39,9 +39,12 @@ class ToolSetSnapshot:
     fingerprint: str
     """SHA-256 of the tools' schemas as sorted canonical JSON (see `fingerprint`)."""
     tools: Mapping[str, Tool]
-    """Canonical name to `Tool`, in catalog order; executes the calls of asks on this snapshot."""
+    """Canonical name to `Tool`, in catalog order (plus a real ``tool_search`` last); executes
+    the calls of asks on this snapshot."""
     catalog: ToolCatalog
-    """The search index over the tools' schemas."""
+    """The search index over the tools' schemas, except a real ``tool_search`` (the catalog
+    cannot hold that name; a tool set built from this snapshot runs its asks with tool search
+    off, as `ToolSet.build` does for code tools)."""
     sources: Mapping[str, str]
     """Canonical name to source label: ``"code"``, ``"folder:tools/music/search_songs"``,
     ``"mcp:time"``."""
@@ -56,14 +59,15 @@ class ToolSetSnapshot:
     ) -> ToolSetSnapshot:
         """A snapshot over ``(tool, source label)`` pairs, in order.
 
+        A tool named ``tool_search`` stays in ``tools`` (callable) but not in the catalog, which
+        cannot hold that name; the `ToolSet` built from the snapshot then runs each ask with
+        tool search off and logs an error, as it does for code tools without a registry.
+
         Args:
             tools: the tools with their source labels; names must be unique (first one wins).
             generation: the generation to stamp.
             reuse: a previous snapshot whose catalog is reused when the fingerprint matches,
                 so a change that touches only handlers does not rebuild the index.
-
-        Raises:
-            ToolSearchNameCollisionError: a tool is named ``tool_search``.
         """
         by_name: dict[str, Tool] = {}
         sources: dict[str, str] = {}
@@ -71,14 +75,17 @@ class ToolSetSnapshot:
             if tool.name not in by_name:
                 by_name[tool.name] = tool
                 sources[tool.name] = source
-        schemas = [tool.schema() for tool in by_name.values()]
-        digest = fingerprint(schemas)
+        schemas = {name: tool.schema() for name, tool in by_name.items()}
+        # The real tool's schema is in the fingerprint: asks without tool search send it.
+        digest = fingerprint(schemas.values())
         if reuse is not None and reuse.fingerprint == digest:
             catalog = reuse.catalog
         else:
-            catalog = ToolCatalog(schemas)
+            catalog = ToolCatalog([s for n, s in schemas.items() if n != TOOL_SEARCH_NAME])
         # The catalog skips (and logs) schemas it cannot use; such a tool must not be callable.
         usable = {name: tool for name, tool in by_name.items() if name in catalog}
+        if TOOL_SEARCH_NAME in by_name:
+            usable[TOOL_SEARCH_NAME] = by_name[TOOL_SEARCH_NAME]
         return cls(
             generation=generation,
             fingerprint=digest,

@@ -134,6 +134,9 @@ class ToolSet:
     def from_snapshot(cls, snapshot: ToolSetSnapshot, agents: Sequence[Agent]) -> ToolSet:
         """The tool set of a registry snapshot plus ``agents``, checked where it is built.
 
+        A snapshot tool named ``tool_search`` (a code tool; the registry skips folder and MCP
+        tools of that name) gives ``collision`` as in `build`: asks run with tool search off.
+
         Raises:
             CatalogError: a snapshot tool uses a built-in's name (``send_message``, ``end``)
                 or an agent's name; the message names the tool's source.

@@ -1,5 +1,6 @@
 """A `Bot` over the `ToolRegistry` that ``[tools]`` configures: folders added and removed while
-it runs, ``[tools] dirs`` edits, reserved names refused at reload time, ``catalog list``."""
+it runs, ``[tools] dirs`` edits, reserved names refused at reload time, a code ``tool_search``
+running asks with tool search off, ``catalog list``."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import openai
 import pytest
 
-from bot_toolsearch import Bot, CatalogError, Tool, ToolRegistry
+from bot_toolsearch import Bot, BotSettings, CatalogError, Tool, ToolRegistry
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
 from tests._helpers import write_config
 
@@ -238,3 +240,120 @@ def test_catalog_list_prints_the_merged_catalog(tmp_path: Path) -> None:
         ["folder:more/notes", "notes", "notes"],
         ["2", "tools"],
     ]
+
+
+def no_directory(server: ScriptedOpenAIServer) -> bool:
+    return all(
+        "<available_deferred_tools>" not in text
+        for request in server.requests
+        for text in request.system_texts
+    )
+
+
+def off_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.ERROR and "tool search is off for this ask" in r.getMessage()
+    ]
+
+
+@pytest.fixture
+def real_tool_search() -> tuple[Tool, list[dict[str, object]]]:
+    """A code tool named ``tool_search`` and the list of arguments it ran with."""
+    runs: list[dict[str, object]] = []
+
+    def handler(**arguments: object) -> str:
+        runs.append(arguments)
+        return "the real tool_search ran"
+
+    parameters = {"type": "object", "properties": {"q": {"type": "string"}}}
+    return Tool("tool_search", "A real tool with the reserved name.", parameters, handler), runs
+
+
+async def test_a_code_tool_search_with_a_registry_runs_each_ask_as_disabled(
+    server: ScriptedOpenAIServer,
+    tmp_path: Path,
+    api: str,
+    caplog: pytest.LogCaptureFixture,
+    real_tool_search: tuple[Tool, list[dict[str, object]]],
+) -> None:
+    real, runs = real_tool_search
+    write_tool(tmp_path / "tools", "notes", "notes ok")
+    path = write_config(
+        tmp_path / "config.toml",
+        server.base_url,
+        api,
+        '[tools]\ndirs = ["tools"]\n[skills]\ntool_search_enabled = true\n',
+    )
+    with caplog.at_level(logging.ERROR, logger="bot_toolsearch"):
+        async with Bot.from_config(path, [real]) as bot:
+            assert bot.toolset.collision
+            server.script(call("tool_search", q="x"), call("notes"), call("end"))
+            first = await bot.ask("one")
+            server.script(call("end"))
+            await bot.ask("two")
+
+    full = ["send_message", "end", "notes", "tool_search"]
+    assert [r.tool_names for r in server.requests] == [full] * 4
+    assert no_directory(server)
+    assert runs == [{"q": "x"}]
+    assert server.requests[1].tool_outputs[0][1] == "the real tool_search ran"
+    ran = [(c.name, c.outcome, c.result) for r in first.trace for c in r.calls]
+    assert ran[:2] == [
+        ("tool_search", "ran", "the real tool_search ran"),
+        ("notes", "ran", "notes ok"),
+    ]
+    assert first.stats.searches == 0
+    assert len(off_errors(caplog)) == 2  # one per ask
+
+
+async def test_a_registry_source_passed_to_bot_keeps_a_code_tool_search_callable(
+    server: ScriptedOpenAIServer,
+    client: openai.AsyncOpenAI,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    real_tool_search: tuple[Tool, list[dict[str, object]]],
+) -> None:
+    real, runs = real_tool_search
+    write_tool(tmp_path / "tools", "notes", "notes ok")
+    registry = ToolRegistry([tmp_path / "tools"], extra_tools=[real])
+    settings = BotSettings.model_validate({"skills": {"tool_search_enabled": True}})
+    server.script(call("tool_search", q="y"), call("end"))
+    with caplog.at_level(logging.ERROR, logger="bot_toolsearch"):
+        result = await Bot(settings, registry, client=client).ask("x")
+
+    assert server.requests[0].tool_names == ["send_message", "end", "notes", "tool_search"]
+    assert no_directory(server)
+    assert runs == [{"q": "y"}]
+    assert result.trace[0].calls[0].result == "the real tool_search ran"
+    assert len(off_errors(caplog)) == 1
+
+
+async def test_a_folder_named_tool_search_is_skipped_and_search_stays_on(
+    server: ScriptedOpenAIServer, tmp_path: Path, api: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_tool(tmp_path / "tools", "tool_search", "folder ran")
+    write_tool(tmp_path / "tools", "notes", "notes ok")
+    path = write_config(
+        tmp_path / "config.toml",
+        server.base_url,
+        api,
+        '[tools]\ndirs = ["tools"]\n[bot]\nhot_reload = false\n'
+        "[skills]\ntool_search_enabled = true\n",
+    )
+    server.script(call("tool_search", query="select:notes"), call("notes"), call("end"))
+    with caplog.at_level(logging.WARNING):
+        async with Bot.from_config(path) as bot:
+            assert not bot.toolset.collision
+            result = await bot.ask("x")
+
+    assert server.requests[0].tool_names == ["send_message", "end", "tool_search"]
+    assert "<available_deferred_tools>" in directory(server, 0)
+    assert server.requests[1].tool_names == ["send_message", "end", "tool_search", "notes"]
+    outcomes = [(c.name, c.result) for r in result.trace for c in r.calls]
+    assert "folder ran" not in json.dumps(outcomes)
+    assert ("notes", "notes ok") in outcomes
+    assert result.stats.searches == 1
+    assert not off_errors(caplog)
+    assert any("reserved for tool search" in r.getMessage() for r in caplog.records)

@@ -399,3 +399,75 @@ def test_a_name_taken_in_an_earlier_dir_or_with_a_dot_is_skipped_with_one_warnin
     assert str(first) in warnings_naming(caplog, second)[0]
     assert len(warnings_naming(caplog, second)) == 1
     assert len(warnings_naming(caplog, dotted)) == 1
+
+
+def test_a_code_tool_search_is_kept_and_a_folder_one_skipped_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "tools"
+    folder = write_tool(root, "tool_search")
+    write_tool(root, "notes")
+    real = Tool("tool_search", "A real tool with the reserved name.", None, lambda: "real")
+    with caplog.at_level(logging.WARNING, REGISTRY_LOG):
+        registry = ToolRegistry([root], extra_tools=[real])
+        registry.reload()
+    snap = registry.snapshot()
+    assert list(snap.tools) == ["notes", "tool_search"]
+    assert snap.tools["tool_search"] is real
+    assert snap.sources["tool_search"] == "code"
+    assert snap.catalog.names == ("notes",)
+    assert warnings_naming(caplog, folder) == [
+        f"tool 'tool_search' from folder:{folder} skipped: the name is already used by code"
+    ]
+
+
+def test_a_folder_tool_search_without_a_code_one_is_skipped_as_reserved(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = write_tool(tmp_path / "tools", "tool_search")
+    with caplog.at_level(logging.WARNING, REGISTRY_LOG):
+        snap = ToolRegistry([tmp_path / "tools"]).snapshot()
+    assert dict(snap.tools) == {}
+    assert [m for m in warnings_naming(caplog, folder) if "reserved for tool search" in m]
+
+
+MCP_TOOL_SEARCH_SERVER = """\
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("reserved-name")
+
+
+@server.tool()
+def tool_search(query: str) -> str:
+    \"\"\"An MCP tool that happens to use the reserved name.\"\"\"
+    return "mcp tool_search ran"
+
+
+@server.tool()
+def lookup(query: str) -> str:
+    \"\"\"Look something up.\"\"\"
+    return "found"
+
+
+server.run()
+"""
+
+
+async def test_an_mcp_tool_search_is_namespaced_so_it_never_takes_the_reserved_name(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    script = tmp_path / "reserved_server.py"
+    script.write_text(MCP_TOOL_SEARCH_SERVER, encoding="utf-8")
+    config = {"name": "res", "command": sys.executable, "args": [str(script)], "timeout": 30.0}
+    registry = ToolRegistry(mcp_servers=[config])
+    try:
+        with caplog.at_level(logging.WARNING, REGISTRY_LOG):
+            snap = await registry.start()
+        result = await snap.tools["res.tool_search"].invoke({"query": "x"})
+    finally:
+        await registry.aclose()
+    # An MCP tool is always ``server.tool``: an ordinary catalog tool, never a collision.
+    assert snap.catalog.names == ("res.tool_search", "res.lookup")
+    assert "tool_search" not in snap.tools
+    assert "mcp tool_search ran" in result
+    assert not [r for r in caplog.records if "skipped" in r.getMessage()]

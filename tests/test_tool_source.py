@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from bot_toolsearch import Tool, ToolSearchNameCollisionError
+from bot_toolsearch import Tool, ToolCatalog, ToolSearchNameCollisionError
 from bot_toolsearch._tool_source import (
     StaticToolSource,
     ToolSetSnapshot,
@@ -60,9 +60,39 @@ def test_tools_the_catalog_rejects_are_not_callable() -> None:
     assert "has space" not in snap.sources
 
 
-def test_reserved_name_raises() -> None:
+def test_a_real_tool_search_is_callable_but_not_in_the_catalog() -> None:
+    real, other = make("tool_search", "a real tool"), make("other")
+    snap = ToolSetSnapshot.build([(real, "code"), (other, "code")])
+    assert list(snap.tools) == ["other", "tool_search"]
+    assert snap.tools["tool_search"] is real
+    assert snap.sources["tool_search"] == "code"
+    assert snap.catalog.names == ("other",)
+    assert "tool_search" not in snap.catalog
+    # The catalog itself still refuses the name: the snapshot must keep it out.
     with pytest.raises(ToolSearchNameCollisionError):
-        ToolSetSnapshot.build([(make("tool_search"), "code")])
+        ToolCatalog([real.schema()])
+
+
+def test_a_real_tool_search_counts_in_the_fingerprint_and_reuse_still_works() -> None:
+    plain = ToolSetSnapshot.build([(make("a"), "code")])
+    first = ToolSetSnapshot.build([(make("a"), "code"), (make("tool_search"), "code")])
+    assert first.fingerprint != plain.fingerprint
+    same = ToolSetSnapshot.build(
+        [(make("a"), "code"), (make("tool_search"), "code")], generation=1, reuse=first
+    )
+    assert same.catalog is first.catalog
+    edited = ToolSetSnapshot.build(
+        [(make("a"), "code"), (make("tool_search", "edited"), "code")], generation=2, reuse=first
+    )
+    # Its schema is sent when tool search is off, so an edit is a new fingerprint.
+    assert edited.fingerprint != first.fingerprint
+    assert edited.catalog.names == ("a",)
+
+
+def test_a_static_source_keeps_a_real_tool_search() -> None:
+    snap = StaticToolSource([make("tool_search"), make("a")]).snapshot()
+    assert list(snap.tools) == ["a", "tool_search"]
+    assert snap.catalog.names == ("a",)
 
 
 def test_static_source_satisfies_the_protocol() -> None:
