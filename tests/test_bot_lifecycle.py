@@ -9,6 +9,10 @@ import pytest
 
 from bot_toolsearch import Bot, BotSettings, CatalogError, Tool, ToolSetSnapshot
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
+from tests._helpers import write_config
+
+SEARCH_ON = "[skills]\ntool_search_enabled = true\n"
+SEARCH_OFF = "[skills]\ntool_search_enabled = false\n"
 
 if TYPE_CHECKING:
     from tests.conftest import BotFactory, Ran
@@ -90,11 +94,11 @@ async def test_set_tools_changes_later_asks(
 async def test_from_config_reads_the_file(
     server: ScriptedOpenAIServer, tmp_path: Path, weather_tools: list[Tool]
 ) -> None:
-    path = tmp_path / "config.toml"
-    path.write_text(
-        f'[model]\nbase_url = "{server.base_url}"\napi_key = "test"\n'
+    path = write_config(
+        tmp_path / "config.toml",
+        server.base_url,
+        "chat_completions",
         "[skills]\ntool_search_enabled = true\n[bot]\nhot_reload = false\n",
-        encoding="utf-8",
     )
     bot = Bot.from_config(path, weather_tools)
     server.script(call("end"))
@@ -107,23 +111,14 @@ async def test_from_config_reads_the_file(
 async def test_from_config_with_hot_reload_watches_and_aclose_stops_it(
     server: ScriptedOpenAIServer, tmp_path: Path, weather_tools: list[Tool]
 ) -> None:
-    path = tmp_path / "config.toml"
-    path.write_text(
-        f'[model]\nbase_url = "{server.base_url}"\napi_key = "test"\n'
-        "[skills]\ntool_search_enabled = true\n",
-        encoding="utf-8",
-    )
+    path = write_config(tmp_path / "config.toml", server.base_url, "chat_completions", SEARCH_ON)
     bot = Bot.from_config(path, weather_tools)
     reloader = bot._reloader
     assert reloader is not None
     server.script(call("end"))
     result = await bot.ask("x")
     # The file is watched: an edit reaches the next ask without any call from the test.
-    path.write_text(
-        f'[model]\nbase_url = "{server.base_url}"\napi_key = "test"\n'
-        "[skills]\ntool_search_enabled = false\n",
-        encoding="utf-8",
-    )
+    write_config(path, server.base_url, "chat_completions", SEARCH_OFF)
     await reloader.wait_for_generation(2, timeout=10.0)
     server.script(call("end"))
     edited = await bot.ask("y")
@@ -193,12 +188,7 @@ async def test_a_model_error_mid_ask_raises_and_leaves_no_state_for_the_next_ask
 async def test_aclose_is_idempotent(
     server: ScriptedOpenAIServer, weather_tools: list[Tool], tmp_path: Path
 ) -> None:
-    path = tmp_path / "config.toml"
-    path.write_text(
-        f'[model]\nbase_url = "{server.base_url}"\napi_key = "test"\n'
-        "[skills]\ntool_search_enabled = true\n",
-        encoding="utf-8",
-    )
+    path = write_config(tmp_path / "config.toml", server.base_url, "chat_completions", SEARCH_ON)
     bot = Bot.from_config(path, weather_tools)
     server.script(call("end"))
     await bot.ask("x")
