@@ -57,7 +57,8 @@ def set_value(path: str | os.PathLike[str], key: str, value: object) -> None:
 
     The whole new document is validated first; an invalid result is refused and the file is
     left untouched. The write is atomic (temporary file in the same folder, fsync,
-    ``os.replace``) and keeps the file's permissions, so a watcher never sees half a file.
+    ``os.replace``) and keeps the file's permissions, so a watcher never sees half a file. A
+    symlinked file is written through: the link's target changes and the link stays.
 
     Args:
         path: the config file; it must exist.
@@ -136,7 +137,11 @@ def _plain(value: object) -> object:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one step, keeping its permission bits."""
+    """Replace ``path`` with ``text`` in one step, keeping its permission bits.
+
+    A symlink is written through: its target is replaced and the link stays a link.
+    """
+    path = Path(os.path.realpath(path))
     mode = stat.S_IMODE(path.stat().st_mode)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

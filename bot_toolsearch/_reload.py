@@ -19,6 +19,7 @@ from types import TracebackType
 
 from ._config_file import decode_config, parse_config, read_config_text
 from ._errors import ConfigError
+from ._link_chain import link_chain
 from ._settings import BotSettings
 from ._watch import DirectoryWatcher
 
@@ -67,6 +68,7 @@ class ConfigReloader:
         self._on_error: list[ErrorCallback] = []
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._watcher: DirectoryWatcher | None = None
+        self._chain: frozenset[Path] = frozenset((self._path,))
         text = read_config_text(self._path)
         loaded, errors = parse_config(text, path=self._path, env=env)
         if loaded is None:
@@ -229,16 +231,31 @@ class ConfigReloader:
                 loop.call_soon_threadsafe(_resolve, future)
 
     def _on_change(self, paths: frozenset[Path]) -> None:
-        del paths  # the watcher only reports our file
+        del paths  # the watcher only reports the paths of our file's link chain
+        self._follow_links()
         self.reload()
 
+    def _follow_links(self) -> None:
+        """Watch every path the config file's symlinks lead through, as they are now."""
+        chain = link_chain(self._path)
+        self._chain = frozenset(chain)  # one reference swap; the watcher thread reads it
+        if self._watcher is not None:
+            self._watcher.add(path.parent for path in chain)
+
     def start(self) -> None:
-        """Start watching the file's directory; a second call does nothing."""
+        """Start watching the file's directory; a second call does nothing.
+
+        A symlinked file is followed: an edit of its target, a re-pointed link and a swapped
+        folder link (a Kubernetes ConfigMap update) are all noticed.
+        """
         if self._watcher is not None:
             return
-        target = self._path
+        self._chain = frozenset(link_chain(self._path))
         self._watcher = DirectoryWatcher(
-            [target.parent], self._on_change, debounce=self._debounce, match=target.__eq__
+            sorted({path.parent for path in self._chain}),
+            self._on_change,
+            debounce=self._debounce,
+            match=lambda path: path in self._chain,
         )
         self._watcher.start()
         self.reload()  # an edit between the first load and the watch would be missed otherwise

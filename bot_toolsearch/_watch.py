@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -171,6 +171,19 @@ class DirectoryWatcher:
         if worker is not None and worker is not threading.current_thread():
             worker.join()
 
+    def add(self, directories: Iterable[Path]) -> None:
+        """Also watch ``directories`` (those not watched yet), from the next periodic check.
+
+        What a newly watched directory already holds is reported once, as for a directory
+        that reappears, so nothing written meanwhile is missed.
+        """
+        with self._cond:
+            for directory in (Path(d).absolute() for d in directories):
+                if directory not in self._dirs:
+                    self._dirs.append(directory)
+                    if self._worker is not None:
+                        self._watches[directory] = None
+
     def __enter__(self) -> DirectoryWatcher:
         self.start()
         return self
@@ -242,7 +255,8 @@ class DirectoryWatcher:
             self._feed(iter(changed))
         with self._cond:
             gone, self._gone = self._gone, set()
-        for directory, entry in list(self._watches.items()):
+            entries = list(self._watches.items())
+        for directory, entry in entries:
             try:
                 stat = directory.stat()
                 current: tuple[int, int] | None = (stat.st_dev, stat.st_ino)
@@ -250,6 +264,8 @@ class DirectoryWatcher:
                 current = None
             if entry is not None and entry[1] == current and directory not in gone:
                 continue
+            if entry is None and current is None:
+                continue  # still missing
             if entry is not None:
                 with contextlib.suppress(KeyError):  # the emitter may have stopped itself
                     observer.unschedule(entry[0])

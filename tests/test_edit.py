@@ -113,6 +113,22 @@ def test_write_is_atomic_and_keeps_permissions(path: Path) -> None:
     assert sorted(p.name for p in path.parent.iterdir()) == ["config.toml"]
 
 
+def test_a_symlinked_file_is_written_through_and_stays_a_link(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "bot.toml"
+    target.write_text(ORIGINAL, encoding="utf-8")
+    link = tmp_path / "config.toml"
+    link.symlink_to("real/bot.toml")
+    set_value(link, "skills.tool_search_max_results", 9)
+    assert link.is_symlink()
+    assert os.readlink(link) == "real/bot.toml"
+    assert "tool_search_max_results = 9  # five is plenty" in target.read_text(encoding="utf-8")
+    assert get_value(link, "skills.tool_search_max_results") == 9
+    # The temporary file went beside the target, and nothing was left behind.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "real"]
+    assert [p.name for p in target.parent.iterdir()] == ["bot.toml"]
+
+
 def test_missing_or_broken_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="config file not found"):
         set_value(tmp_path / "absent.toml", "skills.tool_search_enabled", True)

@@ -283,3 +283,67 @@ async def test_config_replaced_by_a_folder_is_refused(path: Path, reloader: Conf
     assert reloader.last_error is not None
     assert "cannot read config file" in reloader.last_error.message
     assert reloader.snapshot() is good
+
+
+def make_link(link: Path, target: str) -> None:
+    link.symlink_to(target)
+
+
+def swap_link(link: Path, target: str) -> None:
+    """Re-point ``link`` atomically (a new link renamed over it), as Kubernetes does."""
+    temp = link.with_name(link.name + "_tmp")
+    temp.symlink_to(target)
+    os.replace(temp, link)
+
+
+async def test_a_symlinked_file_follows_edits_of_its_target(tmp_path: Path) -> None:
+    make_folder(tmp_path / "real")
+    target = tmp_path / "real" / "bot.toml"
+    write(target, config_text(5))
+    link = tmp_path / "config.toml"
+    make_link(link, "real/bot.toml")
+    async with ConfigReloader(link, debounce=0.05) as reloader:
+        temp = target.with_name(".bot.toml.tmp")  # an editor's save, in the target's folder
+        write(temp, config_text(6))
+        os.replace(temp, target)
+        await reloader.wait_for_generation(2, timeout=TIMEOUT)
+        assert max_results(reloader) == 6
+        set_value(link, "skills.tool_search_max_results", 7)  # written through the link
+        await reloader.wait_for_generation(3, timeout=TIMEOUT)
+        assert max_results(reloader) == 7
+        assert link.is_symlink()
+
+
+async def test_a_re_pointed_link_is_followed_to_its_new_folder(tmp_path: Path) -> None:
+    for name, value in (("a", 5), ("b", 8)):
+        make_folder(tmp_path / name)
+        write(tmp_path / name / "bot.toml", config_text(value))
+    link = tmp_path / "config.toml"
+    make_link(link, "a/bot.toml")
+    async with ConfigReloader(link, debounce=0.05) as reloader:
+        swap_link(link, "b/bot.toml")
+        await reloader.wait_for_generation(2, timeout=TIMEOUT)
+        assert max_results(reloader) == 8
+        # The new target's folder is watched now: an edit there is seen too.
+        write(tmp_path / "b" / "bot.toml", config_text(9))
+        await reloader.wait_for_generation(3, timeout=TIMEOUT)
+        assert max_results(reloader) == 9
+
+
+async def test_a_configmap_style_update_is_seen(tmp_path: Path) -> None:
+    # The layout a Kubernetes ConfigMap volume has; an update writes a new timestamped
+    # folder and swaps the ..data link. No event ever names config.toml itself.
+    volume = tmp_path / "volume"
+    make_folder(volume)
+    make_folder(volume / "..2026_12_02_a")
+    write(volume / "..2026_12_02_a" / "config.toml", config_text(5))
+    make_link(volume / "..data", "..2026_12_02_a")
+    make_link(volume / "config.toml", "..data/config.toml")
+    async with ConfigReloader(volume / "config.toml", debounce=0.05) as reloader:
+        for generation, stamp, value in ((2, "b", 6), (3, "c", 7)):
+            make_folder(volume / f"..2026_12_02_{stamp}")
+            write(volume / f"..2026_12_02_{stamp}" / "config.toml", config_text(value))
+            swap_link(volume / "..data", f"..2026_12_02_{stamp}")
+            await reloader.wait_for_generation(generation, timeout=TIMEOUT)
+            assert max_results(reloader) == value
+        assert reloader.last_error is None

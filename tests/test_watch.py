@@ -185,3 +185,27 @@ def test_nested_folders_made_quickly_do_not_stop_a_recursive_watch(
         final = tmp_path / "n0" / "x" / "x" / "final.toml"
         final.write_text("done = true\n")
         changes.until(final)
+
+
+def test_added_directory_is_watched_and_its_files_announced(
+    tmp_path: Path, folder: Path, changes: Changes, watcher: DirectoryWatcher
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "early.toml").write_text("x = 1\n")  # there before the watch: announced once
+    watcher.add([other, folder])  # an already watched directory is not added twice
+    changes.until(other / "early.toml")
+    (other / "late.toml").write_text("y = 1\n")
+    changes.until(other / "late.toml")
+    (folder / "a.toml").write_text("z = 1\n")
+    changes.until(folder / "a.toml")
+
+
+def test_directory_added_before_start_is_watched(tmp_path: Path, changes: Changes) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    watcher = DirectoryWatcher([], changes, debounce=0.05, match=toml_only)
+    watcher.add([other])
+    with watcher:
+        (other / "a.toml").write_text("x = 1\n")
+        changes.until(other / "a.toml")
