@@ -53,6 +53,9 @@ async def run_agent(ctx: AskContext, agent: Agent, arguments: Mapping[str, Any])
     last_text = ""
     for _ in range(agent.max_rounds):
         reply = await ctx.transport.complete(messages, schemas, names=names, state=state)
+        ctx.stats.agent_rounds += 1
+        ctx.stats.agent_prompt_tokens += reply.prompt_tokens
+        ctx.stats.agent_cached_tokens += reply.cached_tokens
         last_text = reply.text or ""
         if not reply.tool_calls:
             return last_text

@@ -32,6 +32,9 @@ class StatsRecorder:
     blind_call_loads: int = 0
     prompt_tokens: int = 0
     cached_tokens: int = 0
+    agent_rounds: int = 0
+    agent_prompt_tokens: int = 0
+    agent_cached_tokens: int = 0
 
     def record_results(self, results: list[CallResult]) -> None:
         """Count refusals and remember which tools really ran."""
@@ -53,6 +56,9 @@ class StatsRecorder:
             blind_call_loads=self.blind_call_loads,
             prompt_tokens=self.prompt_tokens,
             cached_tokens=self.cached_tokens,
+            agent_rounds=self.agent_rounds,
+            agent_prompt_tokens=self.agent_prompt_tokens,
+            agent_cached_tokens=self.agent_cached_tokens,
         )
 
 

@@ -73,6 +73,13 @@ class AskStats:
     """Sum of the prompt tokens the API reported."""
     cached_tokens: int = 0
     """Sum of the cached prompt tokens the API reported."""
+    agent_rounds: int = 0
+    """Model requests made by sub-agents (not in ``AskResult.rounds``)."""
+    agent_prompt_tokens: int = 0
+    """Sum of the prompt tokens the API reported for sub-agent requests (not in
+    ``prompt_tokens``, which counts the main AI's requests only)."""
+    agent_cached_tokens: int = 0
+    """Sum of the cached prompt tokens the API reported for sub-agent requests."""
 
 
 @dataclass(frozen=True, slots=True)

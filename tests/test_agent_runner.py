@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from bot_toolsearch import Agent, Tool
 from bot_toolsearch._messages import NO_SUCH_TOOL
-from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
+from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, text
 
 if TYPE_CHECKING:
     from tests.conftest import BotFactory, Ran
@@ -54,6 +54,24 @@ async def test_an_agent_runs_its_own_loop_with_its_full_list_and_no_directory(
         "helper：weather.lookup，我调用你了",  # noqa: RUF001
         "end，我调用你了",  # noqa: RUF001  (only clean mode mutes the built-ins)
     )
+
+
+async def test_agent_requests_are_counted_apart_from_the_main_ai(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool], ran: Ran
+) -> None:
+    server.script(
+        ToolCallsTurn((call("helper", id="h1", request="weather in Oslo"),), usage=Usage(100)),
+        ToolCallsTurn((call("weather-_-lookup", id="a1", city="Oslo"),), usage=Usage(40, 1, 10)),
+        text("Oslo: sunny", usage=Usage(50, 1, 30)),
+        ToolCallsTurn((call("end"),), usage=Usage(120, 1, 90)),
+    )
+    skills = {"tool_search_always_loaded": ["send_message", "end", "helper"]}
+    result = await make_bot(weather_tools, [helper(ran)], skills=skills).ask("x")
+
+    assert result.rounds == 2
+    assert (result.stats.prompt_tokens, result.stats.cached_tokens) == (220, 90)
+    assert result.stats.agent_rounds == 2
+    assert (result.stats.agent_prompt_tokens, result.stats.agent_cached_tokens) == (90, 40)
 
 
 async def test_agent_mode_announces_only_the_agent(
