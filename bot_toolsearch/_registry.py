@@ -262,7 +262,7 @@ class ToolRegistry:
             add(tool, CODE_SOURCE, id(tool))
         folder: FolderTool
         for folder in self._folders:
-            add(folder.tool, folder.source, folder.stamp)
+            add(folder.tool, folder.source, folder.handler)  # a new handler: a changed file
         for config in self._mcp_configs:
             connection = self._connections.get(config.name)
             for tool in connection.tools if connection is not None else ():

@@ -15,10 +15,12 @@ the module they started with. A module leaves ``sys.modules`` when its `Tool` is
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import re
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,9 @@ MAX_DEPTH = 8
 
 # One segment of a dotted name: letters (any script), digits, ``_`` and ``-``. This rules out
 # whitespace, control characters, ``<``/``>``, dots, quotes and path separators.
+_RACY_NS = 3_000_000_000
+"""A ``handler.py`` modified less than this long before a scan (3 s: FAT keeps 2 s mtimes) has
+its content hashed, so a same-size rewrite that leaves the stamp unchanged is still seen."""
 _SEGMENT = re.compile(r"[\w-]+")
 _SKIPPED_QUIETLY = frozenset({"__pycache__", "node_modules"})
 
@@ -82,12 +87,17 @@ class FolderTool:
     source: str
     """``folder:<dir>/<relative path>`` as configured."""
     stamp: tuple[int, int, int]
-    """``(inode, mtime_ns, size)`` of ``handler.py``: a changed handler makes a new snapshot.
+    """``(inode, mtime_ns, size)`` of ``handler.py`` when it was scanned.
 
-    The inode catches editors that save by renaming a new file over the old one; an in-place
-    rewrite to the same size within one file-timestamp tick (a few ms) is not noticed."""
+    The inode catches editors that save by renaming a new file over the old one."""
     handler: FolderHandler
-    """The tool's lazy handler, kept by a rescan while ``handler.py`` is unchanged."""
+    """The tool's lazy handler, kept by a rescan while ``handler.py`` is unchanged; a new
+    handler object means a changed handler, and so a new snapshot."""
+    digest: bytes | None = None
+    """A hash of ``handler.py``, taken only when its stamp was *racy*: modified so recently
+    that an in-place rewrite to the same size could leave the stamp as it was (file times
+    tick in milliseconds, or seconds on some file systems). The next scan then compares the
+    content, as git does for racily clean files."""
 
 
 def _function_object(data: Any) -> dict[str, Any] | str:
@@ -205,22 +215,33 @@ def _folder_tool(
     try:
         info = handler.stat()
         stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
-        if previous is not None and previous.stamp == stamp and previous.tool.name == name:
+        digest = _digest(handler) if time.time_ns() - info.st_mtime_ns < _RACY_NS else None
+        if (
+            previous is not None
+            and previous.stamp == stamp
+            and previous.tool.name == name
+            and (previous.digest is None or previous.digest == (digest or _digest(handler)))
+        ):
             # Unchanged handler: keep its import (or its logged import error).
             old = previous.tool
-            if (old.description, old.parameters, previous.source) == (
+            if (old.description, old.parameters, previous.source, previous.digest) == (
                 description,
                 parameters,
                 source,
+                digest,
             ):
                 return previous
             tool = Tool(name, description, parameters, previous.handler)
-            return FolderTool(tool, source, stamp, previous.handler)
+            return FolderTool(tool, source, stamp, previous.handler, digest)
         lazy = FolderHandler(name, handler.absolute())
         tool = Tool(name, description, parameters, lazy)
     except (OSError, ValueError) as exc:
         return str(exc)
-    return FolderTool(tool, source, stamp, lazy)
+    return FolderTool(tool, source, stamp, lazy, digest)
+
+
+def _digest(file: Path) -> bytes:
+    return hashlib.blake2b(file.read_bytes(), digest_size=16).digest()
 
 
 def scan_tool_dirs(

@@ -240,6 +240,29 @@ async def test_edited_handler_only_makes_a_new_generation_with_the_same_catalog(
     assert await old.tools["t"].invoke({}) == "old"  # a running ask keeps its module
 
 
+async def test_a_same_size_rewrite_within_one_timestamp_tick_is_seen(tmp_path: Path) -> None:
+    folder = write_tool(tmp_path, "t", handler="def execute():\n    return 'aaa'\n")
+    handler = folder / "handler.py"
+    registry = ToolRegistry([tmp_path])
+    old = registry.snapshot()
+    assert await old.tools["t"].invoke({}) == "aaa"
+    before = handler.stat()
+    # Rewritten in place to the same size, and within the same file-time tick: the stamp
+    # (inode, mtime, size) is exactly what it was. Only the content tells.
+    handler.write_text("def execute():\n    return 'bbb'\n")
+    os.utime(handler, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = handler.stat()
+    assert (after.st_ino, after.st_mtime_ns, after.st_size) == (
+        before.st_ino,
+        before.st_mtime_ns,
+        before.st_size,
+    )
+    new = registry.reload()
+    assert new is not old
+    assert await new.tools["t"].invoke({}) == "bbb"
+    assert registry.reload() is new  # and an unchanged recent file is not a change
+
+
 async def test_removed_tool_still_runs_for_an_ask_on_the_old_snapshot(tmp_path: Path) -> None:
     folder = write_tool(tmp_path, "gone", handler="def execute():\n    return 'still here'\n")
     registry = ToolRegistry([tmp_path])
