@@ -2,12 +2,15 @@
 
 Each query runs as the first search of a fresh session with ``max_results=5``; the first
 expected tool counts. recall@k = that tool is among the first k loaded; MRR@5 = mean of
-1/rank within the five. The data lives outside the repository (``../shared/bench``).
+1/rank within the five. The data lives outside the repository (``../shared/bench``, or the
+folder ``BOT_TOOLSEARCH_BENCH_DATA`` names). Every split there is measured: each
+``queries_<split>.jsonl`` against ``catalog_<split>.json`` if present, else ``catalog.json``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,20 +20,31 @@ from bot_toolsearch import ToolCatalog, ToolSearchSession
 
 from ._table import Row
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "bench"
+DATA = Path(
+    os.environ.get("BOT_TOOLSEARCH_BENCH_DATA")
+    or Path(__file__).resolve().parents[2] / "shared" / "bench"
+)
 CAP = 5
 SECTION = "quality"
 
 Ranker = Callable[[str], Sequence[str]]
+Split = tuple[str, list[dict[str, Any]], list[dict[str, Any]]]
 
 
-def _load() -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-    catalog_path, queries_path = DATA / "catalog.json", DATA / "queries_dev.jsonl"
-    if not (catalog_path.is_file() and queries_path.is_file()):
-        return None
-    schemas = json.loads(catalog_path.read_text(encoding="utf-8"))
-    lines = queries_path.read_text(encoding="utf-8").splitlines()
-    return schemas, [json.loads(line) for line in lines if line.strip()]
+def _splits() -> list[Split]:
+    """``(name, schemas, queries)`` for every ``queries_<name>.jsonl`` with a catalog."""
+    splits = []
+    for queries_path in sorted(DATA.glob("queries_*.jsonl")):
+        name = queries_path.stem.removeprefix("queries_")
+        catalog_path = DATA / f"catalog_{name}.json"
+        if not catalog_path.is_file():
+            catalog_path = DATA / "catalog.json"
+        if not catalog_path.is_file():
+            continue
+        schemas = json.loads(catalog_path.read_text(encoding="utf-8"))
+        lines = queries_path.read_text(encoding="utf-8").splitlines()
+        splits.append((name, schemas, [json.loads(line) for line in lines if line.strip()]))
+    return splits
 
 
 # --- the baseline: the reference design's substring scoring -------------------------------
@@ -128,18 +142,18 @@ def evaluate(rank: Ranker, queries: list[dict[str, Any]], field: str) -> tuple[f
 
 
 def run() -> list[Row]:
-    """Rows for both rankers and both query styles."""
-    data = _load()
-    if data is None:
-        return [Row(SECTION, "dataset", "skipped", f"no catalog.json/queries_dev.jsonl in {DATA}")]
-    schemas, queries = data
+    """Rows for both rankers and both query styles, per split."""
+    splits = _splits()
+    if not splits:
+        return [Row(SECTION, "dataset", "skipped", f"no queries_*.jsonl with a catalog in {DATA}")]
     rows = []
-    for label, make in (("engine", engine_ranker), ("substring", substring_ranker)):
-        rank = make(schemas)
-        for field, style in (("question", "question"), ("keyword_query", "keywords")):
-            r1, r5, mrr = evaluate(rank, queries, field)
-            note = f"{len(queries)} queries, {len(schemas)} tools"
-            rows.append(Row(SECTION, f"{label} {style} recall@1", f"{r1:.3f}", note))
-            rows.append(Row(SECTION, f"{label} {style} recall@5", f"{r5:.3f}", note))
-            rows.append(Row(SECTION, f"{label} {style} MRR@5", f"{mrr:.3f}", note))
+    for split, schemas, queries in splits:
+        note = f"{split}: {len(queries)} queries, {len(schemas)} tools"
+        for label, make in (("engine", engine_ranker), ("substring", substring_ranker)):
+            rank = make(schemas)
+            for field, style in (("question", "question"), ("keyword_query", "keywords")):
+                r1, r5, mrr = evaluate(rank, queries, field)
+                rows.append(Row(SECTION, f"{label} {style} recall@1", f"{r1:.3f}", note))
+                rows.append(Row(SECTION, f"{label} {style} recall@5", f"{r5:.3f}", note))
+                rows.append(Row(SECTION, f"{label} {style} MRR@5", f"{mrr:.3f}", note))
     return rows
