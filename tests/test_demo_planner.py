@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
 import openai
 import pytest
 
-from bot_toolsearch import BotSettings
+from bot_toolsearch import AskResult, BotSettings
 from bot_toolsearch._bot import Bot
 from bot_toolsearch._demo._arguments import extract_arguments
+from bot_toolsearch._demo._glossary import english_glosses
 from bot_toolsearch._demo._reading import has_expression
 from bot_toolsearch._demo.catalog import demo_tools
 from bot_toolsearch._demo.planner import OfflinePlanner
@@ -206,3 +208,64 @@ async def test_a_question_no_tool_fits_ends_cleanly_without_a_guessed_call(quest
     assert names[-2:] == ["send_message", "end"]
     assert names.count("tool_search") <= 2
     assert "Sorry" in result.reply
+
+
+async def ask_offline(question: str) -> AskResult:
+    with ScriptedOpenAIServer(responder=OfflinePlanner()) as server:
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="offline", max_retries=0)
+        settings = BotSettings(
+            model=ModelSettings(name="offline", max_rounds=8),
+            skills=SkillsSettings(tool_search_enabled=True),
+        )
+        result = await Bot(settings, demo_tools(), client=client).ask(question)
+        await client.close()
+    return result
+
+
+def ran_tools(result: AskResult) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (c.name, json.loads(c.arguments))
+        for t in result.trace
+        for c in t.calls
+        if c.name not in {"tool_search", "send_message", "end"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("question", "tool", "arguments"),
+    [
+        ("北京现在几点", "time.now", {"timezone": "Asia/Shanghai"}),
+        ("上海明天天气怎么样", "weather.forecast", {"city": "Shanghai"}),
+        ("北京 到 上海 多远", "maps.distance", {"origin": "Beijing", "destination": "Shanghai"}),
+    ],
+)
+async def test_a_chinese_question_about_an_english_tool_searches_in_english_too(
+    question: str, tool: str, arguments: dict[str, Any]
+) -> None:
+    result = await ask_offline(question)
+    query = json.loads(result.trace[0].calls[0].arguments)["query"]
+    assert result.trace[0].calls[0].name == "tool_search"
+    assert question.split(maxsplit=1)[0] in query  # the message's own words stay in the search
+    assert ran_tools(result) == [(tool, arguments)]
+    assert result.finish_reason == "end"
+
+
+async def test_today_and_tomorrow_become_dates() -> None:
+    today = datetime.date.today()
+    result = await ask_offline("今天是星期几")
+    assert ran_tools(result) == [("time.day_of_week", {"day": today.isoformat()})]
+    tomorrow = (today + datetime.timedelta(days=1)).isoformat()
+    result = await ask_offline("What day of the week is tomorrow?")
+    assert ran_tools(result) == [("time.day_of_week", {"day": tomorrow})]
+
+
+async def test_a_tool_needing_a_made_up_date_is_not_called() -> None:
+    result = await ask_offline("What day of the week is it on my birthday?")
+    assert all(name != "time.day_of_week" for name, _ in ran_tools(result))
+    assert result.finish_reason == "end"
+
+
+def test_glossary_gives_english_topic_words_in_glossary_order() -> None:
+    assert english_glosses("北京现在几点") == ["time", "now"]
+    assert english_glosses("明天天气") == ["weather", "forecast"]
+    assert english_glosses("hello") == []

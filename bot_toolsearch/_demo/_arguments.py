@@ -7,6 +7,7 @@ few of its required arguments had to be guessed.
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,7 +16,7 @@ from ._places import CITIES, find_city
 from ._reading import CLOCK, DATE, EXPRESSION, QUOTED, content_words
 from ._unit_tables import ALIASES, TEMPERATURE_UNITS, UNIT_FACTORS, normalise_unit
 
-__all__ = ["extract_arguments", "read_arguments"]
+__all__ = ["SPECIFIC_GUESS", "extract_arguments", "read_arguments"]
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
 _IANA = re.compile(
@@ -25,10 +26,27 @@ _TICKER = re.compile(r"\b[A-Z]{2,5}\b")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 # Parameters naming one specific thing (an id, a flight number, an address): read as a code.
 _IDENTIFIER = re.compile(r"(?:^|_)(?:id|number|code|email|url|phone|address)$")
-# Free-text parameters may take the message's words; for any other string parameter (a city, a
-# date, an id) such a guess is never right, so a tool needing one is not worth calling.
+# Free-text parameters take the message's words; a parameter whose description mentions a date
+# is still free text when its name says so (``query``, ``note``).
 _FREE_TEXT = re.compile(r"query|text|message|body|subject|title|content|note|keyword|topic|q$")
-_SPECIFIC_GUESS = 4
+SPECIFIC_GUESS = 4
+_PLACE_PARAMS = frozenset({"city", "origin", "destination", "region", "near", "location"})
+"""What `read_arguments` counts for one guessed specific parameter: at least this much means
+the tool cannot be called without making something up."""
+# Days named relative to today, in English and Chinese.
+_RELATIVE_DAYS = re.compile(
+    r"\b(?:day after tomorrow|today|tomorrow|yesterday)\b|今天|明天|后天|昨天"
+)
+_DAY_OFFSETS = {
+    "today": 0,
+    "tomorrow": 1,
+    "day after tomorrow": 2,
+    "yesterday": -1,
+    "今天": 0,
+    "明天": 1,
+    "后天": 2,
+    "昨天": -1,
+}
 # A code such as a flight number or an id: letters and digits in one word (LH400, evt_1001).
 _CODE = re.compile(r"\b[A-Za-z][A-Za-z_-]*\d[\w-]*\b")
 # Unit spellings that are also ordinary words count only right after a number.
@@ -129,7 +147,7 @@ def read_arguments(schema: Mapping[str, Any], message: str) -> tuple[dict[str, A
     required = set(schema.get("required") or ())
     quoted = [next(g for g in m.groups() if g) for m in QUOTED.finditer(message)]
     bare = QUOTED.sub(" ", message)
-    dates = [d for _, d in _positions(DATE, bare)]
+    dates = [d for _, d in _positions(DATE, bare)] + _relative_dates(bare)
     clocks = [c.zfill(5) for _, c in _positions(CLOCK, DATE.sub(" ", bare))]
     plain = CLOCK.sub(" ", DATE.sub(" ", bare))
     number_matches = list(_NUMBER.finditer(plain))
@@ -150,13 +168,42 @@ def read_arguments(schema: Mapping[str, Any], message: str) -> tuple[dict[str, A
             continue
         value = _value_for(pname, prop, message, pools, clocks)
         if value is None and pname in required:
-            specific = prop.get("type") == "string" and not prop.get("enum")
-            specific = specific and not _FREE_TEXT.search(pname.lower())
-            guessed += _SPECIFIC_GUESS if specific else 1
+            specific = _has_a_format(pname, prop)
+            guessed += SPECIFIC_GUESS if specific else 1
             value = _fallback(prop, message)
         if value is not None:
             args[pname] = value
     return args, guessed
+
+
+def _has_a_format(pname: str, prop: Mapping[str, Any]) -> bool:
+    """Whether a value for this parameter is one specific thing the message must state (a
+    number, a city, a date or time, a time zone, an id or code), so no guess can be right.
+    A name or free text (``product``, ``query``) can be read from the message's words."""
+    kind = prop.get("type")
+    if kind in ("number", "integer"):
+        return True
+    if kind != "string" or prop.get("enum"):
+        return False
+    lname = pname.lower()
+    desc = str(prop.get("description", "")).lower()
+    return bool(
+        lname in _PLACE_PARAMS
+        or lname in {"expression", "symbol", "time", "start", "moment", "day", "tz"}
+        or "date" in lname
+        or "zone" in lname
+        or _IDENTIFIER.search(lname)
+        or ("date" in desc and not _FREE_TEXT.search(lname))
+    )
+
+
+def _relative_dates(message: str) -> list[str]:
+    """ISO dates for "today", "明天" and the like, in the order the message names them."""
+    today = datetime.date.today()
+    return [
+        (today + datetime.timedelta(days=_DAY_OFFSETS[m.group(0).lower()])).isoformat()
+        for m in _RELATIVE_DAYS.finditer(message.lower())
+    ]
 
 
 def _number(text: str) -> int | float:
@@ -217,7 +264,7 @@ def _string_for(
         candidates = [m.group(0).strip() for m in EXPRESSION.finditer(message)]
         maths = [c for c in candidates if re.search(r"\d", c) and re.search(r"[-+*/^%(]", c)]
         return max(maths, key=len) if maths else None
-    if lname in {"city", "origin", "destination", "region", "near", "location"}:
+    if lname in _PLACE_PARAMS:
         return _take(pools["cities"])
     if "date" in lname or lname == "day" or ("date" in desc and "time" not in desc):
         return _take(pools["dates"])

@@ -28,7 +28,8 @@ from bot_toolsearch._names import DEFAULT_DOT_DELIMITER
 from bot_toolsearch.testing import ModelRequest, ScriptEntry, ToolCall, text
 
 from ._answer import compose_answer
-from ._arguments import extract_arguments, read_arguments
+from ._arguments import SPECIFIC_GUESS, extract_arguments, read_arguments
+from ._glossary import english_glosses
 from ._history import Episode, Step, read_episode
 from ._reading import content_words, score_tool, terms
 
@@ -102,17 +103,21 @@ class OfflinePlanner:
         self, episode: Episode, tools: dict[str, tuple[str, dict[str, Any]]]
     ) -> str | None:
         # content_words adds what the message implies (a formula wants a calculator).
-        wanted = terms(episode.user_text) | terms(" ".join(content_words(episode.user_text)))
+        implied = content_words(episode.user_text) + english_glosses(episode.user_text)
+        wanted = terms(episode.user_text) | terms(" ".join(implied))
         ranked = _search_ranks(episode)
         refused = {s.name for s in episode.steps if s.output is not None and _looks_refused(s)}
         best: tuple[float, str] | None = None
         for name, (_, schema) in tools.items():
             if name in _HOST or name in refused:
                 continue
-            score = score_tool(wanted, schema)
-            # A model prefers a tool it can call with what the user actually said.
+            # A model prefers a tool it can call with what the user actually said, and never
+            # calls one with a city, date or id it would have to make up.
             params = schema.get("function", {}).get("parameters") or {}
-            score -= 1.5 * read_arguments(params, episode.user_text)[1]
+            guessed = read_arguments(params, episode.user_text)[1]
+            if guessed >= SPECIFIC_GUESS:
+                continue
+            score = score_tool(wanted, schema) - 1.5 * guessed
             if name in ranked:
                 # What the search engine ranked first is a hint, as for a real model.
                 score += 1.0 / (1 + ranked.index(name))
@@ -159,7 +164,8 @@ def _query(episode: Episode, directory: list[str], *, retry: bool) -> str:
     named = [n for n in directory if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w.])", message)]
     if named and not retry:
         return "select:" + ",".join(named)
-    words = content_words(message)
+    # A Chinese message also searches in English, as a model would for English descriptions.
+    words = list(dict.fromkeys(content_words(message) + english_glosses(message)))
     # A second try drops the words that found nothing useful and keeps the longest ones.
     return " ".join(sorted(words, key=len, reverse=True)[:2] if retry else words)
 
