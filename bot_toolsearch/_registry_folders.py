@@ -41,11 +41,11 @@ MAX_CONFIG_BYTES = 1 << 20
 MAX_DEPTH = 8
 """Deepest namespace nesting scanned below a tools directory."""
 
-# One segment of a dotted name: letters (any script), digits, ``_`` and ``-``. This rules out
-# whitespace, control characters, ``<``/``>``, dots, quotes and path separators.
 _RACY_NS = 3_000_000_000
 """A ``handler.py`` modified less than this long before a scan (3 s: FAT keeps 2 s mtimes) has
 its content hashed, so a same-size rewrite that leaves the stamp unchanged is still seen."""
+# One segment of a dotted name: letters (any script), digits, ``_`` and ``-``. This rules out
+# whitespace, control characters, ``<``/``>``, dots, quotes and path separators.
 _SEGMENT = re.compile(r"[\w-]+")
 _SKIPPED_QUIETLY = frozenset({"__pycache__", "node_modules"})
 

@@ -250,7 +250,7 @@ class ConfigReloader:
         """
         if self._watcher is not None:
             return
-        self._chain = frozenset(link_chain(self._path))
+        self._follow_links()
         self._watcher = DirectoryWatcher(
             sorted({path.parent for path in self._chain}),
             self._on_change,

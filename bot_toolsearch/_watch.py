@@ -264,8 +264,6 @@ class DirectoryWatcher:
                 current = None
             if entry is not None and entry[1] == current and directory not in gone:
                 continue
-            if entry is None and current is None:
-                continue  # still missing
             if entry is not None:
                 with contextlib.suppress(KeyError):  # the emitter may have stopped itself
                     observer.unschedule(entry[0])

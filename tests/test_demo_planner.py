@@ -251,9 +251,15 @@ async def test_today_and_tomorrow_become_dates() -> None:
     assert ran_tools(result) == [("time.day_of_week", {"day": tomorrow})]
 
 
-async def test_a_tool_needing_a_made_up_date_is_not_called() -> None:
-    result = await ask_offline("What day of the week is it on my birthday?")
-    assert all(name != "time.day_of_week" for name, _ in ran_tools(result))
+@pytest.mark.parametrize(
+    ("question", "tool"),
+    [("星期几", "time.day_of_week"), ("flight status", "travel.flight_status")],
+)
+async def test_a_tool_needing_a_made_up_date_or_id_is_not_called(question: str, tool: str) -> None:
+    # Each tool fits the words well; only its required date or flight number is missing.
+    result = await ask_offline(question)
+    assert tool in result.trace[-1].tool_names  # found and loaded, then rightly not called
+    assert ran_tools(result) == []
     assert result.finish_reason == "end"
 
 

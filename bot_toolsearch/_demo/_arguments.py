@@ -30,9 +30,11 @@ _IDENTIFIER = re.compile(r"(?:^|_)(?:id|number|code|email|url|phone|address)$")
 # is still free text when its name says so (``query``, ``note``).
 _FREE_TEXT = re.compile(r"query|text|message|body|subject|title|content|note|keyword|topic|q$")
 SPECIFIC_GUESS = 4
-_PLACE_PARAMS = frozenset({"city", "origin", "destination", "region", "near", "location"})
 """What `read_arguments` counts for one guessed specific parameter: at least this much means
 the tool cannot be called without making something up."""
+# Parameter names that `_string_for` reads as a place, and as a time.
+_PLACE_PARAMS = frozenset({"city", "origin", "destination", "region", "near", "location"})
+_TIME_PARAMS = frozenset({"time", "start", "moment"})
 # Days named relative to today, in English and Chinese.
 _RELATIVE_DAYS = re.compile(
     r"\b(?:day after tomorrow|today|tomorrow|yesterday)\b|今天|明天|后天|昨天"
@@ -189,7 +191,8 @@ def _has_a_format(pname: str, prop: Mapping[str, Any]) -> bool:
     desc = str(prop.get("description", "")).lower()
     return bool(
         lname in _PLACE_PARAMS
-        or lname in {"expression", "symbol", "time", "start", "moment", "day", "tz"}
+        or lname in _TIME_PARAMS
+        or lname in {"expression", "symbol", "day", "tz"}
         or "date" in lname
         or "zone" in lname
         or _IDENTIFIER.search(lname)
@@ -201,7 +204,7 @@ def _relative_dates(message: str) -> list[str]:
     """ISO dates for "today", "明天" and the like, in the order the message names them."""
     today = datetime.date.today()
     return [
-        (today + datetime.timedelta(days=_DAY_OFFSETS[m.group(0).lower()])).isoformat()
+        (today + datetime.timedelta(days=_DAY_OFFSETS[m.group(0)])).isoformat()
         for m in _RELATIVE_DAYS.finditer(message.lower())
     ]
 
@@ -268,7 +271,7 @@ def _string_for(
         return _take(pools["cities"])
     if "date" in lname or lname == "day" or ("date" in desc and "time" not in desc):
         return _take(pools["dates"])
-    if lname in {"time", "start", "moment"} or "date-time" in desc:
+    if lname in _TIME_PARAMS or "date-time" in desc:
         return _take(pools["dates"]) or (clocks[0] if clocks else None)
     if lname == "symbol":
         tickers = _TICKER.findall(message)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 __all__ = ["english_glosses"]
 
-# Longer entries first where one contains another (现在几点 before 几点).
+# Every entry found in the message adds its words (歌词 adds "lyrics" and, through 歌, "song");
+# the order only decides the order of the words.
 _GLOSSARY: tuple[tuple[str, str], ...] = (
     ("空气质量", "air quality"),
     ("紫外线", "uv index"),
