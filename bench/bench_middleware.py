@@ -14,10 +14,11 @@ import time
 from collections.abc import Sequence
 
 from bot_toolsearch import BotSettings, Tool
-from bot_toolsearch._context import AskContext
-from bot_toolsearch._middleware import CallRequest, CallResult, Pipeline, RoundRequest
-from bot_toolsearch._tool_search_middleware import ToolSearchMiddleware
-from bot_toolsearch._toolset import ToolSet, permitted_names
+from bot_toolsearch._runtime.calls import CallRequest, CallResult
+from bot_toolsearch._runtime.context import AskContext
+from bot_toolsearch._runtime.middleware import Pipeline, RoundRequest
+from bot_toolsearch._runtime.tool_search import ToolSearchMiddleware
+from bot_toolsearch._runtime.toolset import ToolSet, permitted_names
 
 from ._table import Row, us
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot_toolsearch._names import WireNames
+from bot_toolsearch._transports.names import WireNames
 
 from ._table import Row, median_seconds, us
 

@@ -53,7 +53,7 @@ _MEASURE = r"""
 import json, resource, sys, time, tracemalloc, importlib.util
 sys.path.insert(0, sys.argv[1])
 eager = sys.argv[3] == "eager"
-import bot_toolsearch._registry as registry_module  # the package import is not measured
+import bot_toolsearch._tools.registry as registry_module  # the package import is not measured
 def resident():
     # Current (not peak) resident memory: the package import's peak must not hide the delta.
     with open("/proc/self/statm") as statm:
@@ -117,7 +117,7 @@ def _start_up(repo: Path, tools: Path, mode: str) -> dict[str, float]:
 
 
 def _swap_times(tools: Path) -> tuple[float, float]:
-    from bot_toolsearch._registry import ToolRegistry
+    from bot_toolsearch._tools.registry import ToolRegistry
 
     registry = ToolRegistry([tools])
     config = tools / "ns0" / "tool_0" / "config.json"

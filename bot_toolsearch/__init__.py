@@ -4,31 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-# Public names are re-exported here; keep ``__all__`` sorted (tests/test_public_api.py).
-from ._bot import Bot
-from ._catalog import TOOL_SEARCH_NAME, ToolCatalog
-from ._config_file import load_settings
-from ._context import AskContext
-from ._edit import get_value, set_value
-from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameCollisionError
-from ._mcp_config import MCPServerConfig
-from ._middleware import (
-    CallRequest,
-    CallResult,
-    LoggingMiddleware,
-    Middleware,
-    RoundRequest,
-    forward_unanswered,
-)
-from ._names import WireNames
-from ._plugins import Plugin
-from ._prompt import TOOL_SEARCH_RULES, render_deferred_tools
-from ._registry import ToolRegistry
-from ._reload import ConfigReloader
-from ._result import ToolSearchResult
-from ._results import AskResult, AskStats, CallTrace, OutboundMessage, RoundTrace
-from ._session import ToolSearchSession
-from ._settings import (
+from bot_toolsearch._config.edit import get_value, set_value
+from bot_toolsearch._config.file import load_settings
+from bot_toolsearch._config.reload import ConfigReloader
+from bot_toolsearch._config.settings import (
     BotSection,
     BotSettings,
     EasterEggSettings,
@@ -37,9 +16,37 @@ from ._settings import (
     SkillsSettings,
     ToolsSettings,
 )
-from ._tool_search_middleware import ToolSearchMiddleware
-from ._tool_source import ToolSetSnapshot, ToolSource
-from ._tools import Agent, Tool, ToolImportError, tool
+from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog
+from bot_toolsearch._core.prompt import TOOL_SEARCH_RULES, render_deferred_tools
+from bot_toolsearch._core.result import ToolSearchResult
+from bot_toolsearch._core.session import ToolSearchSession
+from bot_toolsearch._runtime.ask_result import (
+    AskResult,
+    AskStats,
+    CallTrace,
+    OutboundMessage,
+    RoundTrace,
+)
+
+# Public names are re-exported here; keep ``__all__`` sorted (tests/test_public_api.py).
+from bot_toolsearch._runtime.bot import Bot
+from bot_toolsearch._runtime.calls import CallRequest, CallResult
+from bot_toolsearch._runtime.context import AskContext
+from bot_toolsearch._runtime.middleware import (
+    LoggingMiddleware,
+    Middleware,
+    RoundRequest,
+    forward_unanswered,
+)
+from bot_toolsearch._runtime.plugins import Plugin
+from bot_toolsearch._runtime.tool_search import ToolSearchMiddleware
+from bot_toolsearch._tools.mcp_config import MCPServerConfig
+from bot_toolsearch._tools.registry import ToolRegistry
+from bot_toolsearch._tools.source import ToolSetSnapshot, ToolSource
+from bot_toolsearch._tools.tool import Agent, Tool, ToolImportError, tool
+from bot_toolsearch._transports.names import WireNames
+
+from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameCollisionError
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "Agent",

@@ -1,5 +1,5 @@
 """``python -m bot_toolsearch`` runs the CLI."""
 
-from ._cli import main
+from bot_toolsearch._cli.main import main
 
 raise SystemExit(main())

@@ -8,11 +8,12 @@ Every name here except `check_config` is also exported from `bot_toolsearch` its
 
 from __future__ import annotations
 
-from ._config_file import check_config, load_settings
-from ._edit import get_value, set_value
+from bot_toolsearch._config.edit import get_value, set_value
+from bot_toolsearch._config.file import check_config, load_settings
+from bot_toolsearch._config.reload import ConfigReloader
+from bot_toolsearch._config.settings import BotSettings
+
 from ._errors import ConfigError
-from ._reload import ConfigReloader
-from ._settings import BotSettings
 
 __all__ = [
     "BotSettings",

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from bot_toolsearch._config_env import ENV_FALLBACKS
+from bot_toolsearch._config.env import ENV_FALLBACKS
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "many_tools_bot"
 TIMEOUT = 120

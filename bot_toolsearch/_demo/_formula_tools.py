@@ -6,7 +6,7 @@ import math
 import mimetypes
 import re
 
-from bot_toolsearch._tools import Tool, tool
+from bot_toolsearch._tools.tool import Tool, tool
 
 from ._places import find_city
 

@@ -6,7 +6,7 @@ import math
 import statistics
 from typing import Literal
 
-from bot_toolsearch._tools import Tool, tool
+from bot_toolsearch._tools.tool import Tool, tool
 
 from ._safe_math import evaluate
 

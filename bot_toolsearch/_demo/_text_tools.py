@@ -13,7 +13,7 @@ import uuid
 from typing import Literal
 from urllib.parse import quote, unquote
 
-from bot_toolsearch._tools import Tool, tool
+from bot_toolsearch._tools.tool import Tool, tool
 
 __all__ = ["TEXT_TOOLS"]
 

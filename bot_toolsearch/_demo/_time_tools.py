@@ -6,7 +6,7 @@ import calendar as _calendar
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo, available_timezones
 
-from bot_toolsearch._tools import Tool, tool
+from bot_toolsearch._tools.tool import Tool, tool
 
 __all__ = ["TIME_TOOLS"]
 

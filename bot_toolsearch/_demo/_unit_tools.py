@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bot_toolsearch._tools import Tool
+from bot_toolsearch._tools.tool import Tool
 
 from ._unit_tables import TEMPERATURE_UNITS, UNIT_FACTORS, normalise_unit
 

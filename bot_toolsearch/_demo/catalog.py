@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bot_toolsearch._tools import Tool
+from bot_toolsearch._tools.tool import Tool
 
 from ._formula_tools import FORMULA_TOOLS
 from ._math_tools import MATH_TOOLS

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot_toolsearch._names import DEFAULT_DOT_DELIMITER
+from bot_toolsearch._transports.names import DEFAULT_DOT_DELIMITER
 from bot_toolsearch.testing import ModelRequest, ScriptEntry, ToolCall, text
 
 from ._answer import compose_answer

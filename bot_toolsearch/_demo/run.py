@@ -17,11 +17,11 @@ from typing import Any
 
 import openai
 
-from bot_toolsearch._bot import Bot
-from bot_toolsearch._results import AskResult, RoundTrace
-from bot_toolsearch._session import ToolSearchSession
-from bot_toolsearch._settings import BotSettings, ModelSettings, SkillsSettings
-from bot_toolsearch._tool_search_middleware import directory_message
+from bot_toolsearch._config.settings import BotSettings, ModelSettings, SkillsSettings
+from bot_toolsearch._core.session import ToolSearchSession
+from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
+from bot_toolsearch._runtime.bot import Bot
+from bot_toolsearch._runtime.tool_search import directory_message
 from bot_toolsearch.testing import ScriptedOpenAIServer
 
 from . import tokens

@@ -1,0 +1,250 @@
+"""``bot-toolsearch catalog``: ``catalog stats`` of a tool catalog file, and ``catalog list``.
+
+``catalog stats`` shows what the wire encoding changes, which names are unusable, and what the
+first request costs with and without tool search. ``catalog list`` shows the merged tool catalog
+a model will be offered (code tools, tool folders and MCP servers of a config).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog, invalid_name_reason
+from bot_toolsearch._core.prompt import TOOL_SEARCH_RULES, render_deferred_tools
+from bot_toolsearch._core.session import ToolSearchSession
+from bot_toolsearch._errors import ConfigError, ToolSearchError
+from bot_toolsearch._tools.registry import ToolRegistry
+from bot_toolsearch._tools.source import ToolSetSnapshot
+from bot_toolsearch._transports.names import DEFAULT_DOT_DELIMITER, WireNames, encode_name
+
+from .options import add_config_option
+
+__all__ = [
+    "CatalogFileError",
+    "CatalogStats",
+    "add_catalog_list_command",
+    "add_catalog_subparser",
+    "catalog_list",
+    "catalog_stats",
+    "load_catalog_file",
+]
+
+
+class CatalogFileError(ValueError):
+    """A catalog file cannot be read as a JSON list of tool schemas.
+
+    A CLI-input error, not part of the library's `ToolSearchError` tree.
+    """
+
+
+def load_catalog_file(path: str) -> list[dict[str, Any]]:
+    """Read a JSON list of tool schemas (Chat Completions or Responses shape).
+
+    Raises:
+        CatalogFileError: the file is missing, unreadable, not JSON, or not a list of objects.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CatalogFileError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogFileError(f"{path}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CatalogFileError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    if isinstance(data, dict) and isinstance(data.get("tools"), list):
+        data = data["tools"]
+    if not isinstance(data, list) or not all(isinstance(e, dict) for e in data):
+        raise CatalogFileError(f"{path}: expected a JSON list of tool schema objects")
+    # Responses-style entries carry the function fields at the top level.
+    return [
+        e if "function" in e or "name" not in e else {"type": "function", "function": e}
+        for e in data
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogStats:
+    """The figures ``catalog stats`` prints."""
+
+    entries: int
+    usable: int
+    renamed: tuple[tuple[str, str], ...]
+    invalid: tuple[tuple[str, str], ...]
+    duplicates: tuple[str, ...]
+    case_variants: tuple[tuple[str, ...], ...]
+    full_tokens: int
+    projected_tokens: int
+
+
+def catalog_stats(schemas: Sequence[Mapping[str, Any]], dot_delimiter: str) -> CatalogStats:
+    """Compute the ``catalog stats`` figures for a list of schemas."""
+    from bot_toolsearch._demo import tokens
+
+    entries = len(schemas)
+    raw_names = [(e.get("function") or {}).get("name") for e in schemas]
+    invalid = tuple(
+        (repr(n), reason) for n in raw_names if (reason := invalid_name_reason(n)) is not None
+    ) + tuple(
+        (repr(n), "reserved for the virtual tool_search tool")
+        for n in raw_names
+        if n == TOOL_SEARCH_NAME
+    )
+    # Reported above; a bot with tool search on refuses the whole catalog until it is renamed.
+    schemas = [e for e in schemas if (e.get("function") or {}).get("name") != TOOL_SEARCH_NAME]
+    seen: set[str] = set()
+    duplicates: list[str] = []
+    for name in raw_names:
+        if isinstance(name, str) and invalid_name_reason(name) is None:
+            if name in seen and name not in duplicates:
+                duplicates.append(name)
+            seen.add(name)
+    catalog = ToolCatalog(schemas)
+    wire = WireNames.build(catalog.names, dot_delimiter=dot_delimiter)
+    renamed = tuple((n, wire.to_wire(n)) for n in catalog.names if wire.to_wire(n) != n)
+    groups: dict[str, list[str]] = {}
+    for name in catalog.names:
+        groups.setdefault(name.casefold(), []).append(name)
+    variants = tuple(tuple(g) for g in groups.values() if len(g) > 1)
+    session = ToolSearchSession(catalog)
+    directory = render_deferred_tools(session.deferred_tool_names) + "\n\n" + TOOL_SEARCH_RULES
+    return CatalogStats(
+        entries=entries,
+        usable=len(catalog),
+        renamed=renamed,
+        invalid=invalid,
+        duplicates=tuple(duplicates),
+        case_variants=variants,
+        full_tokens=tokens.tools_tokens(catalog.schemas(catalog.names)),
+        projected_tokens=tokens.tools_tokens(session.request_tools())
+        + tokens.messages_tokens([{"role": "system", "content": directory}]),
+    )
+
+
+def _print_list(title: str, rows: Sequence[str], limit: int = 20) -> None:
+    print(f"{title}: {len(rows)}")
+    for row in rows[:limit]:
+        print(f"  {row}")
+    if len(rows) > limit:
+        print(f"  … and {len(rows) - limit} more")
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from bot_toolsearch._demo import tokens
+
+    library = logging.getLogger("bot_toolsearch")
+    level = library.level
+    try:
+        schemas = load_catalog_file(args.catalog)
+        encode_name("x", args.dot_delimiter)  # validates the delimiter
+        # The skipped-entry warnings would repeat what the report lists.
+        library.setLevel(logging.ERROR)
+        stats = catalog_stats(schemas, args.dot_delimiter)
+    except (ToolSearchError, ValueError) as exc:
+        print(f"bot-toolsearch catalog stats: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        library.setLevel(level)
+    print(f"tools: {stats.usable} usable of {stats.entries} entries")
+    _print_list("names the wire encoding changes", [f"{a} -> {b}" for a, b in stats.renamed])
+    _print_list("invalid names (skipped)", [f"{n}: {r}" for n, r in stats.invalid])
+    _print_list("duplicate names (first kept)", list(stats.duplicates))
+    _print_list("case-variant names", [", ".join(g) for g in stats.case_variants])
+    saved = stats.full_tokens - stats.projected_tokens
+    share = saved / stats.full_tokens * 100 if stats.full_tokens else 0.0
+    print(f"tokens ({tokens.counter_label()}):")
+    print(f"  full tools list:                      {stats.full_tokens:>8}")
+    print(f"  first request with tool search:       {stats.projected_tokens:>8}")
+    print("    (always-loaded tools + tool_search + directory and rules message)")
+    print(f"  saved:                                {saved:>8} ({share:.1f}%)")
+    if saved <= 0:
+        print("  (this catalog is small enough to send whole: tool search does not pay off)")
+    return 0
+
+
+def add_catalog_subparser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """Add the ``catalog`` group: ``catalog stats tools.json`` and ``catalog list``."""
+    parser = subparsers.add_parser("catalog", help="inspect a tool catalog file")
+    commands = parser.add_subparsers(dest="catalog_command", metavar="COMMAND", required=True)
+    stats = commands.add_parser("stats", help="names, encoding and token cost of a catalog")
+    stats.add_argument("catalog", help="JSON list of OpenAI tool schemas")
+    stats.add_argument(
+        "--dot-delimiter", default=DEFAULT_DOT_DELIMITER, help="what replaces dots on the wire"
+    )
+    stats.set_defaults(func=_stats)
+    add_catalog_list_command(commands)  # ``catalog list`` (issue 6) joins the same group
+
+
+def catalog_list(
+    snapshot: ToolSetSnapshot, *, dot_delimiter: str = "-_-"
+) -> list[tuple[str, str, str]]:
+    """``(source, canonical name, wire name)`` for every catalog tool, in catalog order.
+
+    >>> from bot_toolsearch._tool_source import StaticToolSource
+    >>> from bot_toolsearch import Tool
+    >>> snap = StaticToolSource([Tool("music.play", "Play.", None, print)]).snapshot()
+    >>> catalog_list(snap)
+    [('code', 'music.play', 'music-_-play')]
+    """
+    names = snapshot.catalog.names
+    wire = WireNames.build(names, dot_delimiter=dot_delimiter)
+    return [(snapshot.sources[name], name, wire.to_wire(name)) for name in names]
+
+
+def add_catalog_list_command(
+    catalog_subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """Add ``list`` to the ``catalog`` command group's subparsers."""
+    parser = catalog_subparsers.add_parser(
+        "list", help="print every tool the bot offers: source, canonical name, wire name"
+    )
+    add_config_option(parser)
+    parser.add_argument("--json", action="store_true", help="print a JSON array instead")
+    parser.set_defaults(func=_list)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from bot_toolsearch._config.file import load_settings
+
+    path = Path(args.config)
+    try:
+        settings = load_settings(path)
+    except ConfigError as err:
+        sys.stderr.write(f"error: {err}\n")
+        return 1
+    tools = settings.tools
+    registry = ToolRegistry(
+        tools.dirs, mcp_servers=tools.mcp_servers, base_dir=path.resolve().parent
+    )
+
+    async def collect() -> tuple[ToolSetSnapshot, dict[str, tuple[str, str | None]]]:
+        await registry.start()
+        try:
+            return registry.snapshot(), dict(registry.mcp_status)
+        finally:
+            await registry.aclose()
+
+    snapshot, status = asyncio.run(collect())
+    rows = catalog_list(snapshot, dot_delimiter=tools.dot_delimiter)
+    for server, (state, error) in status.items():
+        if state != "ready":
+            sys.stderr.write(f"warning: MCP server {server!r} is unavailable: {error}\n")
+    if args.json:
+        payload = [{"source": s, "canonical": c, "wire": w} for s, c, w in rows]
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        return 0
+    header = ("SOURCE", "CANONICAL", "WIRE")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(2)]
+    for source, canonical, wire in [header, *rows]:
+        sys.stdout.write(f"{source:<{widths[0]}}  {canonical:<{widths[1]}}  {wire}\n")
+    sys.stdout.write(f"{len(rows)} tools\n")
+    return 0

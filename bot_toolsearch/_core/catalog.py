@@ -1,0 +1,296 @@
+"""``ToolCatalog``: a validated, immutable, indexed snapshot of tool schemas.
+
+The catalog is the only part of tool search that does work proportional to the number of tools.
+It is built once per registry change and shared by every ask, so everything a session needs is
+precomputed here: the search index, the ``(casefold, name)`` order, and the case-insensitive
+name map.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
+
+from .index import Document, SearchIndex
+from .tokens import index_terms
+
+__all__ = ["MAX_NAME_LENGTH", "TOOL_SEARCH_NAME", "ToolCatalog", "invalid_name_reason"]
+
+TOOL_SEARCH_NAME = "tool_search"
+"""The name of the virtual search tool; no real tool may use it."""
+
+logger = logging.getLogger("bot_toolsearch")
+
+# json.dumps(..., ensure_ascii=False, allow_nan=False) without building an encoder per tool.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+# JSON Schema keywords that can hold parameters: 0 = a mapping of sub-schemas, 1 = a single
+# sub-schema, 2 = a list of sub-schemas (``items`` is either of the last two).
+_SCHEMA_KEYS = {
+    "$defs": 0,
+    "definitions": 0,
+    "properties": 0,
+    "patternProperties": 0,
+    "additionalProperties": 1,
+    "contains": 1,
+    "else": 1,
+    "if": 1,
+    "items": 1,
+    "not": 1,
+    "propertyNames": 1,
+    "then": 1,
+    "allOf": 2,
+    "anyOf": 2,
+    "oneOf": 2,
+    "prefixItems": 2,
+}
+
+
+_DEFERRED_CACHE_SIZE = 64
+
+MAX_NAME_LENGTH = 256
+"""Longest canonical tool name: every deferred name costs prompt tokens on every ask, so a
+hostile catalog must not be able to inflate the directory with one giant name."""
+
+
+def invalid_name_reason(name: object) -> str | None:
+    """Why ``name`` cannot be a tool name, or ``None`` when it can.
+
+    A name must be a non-empty string of at most `MAX_NAME_LENGTH` characters without
+    whitespace, control or format characters, ``<`` or ``>``, so that it always fits on one
+    short line of the deferred-tools directory.
+    """
+    if not isinstance(name, str):
+        return f"name is {type(name).__name__}, not a string"
+    if not name:
+        return "name is empty"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"name is {len(name)} characters long (at most {MAX_NAME_LENGTH})"
+    if name.isascii() and name.isprintable() and not any(ch in name for ch in " <>"):
+        return None  # the usual case, without a per-character Unicode lookup
+    for ch in name:
+        if ch.isspace():
+            return "name contains whitespace"
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            return f"name contains the control character U+{ord(ch):04X}"
+        if ch in "<>":
+            return "name contains '<' or '>'"
+    return None
+
+
+def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
+    """Terms of every property name, and of every description and enum value, in a schema."""
+    names: list[str] = []
+    texts: list[str] = []
+    stack: list[object] = [parameters]
+    # The schema came out of json.loads, so it has no cycles; a stack bounds deep nesting.
+    # Only the keys a node has are looked at: the walk runs over every schema of the catalog.
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, sub in node.items():
+            if key == "description":
+                if isinstance(sub, str):
+                    texts.extend(index_terms(sub))
+            elif key == "enum":
+                if isinstance(sub, list):
+                    for value in sub:
+                        if isinstance(value, str):
+                            texts.extend(index_terms(value))
+            else:
+                kind = _SCHEMA_KEYS.get(key)
+                if kind is None:
+                    continue
+                if isinstance(sub, dict):
+                    if kind == 0:
+                        if key == "properties":
+                            for prop in sub:
+                                names.extend(index_terms(prop))
+                        stack.extend(sub.values())
+                    elif kind == 1:
+                        stack.append(sub)
+                elif (kind == 2 or key == "items") and isinstance(sub, list):
+                    stack.extend(sub)
+    return names, texts
+
+
+class ToolCatalog:
+    """An immutable index over OpenAI Chat Completions function tools.
+
+    Build it once and reuse it across any number of asks; a
+    :class:`~bot_toolsearch.ToolSearchSession` over it costs nothing per catalog tool.
+
+    Args:
+        schemas: tool schemas, ``{"type": "function", "function": {"name", "description",
+            "parameters"}}``. Entries without a ``function`` mapping, with a name that is not
+            a non-empty string, or a name containing whitespace, control characters, ``<`` or
+            ``>``, or that cannot be serialised as JSON, are skipped with one warning each on
+            the ``bot_toolsearch`` logger. Of duplicate names, the first is kept.
+
+    Raises:
+        ToolSearchNameCollisionError: a tool is named exactly ``tool_search``.
+        CatalogError: ``schemas`` is a string or mapping instead of a sequence of schemas.
+
+    >>> catalog = ToolCatalog([{"type": "function", "function": {"name": "weather.now"}}])
+    >>> catalog.names, "weather.now" in catalog, len(catalog)
+    (('weather.now',), True, 1)
+    """
+
+    __slots__ = (
+        "_by_fold",
+        "_deferred_cache",
+        "_json",
+        "_order",
+        "_rank",
+        "index",
+        "names",
+        "sorted_names",
+    )
+
+    def __init__(self, schemas: Iterable[Mapping[str, Any]]) -> None:
+        if isinstance(schemas, str | bytes | Mapping):
+            raise CatalogError("schemas must be a sequence of tool schemas, not a single value")
+        # The build allocates hundreds of thousands of long-lived objects and no reference
+        # cycles; the cyclic collector would traverse all of them (and the caller's schemas)
+        # again and again for nothing, which costs about a quarter of the build.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._build(schemas)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _build(self, schemas: Iterable[Mapping[str, Any]]) -> None:
+        names: list[str] = []
+        encoded: dict[str, str] = {}
+        docs: dict[str, Document] = {}
+        for position, entry in enumerate(schemas):
+            function = entry.get("function") if isinstance(entry, Mapping) else None
+            if not isinstance(function, Mapping):
+                logger.warning("tool catalog: skipping entry %d: no 'function' mapping", position)
+                continue
+            name = function.get("name")
+            if name == TOOL_SEARCH_NAME:
+                raise ToolSearchNameCollisionError(name)
+            reason = invalid_name_reason(name)
+            if reason is not None:
+                logger.warning("tool catalog: skipping entry %d (%r): %s", position, name, reason)
+                continue
+            assert isinstance(name, str)
+            if name in encoded:
+                logger.warning("tool catalog: skipping entry %d: duplicate name %r", position, name)
+                continue
+            try:
+                # A JSON round trip is the deep copy: it isolates the catalog from the caller's
+                # objects and rejects what no provider could be sent (cycles, non-JSON values).
+                text = _ENCODER.encode({**entry, "function": dict(function)})
+            except (TypeError, ValueError, RecursionError) as exc:
+                logger.warning(
+                    "tool catalog: skipping entry %d (%r): schema is not JSON: %s",
+                    position,
+                    name,
+                    exc,
+                )
+                continue
+            if name.casefold() == TOOL_SEARCH_NAME:
+                logger.warning(
+                    "tool catalog: %r differs from the reserved name %r only in case; "
+                    "select:%s loads it, other spellings mean the virtual tool",
+                    name,
+                    TOOL_SEARCH_NAME,
+                    name,
+                )
+            copy = json.loads(text)["function"]
+            description = copy.get("description")
+            param_names, param_texts = _parameter_text(copy.get("parameters"))
+            docs[name] = (
+                index_terms(name),
+                param_names,
+                index_terms(description) if isinstance(description, str) else [],
+                param_texts,
+            )
+            names.append(name)
+            encoded[name] = text
+        self.names: tuple[str, ...] = tuple(names)
+        """Canonical tool names in input order."""
+        self.sorted_names: tuple[str, ...] = tuple(sorted(names, key=lambda n: (n.casefold(), n)))
+        """Canonical tool names in ``(casefold(name), name)`` order: the directory order."""
+        self._json = encoded
+        self._order = {name: i for i, name in enumerate(names)}
+        # A document's id is its position in sorted_names, so ties in score break by id.
+        self._rank = {name: i for i, name in enumerate(self.sorted_names)}
+        self._deferred_cache: dict[frozenset[str], tuple[str, ...]] = {}
+        self.index = SearchIndex([docs[name] for name in self.sorted_names])
+        by_fold: dict[str, list[str]] = {}
+        for name in self.sorted_names:
+            by_fold.setdefault(name.casefold(), []).append(name)
+        self._by_fold = {key: tuple(group) for key, group in by_fold.items()}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self._json
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __repr__(self) -> str:
+        return f"ToolCatalog({len(self.names)} tools)"
+
+    def schema(self, name: str) -> dict[str, Any] | None:
+        """A fresh deep copy of the stored schema of ``name`` (exact spelling), or ``None``."""
+        text = self._json.get(name) if isinstance(name, str) else None
+        if text is None:
+            return None
+        schema: dict[str, Any] = json.loads(text)
+        return schema
+
+    def schemas(self, names: Iterable[str]) -> list[dict[str, Any]]:
+        """Fresh deep copies of the schemas of catalog tools ``names``, in the given order.
+
+        Raises:
+            KeyError: a name is not in the catalog.
+        """
+        return [json.loads(self._json[name]) for name in names]
+
+    def position(self, name: str) -> int:
+        """The input-order position of catalog tool ``name``."""
+        return self._order[name]
+
+    def deferred_names(self, excluded: frozenset[str]) -> tuple[str, ...]:
+        """`sorted_names` without ``excluded``, cached per excluded set.
+
+        Asks with the same always-loaded and hidden tools get the very same tuple back, so
+        the per-ask cost does not grow with the catalog (and the directory built from it can
+        be cached by identity).
+        """
+        if not excluded:
+            return self.sorted_names
+        cached = self._deferred_cache.get(excluded)
+        if cached is None:
+            cached = tuple(name for name in self.sorted_names if name not in excluded)
+            if len(self._deferred_cache) >= _DEFERRED_CACHE_SIZE:
+                # Oldest first: a permission hook that varies per user must not grow it forever.
+                self._deferred_cache.pop(next(iter(self._deferred_cache)), None)
+            self._deferred_cache[excluded] = cached
+        return cached
+
+    def rank(self, name: str) -> int:
+        """The position of ``name`` in :attr:`sorted_names`, which is its search document id."""
+        return self._rank[name]
+
+    def case_variants(self, name: str) -> tuple[str, ...]:
+        """Catalog names equal to ``name`` ignoring case, in ``(casefold, name)`` order."""
+        return self._by_fold.get(name.casefold(), ())

@@ -1,0 +1,150 @@
+"""Every model-visible text of tool search: the virtual schema, the directory block, the rules.
+
+Wording here is behaviour: a change belongs in the CHANGELOG, and tests/test_prompt.py pins the
+texts exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from .catalog import TOOL_SEARCH_NAME, invalid_name_reason
+
+__all__ = [
+    "ARGUMENTS_NOT_JSON",
+    "ARGUMENTS_NOT_OBJECT",
+    "DEFERRED_TOOLS_CLOSE",
+    "DEFERRED_TOOLS_OPEN",
+    "MAX_RESULTS_DESCRIPTION",
+    "QUERY_DESCRIPTION",
+    "QUERY_MISSING",
+    "QUERY_NOT_STRING",
+    "TOOL_SEARCH_DESCRIPTION",
+    "TOOL_SEARCH_NAME",
+    "TOOL_SEARCH_RULES",
+    "render_deferred_tools",
+    "tool_search_schema",
+]
+
+TOOL_SEARCH_DESCRIPTION = (
+    "Search and load deferred tool schemas for this request. This tool only loads schemas: it "
+    "never executes tools or performs business actions, downloads or registers files, or "
+    "sends messages. A name in `loaded` becomes callable starting with the next model turn; "
+    "loading it does not complete the user's task. If the requested action remains unfinished, "
+    "call the loaded target tool before `end`."
+)
+"""The description of the virtual ``tool_search`` tool."""
+
+QUERY_DESCRIPTION = (
+    "Use select:name_a,name_b for exact selection, a full tool name, keywords, "
+    "or +term to require a keyword."
+)
+"""The description of the ``query`` parameter."""
+
+MAX_RESULTS_DESCRIPTION = "Maximum matches to load, capped by configuration."
+"""The description of the ``max_results`` parameter."""
+
+DEFERRED_TOOLS_OPEN = "<available_deferred_tools>"
+"""Opening tag of the directory of deferred tool names."""
+DEFERRED_TOOLS_CLOSE = "</available_deferred_tools>"
+"""Closing tag of the directory of deferred tool names."""
+
+TOOL_SEARCH_RULES = (
+    "Tools listed in <available_deferred_tools> are not loaded yet: their schemas are not in "
+    "your tool list. To use one, call tool_search first; never call a listed tool directly or "
+    'guess its parameters. Prefer query="select:<name>" with exact names from the list, and '
+    "batch several names in one call (select:name_a,name_b). A tool in `loaded` becomes "
+    "callable from the next turn, never in the same turn as the search: wait for the next "
+    "turn, then call it by the name in your tool list. Loading is not doing: tool_search runs "
+    "nothing, so do not end the task just because a load succeeded while the real action is "
+    "still pending."
+)
+"""The short rules a host puts beside the ``<available_deferred_tools>`` block."""
+
+_EXPECTED = 'send an object like {"query":"select:tool_a,tool_b"} or {"query":"weather forecast"}'
+ARGUMENTS_NOT_JSON = f"tool_search arguments were not valid JSON; {_EXPECTED}."
+"""Error for arguments that do not parse as JSON."""
+ARGUMENTS_NOT_OBJECT = f"tool_search arguments must be a JSON object; {_EXPECTED}."
+"""Error for arguments that parse to something other than an object."""
+QUERY_MISSING = f"tool_search needs a string field 'query'; {_EXPECTED}."
+"""Error for an object without ``query``."""
+QUERY_NOT_STRING = f"tool_search field 'query' must be a string; {_EXPECTED}."
+"""Error for a ``query`` that is not a string."""
+
+
+@functools.lru_cache(maxsize=64)
+def _schema_json(cap: int) -> str:
+    schema = {
+        "type": "function",
+        "function": {
+            "name": TOOL_SEARCH_NAME,
+            "description": TOOL_SEARCH_DESCRIPTION,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": QUERY_DESCRIPTION},
+                    "max_results": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": cap,
+                        "description": MAX_RESULTS_DESCRIPTION,
+                    },
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    return json.dumps(schema, ensure_ascii=False)
+
+
+def tool_search_schema(cap: int) -> dict[str, Any]:
+    """A fresh Chat Completions schema of the virtual tool, with ``max_results`` up to ``cap``."""
+    schema: dict[str, Any] = json.loads(_schema_json(cap))
+    return schema
+
+
+@functools.lru_cache(maxsize=16)
+def _render(names: tuple[str, ...]) -> str:
+    unique = {name for name in names if invalid_name_reason(name) is None}
+    if not unique:
+        return ""
+    ordered = sorted(unique, key=lambda n: (n.casefold(), n))
+    return "\n".join((DEFERRED_TOOLS_OPEN, *ordered, DEFERRED_TOOLS_CLOSE))
+
+
+def render_deferred_tools(names: Iterable[str]) -> str:
+    """The ``<available_deferred_tools>`` block: one name per line, names only.
+
+    Names are de-duplicated and sorted by ``(casefold(name), name)``, the order of
+    :attr:`ToolSearchSession.deferred_tool_names`, so the block is byte-identical for the same
+    names in every ask. Names are written verbatim (the model must copy them exactly into
+    ``select:``); a name that no catalog accepts (not a string, empty, with whitespace,
+    control characters, ``<`` or ``>``) is left out, so no name can break the layout.
+
+    Args:
+        names: tool names, usually ``session.deferred_tool_names``.
+
+    Returns:
+        The block, or ``""`` when no name is left.
+
+    Raises:
+        TypeError: ``names`` is a single string instead of a collection of names.
+
+    >>> print(render_deferred_tools(["beta", "Alpha", "_x"]))
+    <available_deferred_tools>
+    _x
+    Alpha
+    beta
+    </available_deferred_tools>
+    """
+    if isinstance(names, str | bytes):
+        raise TypeError("names must be a collection of tool names, not a single string")
+    key = names if isinstance(names, tuple) else tuple(names)
+    try:
+        return _render(key)
+    except TypeError:  # an unhashable item: no valid name anyway, render without the cache
+        return _render.__wrapped__(tuple(n for n in key if isinstance(n, str)))

@@ -1,0 +1,76 @@
+"""``ToolSearchResult`` and the reading of a model's ``tool_search`` arguments."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .prompt import ARGUMENTS_NOT_JSON, ARGUMENTS_NOT_OBJECT, QUERY_MISSING, QUERY_NOT_STRING
+
+__all__ = ["ToolSearchResult", "read_arguments"]
+
+_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*(.*?)\s*```$", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSearchResult:
+    """The outcome of one ``tool_search`` call, as the model reads it."""
+
+    loaded: tuple[str, ...] = ()
+    """Names newly loaded by this call, in rank order; callable from the next model round."""
+    already_loaded: tuple[str, ...] = ()
+    """Matches loaded before this call (``tool_search`` itself included when named)."""
+    not_found: tuple[str, ...] = ()
+    """``select:`` names that resolve to nothing, or the keyword query that matched nothing."""
+    truncated: bool = False
+    """More matches than the effective cap: a repeated search loads the next ones."""
+    total_deferred_tools: int = 0
+    """The number of initially deferred tools; constant for the session."""
+    error: str | None = None
+    """What the model should send instead, when the arguments were unusable."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The five fields (plus ``error`` when set) as JSON-ready values, in fixed order."""
+        out: dict[str, Any] = {
+            "loaded": list(self.loaded),
+            "already_loaded": list(self.already_loaded),
+            "not_found": list(self.not_found),
+            "truncated": self.truncated,
+            "total_deferred_tools": self.total_deferred_tools,
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+    def to_json(self) -> str:
+        """Compact JSON (no spaces, non-ASCII kept), the text of the tool result."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def read_arguments(arguments: object) -> tuple[Mapping[Any, Any] | None, str]:
+    """``(arguments, "")`` with a string ``query``, or ``(None, error text for the model)``."""
+    value: object = arguments
+    if isinstance(arguments, bytes | bytearray):
+        try:
+            value = bytes(arguments).decode("utf-8")
+        except UnicodeDecodeError:
+            return None, ARGUMENTS_NOT_JSON
+    if isinstance(value, str):
+        text = value.strip()
+        fenced = _FENCE.match(text)
+        if fenced is not None:
+            text = fenced.group(1)
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            return None, ARGUMENTS_NOT_JSON
+    if not isinstance(value, Mapping):
+        return None, ARGUMENTS_NOT_OBJECT
+    if "query" not in value:
+        return None, QUERY_MISSING
+    if not isinstance(value["query"], str):
+        return None, QUERY_NOT_STRING
+    return value, ""

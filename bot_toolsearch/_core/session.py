@@ -1,0 +1,310 @@
+"""``ToolSearchSession``: the state of one ask — a grow-only loaded set, paging and results.
+
+A session over a prebuilt :class:`ToolCatalog` costs time proportional to its always-loaded and
+hidden names only; everything proportional to the catalog is precomputed there or computed
+lazily (and cached) on first use.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .catalog import TOOL_SEARCH_NAME, ToolCatalog
+from .prompt import tool_search_schema
+from .query import SelectQuery, echo, parse_query
+from .result import ToolSearchResult, read_arguments
+
+__all__ = ["ToolSearchSession"]
+
+logger = logging.getLogger("bot_toolsearch")
+
+
+def _names_arg(value: Iterable[str], what: str) -> Iterable[str]:
+    if isinstance(value, str | bytes):
+        raise TypeError(f"{what} must be a collection of tool names, not a single string")
+    return value
+
+
+class ToolSearchSession:
+    """The tool-search state of one ask.
+
+    Args:
+        catalog_or_schemas: a prebuilt :class:`ToolCatalog` (cheap) or tool schemas (indexed
+            now).
+        always_loaded: names whose schemas every request carries; resolved exactly, then
+            case-insensitively; unknown names are ignored.
+        max_results: the cap on tools one search loads; an ``int`` >= 1.
+        hidden: names (exact spelling) removed from this session entirely: from the catalog
+            names, the directory, keyword search, ``select:`` and exact names.
+
+    Raises:
+        ValueError: ``max_results`` is not a positive integer.
+        TypeError: ``always_loaded`` or ``hidden`` is a single string.
+        ToolSearchNameCollisionError: the schemas contain a tool named ``tool_search``.
+    """
+
+    __slots__ = (
+        "_catalog",
+        "_catalog_names",
+        "_deferred",
+        "_excluded",
+        "_exposed",
+        "_hidden",
+        "_initial",
+        "_loaded",
+        "_max_results",
+        "_search_loaded",
+    )
+
+    def __init__(
+        self,
+        catalog_or_schemas: ToolCatalog | Sequence[Mapping[str, Any]],
+        *,
+        always_loaded: Iterable[str] = (),
+        max_results: int = 5,
+        hidden: Iterable[str] = (),
+    ) -> None:
+        if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
+            raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
+        catalog = (
+            catalog_or_schemas
+            if isinstance(catalog_or_schemas, ToolCatalog)
+            else ToolCatalog(catalog_or_schemas)
+        )
+        self._catalog = catalog
+        self._max_results = max_results
+        self._hidden = frozenset(
+            stripped
+            for name in _names_arg(hidden, "hidden")
+            if isinstance(name, str) and (stripped := name.strip()) in catalog
+        )
+        initial: set[str] = set()
+        for name in _names_arg(always_loaded, "always_loaded"):
+            if isinstance(name, str):
+                resolved = self._resolve_real(name.strip())
+                if resolved is not None:
+                    initial.add(resolved)
+        self._initial = tuple(sorted(initial, key=catalog.position))
+        self._loaded = set(initial)
+        self._search_loaded: list[str] = []
+        self._exposed = frozenset((*self._initial, TOOL_SEARCH_NAME))
+        self._excluded = self._hidden | initial
+        self._deferred: tuple[str, ...] | None = None
+        self._catalog_names: tuple[str, ...] | None = None
+
+    # -- read-only views ------------------------------------------------------------------
+
+    @property
+    def catalog(self) -> ToolCatalog:
+        """The catalog this session searches (hidden tools included; see :meth:`has_tool`)."""
+        return self._catalog
+
+    @property
+    def max_results(self) -> int:
+        """The configured cap on tools one search loads."""
+        return self._max_results
+
+    @property
+    def catalog_tool_names(self) -> tuple[str, ...]:
+        """Canonical names of the session catalog (catalog minus hidden), in catalog order."""
+        if self._catalog_names is None:
+            names = self._catalog.names
+            hidden = self._hidden
+            self._catalog_names = tuple(n for n in names if n not in hidden) if hidden else names
+        return self._catalog_names
+
+    @property
+    def deferred_tool_names(self) -> tuple[str, ...]:
+        """Session catalog names not always-loaded, sorted by ``(casefold(name), name)``."""
+        if self._deferred is None:
+            self._deferred = self._catalog.deferred_names(self._excluded)
+        return self._deferred
+
+    @property
+    def total_deferred_tools(self) -> int:
+        """The number of initially deferred tools."""
+        return len(self._catalog) - len(self._excluded)
+
+    @property
+    def loaded_tool_names(self) -> frozenset[str]:
+        """Names whose schemas the next request carries (``tool_search`` not included)."""
+        return frozenset(self._loaded)
+
+    @property
+    def tool_search_schema(self) -> dict[str, Any]:
+        """A fresh copy of the virtual tool's schema, ``max_results`` up to the cap."""
+        return tool_search_schema(self._max_results)
+
+    def has_tool(self, name: str) -> bool:
+        """Whether ``name`` (exact spelling) is in the session catalog, i.e. permitted."""
+        return name in self._catalog and name not in self._hidden
+
+    def exposed_tool_names(self) -> frozenset[str]:
+        """Names the latest :meth:`request_tools` sent, ``tool_search`` included."""
+        return self._exposed
+
+    def request_tools(self) -> list[dict[str, Any]]:
+        """The tool list for the next model round, and freeze that round's exposure.
+
+        The order is the initially loaded tools in catalog order, then ``tool_search``, then
+        the tools loaded by searches in load order, so each round's list extends the previous
+        one (a stable prompt-cache prefix). The schemas are fresh copies.
+        """
+        tools = self._catalog.schemas(self._initial)
+        tools.append(tool_search_schema(self._max_results))
+        tools.extend(self._catalog.schemas(self._search_loaded))
+        self._exposed = frozenset((*self._initial, TOOL_SEARCH_NAME, *self._search_loaded))
+        return tools
+
+    # -- searching ------------------------------------------------------------------------
+
+    def _resolve_real(self, name: str) -> str | None:
+        if name in self._catalog and name not in self._hidden:
+            return name
+        for variant in self._catalog.case_variants(name):
+            if variant not in self._hidden:
+                return variant
+        return None
+
+    def _resolve(self, name: str) -> str | None:
+        # An exact catalog spelling beats the virtual name; the virtual name beats case folding.
+        if name in self._catalog and name not in self._hidden:
+            return name
+        if name.casefold() == TOOL_SEARCH_NAME:
+            return TOOL_SEARCH_NAME
+        return self._resolve_real(name)
+
+    def _limit(self, max_results: object) -> int:
+        if isinstance(max_results, bool) or not isinstance(max_results, int):
+            return self._max_results
+        return max(1, min(max_results, self._max_results))
+
+    def _result(self, **fields: Any) -> ToolSearchResult:
+        # A not-found query or name is repeated to the model, so its length is bounded.
+        not_found = fields.pop("not_found", ())
+        return ToolSearchResult(
+            not_found=tuple(echo(text) for text in not_found),
+            total_deferred_tools=self.total_deferred_tools,
+            **fields,
+        )
+
+    def _take(self, ordered: Iterable[str], limit: int) -> ToolSearchResult:
+        # The cap counts new loads only; matches loaded before are reported, not re-counted.
+        loaded: list[str] = []
+        already: list[str] = []
+        truncated = False
+        for name in ordered:
+            if name == TOOL_SEARCH_NAME or name in self._loaded:
+                already.append(name)
+            elif len(loaded) < limit:
+                loaded.append(name)
+            else:
+                truncated = True
+                break
+        # The loaded set only grows within a session.
+        self._loaded.update(loaded)
+        self._search_loaded.extend(loaded)
+        return self._result(
+            loaded=tuple(loaded), already_loaded=tuple(already), truncated=truncated
+        )
+
+    def search(self, query: str, max_results: object = None) -> ToolSearchResult:
+        """Run a ``tool_search`` query and load what it selects.
+
+        Args:
+            query: ``select:a,b`` (commas or whitespace separate names), a full tool name, or
+                keywords with optional ``+required`` terms.
+            max_results: lowers the cap for this call; values < 1 count as 1, ``None``,
+                bools and non-integers are ignored.
+
+        Returns:
+            The result; newly loaded tools are exposed from the next :meth:`request_tools`.
+
+        Raises:
+            TypeError: ``query`` is not a string (the model's arguments go through
+                :meth:`execute`, which never raises).
+        """
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a string, got {type(query).__name__}")
+        limit = self._limit(max_results)
+        parsed = parse_query(query)
+        if isinstance(parsed, SelectQuery):
+            if not parsed.names:
+                return self._result(not_found=(parsed.text,))
+            resolved: dict[str, None] = {}
+            missing: dict[str, str] = {}
+            for item in parsed.names:
+                name = self._resolve(item)
+                if name is not None:
+                    resolved.setdefault(name)
+                else:
+                    missing.setdefault(item.casefold(), item)
+            result = self._take(resolved, limit)
+            if not missing:
+                return result
+            return ToolSearchResult(
+                loaded=result.loaded,
+                already_loaded=result.already_loaded,
+                not_found=tuple(echo(item) for item in missing.values()),
+                truncated=result.truncated,
+                total_deferred_tools=result.total_deferred_tools,
+            )
+        if not parsed.text:
+            return self._result()
+        exact = self._resolve(parsed.text)
+        if exact is not None:
+            return self._take((exact,), limit)
+        if not parsed.terms:
+            return self._result(not_found=(parsed.text,))
+        scores = self._catalog.index.scores(parsed.terms, parsed.required)
+        # Keyword hits are initially deferred tools only: never hidden or always-loaded ones.
+        rank = self._catalog.rank
+        for name in self._excluded:
+            scores.pop(rank(name), None)
+        if not scores:
+            return self._result(not_found=(parsed.text,))
+        # Enough of the ranking to reach `limit` new tools past every loaded one, plus one.
+        depth = limit + len(self._loaded) + 1
+        if depth < len(scores):
+            # Cut at the depth-th best score first; ties at the cut stay in, so the
+            # (score, doc id) order below is exact.
+            floor = heapq.nlargest(depth, scores.values())[-1]
+            scores = {d: s for d, s in scores.items() if s >= floor}
+        top = sorted(scores, key=lambda d: (-scores[d], d))
+        names = self._catalog.sorted_names
+        return self._take((names[doc] for doc in top), limit)
+
+    def execute(self, arguments: object) -> str:
+        """Run a model's ``tool_search`` call and return the tool result text.
+
+        Args:
+            arguments: the call's arguments, a mapping or the raw JSON string from the model.
+
+        Returns:
+            Compact JSON with ``loaded``, ``already_loaded``, ``not_found``, ``truncated`` and
+            ``total_deferred_tools``; plus ``error`` when the arguments were unusable (invalid
+            JSON, not an object, ``query`` missing or not a string). Never raises on bad input;
+            extra argument fields are ignored.
+        """
+        args, error = read_arguments(arguments)
+        if args is not None:
+            query = args["query"]
+            max_results = args.get("max_results")
+            result = self.search(query, max_results)
+            logger.info(
+                "[tool_search] query=%r max_results=%r loaded=%r already_loaded=%r "
+                "not_found=%r truncated=%r",
+                query[:200],
+                max_results,
+                result.loaded,
+                result.already_loaded,
+                result.not_found,
+                result.truncated,
+            )
+        else:
+            result = self._result(error=error)
+            logger.info("[tool_search] rejected arguments: %s", error)
+        return result.to_json()

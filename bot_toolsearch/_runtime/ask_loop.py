@@ -1,0 +1,146 @@
+"""The rounds of one ask: prepare the request, call the model, answer the calls, repeat."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot_toolsearch._transports.base import TransportState
+from bot_toolsearch._transports.text_calls import (
+    TextToolCall,
+    TextToolCallError,
+    parse_text_tool_calls,
+)
+from bot_toolsearch._transports.transport import Transport
+
+from .ask_result import CallTrace, FinishReason, RoundTrace
+from .calls import CallRequest, CallResult, from_native, from_text, history_calls, unique_ids
+from .context import AskContext
+from .messages import CORRECTION_HINT, INVALID_CALL, end_with_other_calls
+from .middleware import Pipeline, RoundRequest, forward_unanswered, merge_results
+from .toolset import END
+
+__all__ = ["LoopOutcome", "run_batch", "run_rounds", "trace_calls"]
+
+logger = logging.getLogger("bot_toolsearch")
+
+
+@dataclass(slots=True)
+class LoopOutcome:
+    """What the rounds produced."""
+
+    trace: list[RoundTrace] = field(default_factory=list)
+    final_text: str | None = None
+    finish: FinishReason = "max_rounds"
+
+
+async def run_rounds(
+    ctx: AskContext,
+    pipeline: Pipeline,
+    transport: Transport,
+    history: list[dict[str, Any]],
+    base_tools: Sequence[Mapping[str, Any]],
+) -> LoopOutcome:
+    """Run up to ``[model] max_rounds`` rounds; ``history`` grows with every turn."""
+    settings = ctx.settings
+    names = ctx.toolset.wire_names(settings.tools.dot_delimiter)
+    state = TransportState(stateless=settings.model.responses_force_stateless_replay)
+    out = LoopOutcome()
+    for index in range(1, settings.model.max_rounds + 1):
+        ctx.round_index = index
+        request = RoundRequest(tuple(history), base_tools, ctx.permitted)
+        request = await pipeline.prepare_request(ctx, request)
+        ctx.exposed = request.exposed
+        reply = await transport.complete(request.messages, request.tools, names=names, state=state)
+        ctx.stats.prompt_tokens += reply.prompt_tokens
+        ctx.stats.cached_tokens += reply.cached_tokens
+        sent = tuple(str(t["function"]["name"]) for t in request.tools)
+        usage = (reply.prompt_tokens, reply.cached_tokens)
+        calls = from_native(reply.tool_calls, ctx.permitted)
+        if not calls and reply.text and reply.text.strip():
+            recovered = _recover(reply.text)
+            if recovered:
+                calls = from_text(recovered, names, ctx.permitted)
+                state.force_stateless()  # the server never saw these call ids
+        calls, renamed = unique_ids(calls)
+        if renamed:
+            logger.warning("the model repeated a tool-call id in one response; renamed the repeats")
+            state.force_stateless()  # the server holds the repeated ids, not ours
+        if not calls:
+            history.append({"role": "assistant", "content": reply.text or ""})
+            out.trace.append(RoundTrace(index, sent, (), reply.text, *usage))
+            if reply.text and reply.text.strip():
+                out.final_text, out.finish = reply.text, "reply"
+                return out
+            # An empty answer is a failed turn, not a reply: ask once more, within the bound.
+            history.append({"role": "user", "content": CORRECTION_HINT})
+            continue
+        results = await run_batch(ctx, pipeline, calls, history)
+        out.trace.append(RoundTrace(index, sent, trace_calls(calls, results), None, *usage))
+        if ctx.ended:
+            out.finish = "end"
+            return out
+    return out
+
+
+def _recover(text: str) -> list[TextToolCall]:
+    try:
+        return parse_text_tool_calls(text)
+    except TextToolCallError as exc:
+        logger.info("text looks like a malformed tool call; treating it as a reply: %s", exc)
+        return []
+
+
+_RAN = frozenset({"ran", "answered", "failed"})
+
+
+async def run_batch(
+    ctx: AskContext,
+    pipeline: Pipeline,
+    calls: Sequence[CallRequest],
+    history: list[dict[str, Any]],
+) -> list[CallResult]:
+    """Answer every call of one response; append the assistant turn and results to ``history``.
+
+    Every call gets exactly one result, in call order, under its own id. ``end`` together with
+    any other call is refused (the ask goes on), with a text that says which of the other calls
+    ran and which did not.
+    """
+    history.append(
+        {"role": "assistant", "content": None, "tool_calls": history_calls(calls, ctx.permitted)}
+    )
+    co_calls = len(calls) > 1 and END in ctx.exposed
+    ends = [i for i, c in enumerate(calls) if co_calls and c.name == END]
+    # The end refusals name what the other calls did, so they are merged in last.
+    others = [c for i, c in enumerate(calls) if i not in ends]
+    invalid = {
+        i: CallResult(c.id, c.name, INVALID_CALL, "invalid")
+        for i, c in enumerate(others)
+        if not c.name.strip()
+    }
+    other_results = await forward_unanswered(ctx, others, invalid, pipeline.handle_calls)
+    refusals: dict[int, CallResult] = {}
+    if ends:
+        ran = [r.name for r in other_results if r.outcome in _RAN]
+        refused = [r.name or "(unnamed)" for r in other_results if r.outcome not in _RAN]
+        refused.extend([END] * (len(ends) - 1))
+        text = end_with_other_calls(ran, refused)
+        for i in ends:
+            refusals[i] = CallResult(calls[i].id, END, text, "refused", "end_with_other_calls")
+    results = merge_results(len(calls), refusals, other_results)
+    for result in results:
+        history.append({"role": "tool", "tool_call_id": result.call_id, "content": result.content})
+    ctx.stats.record_results(results)
+    return results
+
+
+def trace_calls(
+    calls: Sequence[CallRequest], results: Sequence[CallResult]
+) -> tuple[CallTrace, ...]:
+    """The trace entries of one batch."""
+    return tuple(
+        CallTrace(c.id, c.name, c.arguments_raw, r.outcome, r.reason, r.content, c.source)
+        for c, r in zip(calls, results, strict=True)
+    )

@@ -1,0 +1,308 @@
+"""`Bot`: the host runtime's ``ask()`` loop around the middleware pipeline."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import openai
+
+from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._errors import CatalogError
+from bot_toolsearch._tools.registry import ToolRegistry
+from bot_toolsearch._tools.source import ToolSource
+from bot_toolsearch._tools.tool import Agent, Tool
+from bot_toolsearch._transports.transport import Transport
+
+from .ask_loop import run_rounds
+from .ask_result import AskResult
+from .bot_tools import BotTools, StaticTools, ToolSetCache
+from .context import AskContext
+from .executor import execute_calls
+from .middleware import Middleware, Pipeline
+from .plugins import build_middlewares
+from .prefetch import run_prefetch
+from .registry_follower import RegistryFollower, registry_for
+from .toolset import ToolFilter, ToolSet, permitted_names
+
+if TYPE_CHECKING:
+    from bot_toolsearch._config.reload import ConfigReloader
+
+__all__ = ["Bot", "SettingsSource"]
+
+logger = logging.getLogger("bot_toolsearch")
+
+
+class SettingsSource(Protocol):
+    """Anything that hands out the current settings snapshot (e.g. a ``ConfigReloader``)."""
+
+    def snapshot(self) -> BotSettings:
+        """The current snapshot; called exactly once per ask."""
+        ...
+
+
+class Bot:
+    """A chat bot's "main AI": ``ask()`` runs model rounds and tool calls until done.
+
+    The host registers ``send_message`` (``text``; appends to the reply) and ``end`` (finishes
+    the ask). Tool search and other middlewares come from ``[plugins] enabled``.
+
+    Args:
+        settings: a `BotSettings`, or an object with ``snapshot() -> BotSettings`` (read once
+            per ask, so a reload only affects later asks).
+        tools: the bot's tools, or a `ToolSource` (e.g. a ``ToolRegistry``) whose snapshot
+            each ask reads once: a registry reload only affects later asks.
+        agents: sub-agents, each offered to the main AI as one tool.
+        client: the ``openai.AsyncOpenAI`` to use; by default one is built from ``[model]``
+            (``None`` values fall back to ``OPENAI_BASE_URL``/``OPENAI_API_KEY``). A client
+            you pass is yours to close.
+        tool_filter: ``tool_filter(context, names) -> allowed names`` (sync or async), the
+            per-ask permission hook, applied before ``[tools] allow``/``deny``.
+        middlewares: use exactly these middlewares (outermost first) instead of building them
+            from ``[plugins] enabled``.
+        instructions: the bot's own system prompt.
+
+    Raises:
+        CatalogError: two tools share a name.
+        ConfigError: ``[plugins] enabled`` names a plugin that is not installed.
+    """
+
+    def __init__(
+        self,
+        settings: BotSettings | SettingsSource,
+        tools: Sequence[Tool] | ToolSource = (),
+        agents: Sequence[Agent] = (),
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        tool_filter: ToolFilter | None = None,
+        middlewares: Sequence[Middleware] | None = None,
+        instructions: str = "",
+    ) -> None:
+        self._source = settings
+        self._agents = tuple(agents)
+        self._tools: BotTools = (
+            ToolSetCache(tools, self._agents)
+            if isinstance(tools, ToolSource)
+            else StaticTools(ToolSet.build(tools, agents))
+        )
+        self._follower: RegistryFollower | None = None
+        self._started = False
+        self._replaced = False
+        self._start_lock = asyncio.Lock()
+        self._client = client
+        self._owned: dict[tuple[object, ...], openai.AsyncOpenAI] = {}
+        self._tool_filter = tool_filter
+        self._explicit = tuple(middlewares) if middlewares is not None else None
+        self._pipeline: tuple[object, Pipeline] | None = None
+        self._reloader: ConfigReloader | None = None
+        self.instructions = instructions
+        self._pipeline_for(self._snapshot())  # fail fast on an unknown plugin
+
+    @classmethod
+    def from_config(
+        cls,
+        path: str | Path,
+        tools: Sequence[Tool] = (),
+        agents: Sequence[Agent] = (),
+        **kwargs: Any,
+    ) -> Bot:
+        """A bot whose settings come from ``config.toml`` at ``path``.
+
+        With ``[bot] hot_reload = true`` (the default) the file is watched and each ask uses
+        the latest valid settings. With ``[tools] dirs`` or ``[[tools.mcp_servers]]``, the bot's
+        tools come from a `ToolRegistry` over those sources plus ``tools`` (code tools win
+        name collisions); it watches the tool folders when ``hot_reload`` is on, and follows
+        edits of ``[tools]``. Tool folders are read right away; MCP servers connect in
+        `start`, which the first ``ask()`` calls if you have not. Call
+        ``await bot.aclose()`` (or use ``async with``) to stop watching and disconnect.
+
+        Raises:
+            ConfigError: the file is missing or invalid.
+            CatalogError: two code tools share a name, or a registry tool uses a built-in's or
+                an agent's name.
+        """
+        from bot_toolsearch._config.file import load_settings
+
+        settings = load_settings(path)
+        base_dir = Path(path).resolve().parent
+        source: BotSettings | ConfigReloader = settings
+        if settings.bot.hot_reload:
+            from bot_toolsearch._config.reload import ConfigReloader
+
+            source = ConfigReloader(path)
+            settings = source.snapshot()
+        registry = None
+        if settings.tools.dirs or settings.tools.mcp_servers:
+            ToolSet.build(tools, agents)  # the same developer errors as without a registry
+            registry = registry_for(
+                settings.tools, tools, watch=settings.bot.hot_reload, base_dir=base_dir
+            )
+        bot = cls(source, registry if registry is not None else tools, agents, **kwargs)
+        if registry is not None or not isinstance(source, BotSettings):
+            bot._follower = RegistryFollower(source, registry, tools, bot._adopt, base_dir=base_dir)
+        if not isinstance(source, BotSettings):
+            source.start()
+            bot._reloader = source
+        return bot
+
+    @property
+    def toolset(self) -> ToolSet:
+        """The current tool set (built once per tool-set change, never per ask)."""
+        return self._tools.current()
+
+    @property
+    def registry(self) -> ToolRegistry | None:
+        """The registry `from_config` built from ``[tools]``, if any (the bot owns it)."""
+        return self._follower.registry if self._follower is not None else None
+
+    def set_tools(self, tools: Sequence[Tool] = (), agents: Sequence[Agent] = ()) -> None:
+        """Replace the tools and agents; asks already running keep the old set.
+
+        The bot stops reading its registry (if it has one; `aclose` still closes it).
+        """
+        self._agents = tuple(agents)
+        previous, self._tools = self._tools, StaticTools(ToolSet.build(tools, agents))
+        previous.close()
+        self._replaced = True
+
+    async def start(self) -> None:
+        """Connect the configured MCP servers, watch tool folders and follow ``[tools]`` edits.
+
+        Optional: the first ``ask()`` calls it. Call it yourself to connect before the first
+        message. A server that fails to connect costs only its own tools (see
+        ``bot.registry.mcp_status``). Calling it again does nothing.
+        """
+        if self._started:
+            return
+        async with self._start_lock:
+            if self._started:
+                return
+            if self._follower is not None:
+                await self._follower.start()
+            self._started = True
+
+    async def __aenter__(self) -> Bot:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _adopt(self, registry: ToolRegistry) -> bool:
+        # A registry created after a [tools] edit; set_tools() in the meantime wins.
+        if self._replaced:
+            return False
+        try:
+            tools = await asyncio.to_thread(ToolSetCache, registry, self._agents)
+        except CatalogError:
+            logger.exception("the new tool registry cannot be used; keeping the current tools")
+            return False
+        previous, self._tools = self._tools, tools
+        previous.close()
+        return True
+
+    async def ask(self, text: str, *, context: Mapping[str, Any] | None = None) -> AskResult:
+        """Answer one user message.
+
+        Args:
+            text: the user's message.
+            context: per-ask data for the permission hook and the runtime: ``sender`` (a
+                callable that receives every outgoing text, sync or async) and
+                ``easter_egg_silent``.
+
+        Returns:
+            The reply, announcements, per-round trace and stats.
+
+        Raises:
+            openai.APIError: a model request failed.
+        """
+        if not self._started:
+            await self.start()
+        settings = self._snapshot()
+        pipeline = self._pipeline_for(settings)
+        toolset = await self._tools.acurrent()  # one tool-set read per ask, like the settings
+        skills = settings.skills
+        toolset.warn_unknown("tool_search_always_loaded", skills.tool_search_always_loaded)
+        toolset.warn_unknown("prefetch_tools", skills.prefetch_tools)
+        ctx_map: Mapping[str, Any] = dict(context or {})
+        permitted = await permitted_names(toolset, settings, ctx_map, self._tool_filter)
+        transport = Transport(self._client_for(settings), settings.model)
+        ctx = AskContext(settings, ctx_map, toolset, permitted, transport=transport)
+        prefetch = await run_prefetch(ctx)
+        view = toolset.view(ctx.permitted)  # cached per permitted set
+        ctx.hidden = view.hidden
+        history: list[dict[str, Any]] = []
+        if self.instructions:
+            history.append({"role": "system", "content": self.instructions})
+        ctx.system_prompt_count = len(history)
+        if prefetch.message is not None:
+            history.append({"role": "system", "content": prefetch.message})
+        history.append({"role": "user", "content": text})
+        await pipeline.start_ask(ctx)
+        try:
+            out = await run_rounds(ctx, pipeline, transport, history, view.schemas)
+        finally:
+            await pipeline.finish_ask(ctx)
+        replies = [*ctx.sent_messages, *([out.final_text] if out.final_text else [])]
+        return AskResult(
+            reply="\n".join(replies),
+            rounds=len(out.trace),
+            finish_reason=out.finish,
+            announcements=tuple(ctx.announcements),
+            outbox=tuple(ctx.outbox),
+            trace=tuple(out.trace),
+            stats=ctx.stats.freeze(),
+            settings_generation=settings.generation,
+        )
+
+    async def aclose(self) -> None:
+        """Stop watching the config, close the registry `from_config` built, and the clients
+        the bot built. Asks after it still work, on the last settings and tools."""
+        reloader, self._reloader = self._reloader, None
+        if reloader is not None:
+            # stop() joins the watcher thread; keep the event loop free meanwhile.
+            await asyncio.to_thread(reloader.stop)
+        follower, self._follower = self._follower, None
+        if follower is not None:
+            await follower.aclose()
+        self._started = True  # nothing left to start
+        owned, self._owned = list(self._owned.values()), {}
+        for client in owned:
+            await client.close()
+
+    def _snapshot(self) -> BotSettings:
+        source = self._source
+        return source if isinstance(source, BotSettings) else source.snapshot()
+
+    def _pipeline_for(self, settings: BotSettings) -> Pipeline:
+        key = (settings.generation, settings.plugins.enabled)
+        cached = self._pipeline
+        if cached is not None and (self._explicit is not None or cached[0] == key):
+            return cached[1]
+        if self._explicit is not None:
+            middlewares: Sequence[Middleware] = self._explicit
+        else:
+            try:
+                middlewares = build_middlewares(settings)
+            except Exception:
+                if cached is None:
+                    raise
+                logger.exception("cannot build the plugin pipeline; keeping the previous one")
+                return cached[1]
+        pipeline = Pipeline(middlewares, execute_calls)
+        self._pipeline = (key, pipeline)
+        return pipeline
+
+    def _client_for(self, settings: BotSettings) -> openai.AsyncOpenAI:
+        if self._client is not None:
+            return self._client
+        model = settings.model
+        key = (model.base_url, model.api_key)
+        client = self._owned.get(key)
+        if client is None:
+            client = openai.AsyncOpenAI(base_url=model.base_url, api_key=model.api_key)
+            self._owned[key] = client
+        return client

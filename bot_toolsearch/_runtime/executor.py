@@ -1,0 +1,105 @@
+"""The innermost call handler: runs the tools a round exposes, concurrently; refuses the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bot_toolsearch._tools.tool import Agent, Tool
+
+from .agent_runner import run_agent
+from .announce import CallKind, announce_calls
+from .calls import CallRequest, CallResult
+from .context import AskContext
+from .messages import INVALID_ARGUMENTS, no_such_tool, shown_name, tool_failed
+from .toolset import END, SEND_MESSAGE, Builtin, Entry
+
+__all__ = ["execute_calls", "invalid_arguments"]
+
+logger = logging.getLogger("bot_toolsearch")
+
+
+async def execute_calls(ctx: AskContext, calls: Sequence[CallRequest]) -> list[CallResult]:
+    """Run every call that is exposed this round and permitted; one result per call, in order.
+
+    This is the last line of defence: whatever the middlewares let through, a call to a name
+    outside this round's exposed set (or the ask's permitted set) never runs, and its result
+    says only that no such tool exists.
+    """
+    results: list[CallResult | None] = [None] * len(calls)
+    runnable: list[tuple[int, CallRequest, Entry]] = []
+    for i, call in enumerate(calls):
+        entry = ctx.toolset.entries.get(call.name)
+        if entry is None or call.name not in ctx.exposed or call.name not in ctx.permitted:
+            logger.warning(
+                "refused call to unknown tool name=%s id=%s", shown_name(call.name), call.id
+            )
+            content = no_such_tool(call.name)
+            results[i] = CallResult(call.id, call.name, content, "refused", "unknown")
+        elif call.arguments is None:
+            results[i] = invalid_arguments(call)
+        elif call.name == SEND_MESSAGE and not isinstance(call.arguments.get("text"), str):
+            # Checked before announcing, so a send that cannot happen is not announced.
+            results[i] = invalid_arguments(_with_problem(call, '"text" must be a string'))
+        else:
+            runnable.append((i, call, entry))
+    await announce_calls(ctx, [(call.name, _kind(entry)) for _, call, entry in runnable])
+    ran = await asyncio.gather(*(_run(ctx, call, entry) for _, call, entry in runnable))
+    for (i, _, _), result in zip(runnable, ran, strict=True):
+        results[i] = result
+    return [r for r in results if r is not None]
+
+
+def invalid_arguments(call: CallRequest) -> CallResult:
+    """The result for a call whose arguments are not a JSON object."""
+    problem = call.arguments_error or "they could not be read"
+    content = INVALID_ARGUMENTS.format(name=call.name, problem=problem)
+    return CallResult(call.id, call.name, content, "invalid")
+
+
+def _with_problem(call: CallRequest, problem: str) -> CallRequest:
+    return CallRequest(call.index, call.id, call.name, call.arguments_raw, None, problem)
+
+
+def _kind(entry: Entry) -> CallKind:
+    return "agent" if isinstance(entry, Agent) else "tool"
+
+
+async def _run(ctx: AskContext, call: CallRequest, entry: Entry) -> CallResult:
+    arguments: Mapping[str, Any] = call.arguments or {}
+    try:
+        if isinstance(entry, Builtin):
+            content = await _builtin(ctx, call, arguments)
+        elif isinstance(entry, Agent):
+            content = await run_agent(ctx, entry, arguments)
+        else:
+            content = await _tool(entry, arguments)
+    except _BadArguments as exc:
+        return invalid_arguments(_with_problem(call, str(exc)))
+    except Exception as exc:
+        logger.warning("tool %s failed", call.name, exc_info=True)
+        return CallResult(call.id, call.name, tool_failed(call.name, exc), "failed")
+    return CallResult(call.id, call.name, content, "ran")
+
+
+async def _tool(tool: Tool, arguments: Mapping[str, Any]) -> str:
+    return await tool.invoke(arguments)
+
+
+class _BadArguments(ValueError):
+    pass
+
+
+async def _builtin(ctx: AskContext, call: CallRequest, arguments: Mapping[str, Any]) -> str:
+    if call.name == SEND_MESSAGE:
+        text = arguments.get("text")
+        if not isinstance(text, str):
+            raise _BadArguments('"text" must be a string')
+        await ctx.send("message", text)
+        return "sent"
+    if call.name == END:
+        ctx.ended = True
+        return "ended"
+    raise _BadArguments(f"unknown built-in {call.name}")

@@ -1,0 +1,153 @@
+"""Every text of the host runtime that a model (or the chat) reads, as named constants.
+
+Wording changes are behaviour changes: tests snapshot these strings and the CHANGELOG records
+edits. Core texts (the ``tool_search`` schema, the directory block, ``TOOL_SEARCH_RULES``) live
+in ``_core/prompt.py``; these are the runtime's own.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "ANNOUNCEMENT",
+    "ANNOUNCEMENT_AGENT_TOOL",
+    "ANNOUNCEMENT_REPEAT_SUFFIX",
+    "BLIND_CALL_LOADED",
+    "CORRECTION_HINT",
+    "END_WITH_OTHER_CALLS",
+    "END_WITH_OTHER_CALLS_NONE_RAN",
+    "INVALID_ARGUMENTS",
+    "INVALID_CALL",
+    "LOADED_THIS_ROUND",
+    "MAX_SHOWN_NAME",
+    "NOT_LOADED_YET",
+    "NO_SUCH_TOOL",
+    "PREFETCH_HEADER",
+    "TOOL_FAILED",
+    "end_with_other_calls",
+    "no_such_tool",
+    "shown_name",
+    "tool_failed",
+]
+
+NOT_LOADED_YET = (
+    "Error: tool {name} was not executed: its schema is not loaded yet. "
+    'Call tool_search with query "select:{name}" first, then call {name} in the next round, '
+    "when its full parameter schema is in your tools."
+)
+"""Refusal: a permitted deferred tool that no search has loaded."""
+
+LOADED_THIS_ROUND = (
+    "Error: tool {name} was not executed: its schema was loaded in this round and becomes "
+    "callable in the next round. Call {name} again in the next round; do not search for it again."
+)
+"""Refusal: the tool was loaded by a search in the same response (or earlier this round)."""
+
+BLIND_CALL_LOADED = (
+    "Error: tool {name} was not executed: its schema was not loaded. It has now been loaded for "
+    "you; call {name} again in the next round with arguments that match its schema."
+)
+"""Refusal under ``tool_search_blind_call = "load"``: refused now, loaded for the next round."""
+
+NO_SUCH_TOOL = (
+    "Error: there is no tool named {name}. Use only the tools in your tools list"
+    " (or listed in the deferred tool directory, if there is one)."
+)
+"""Refusal: unknown, not permitted, or hidden. Never hints that such a tool exists."""
+
+END_WITH_OTHER_CALLS = (
+    "Error: end must be called alone; it was not executed and the conversation goes on. "
+    "In this response, these other calls ran: {ran}; these were refused: {refused}. "
+    "Read their results, then call end on its own in the next round. "
+    "If send_message already succeeded, do not send the same text again."
+)
+"""Refusal of ``end`` co-called with other tools; lists what really ran and what did not."""
+
+END_WITH_OTHER_CALLS_NONE_RAN = (
+    "Error: end must be called alone; it was not executed and the conversation goes on. "
+    "None of the other calls in this response ran (refused: {refused}). "
+    "Fix them or call end on its own in the next round."
+)
+"""Refusal of ``end`` when every other call in the response was refused."""
+
+INVALID_CALL = (
+    "Error: invalid tool call: the tool name is empty or malformed, so it was skipped. "
+    "Call again with a tool name from your tools list, or call end to finish."
+)
+"""Result of a call without a usable name."""
+
+INVALID_ARGUMENTS = (
+    "Error: tool {name} was not executed: its arguments must be a JSON object ({problem}). "
+    "Call it again with arguments that match its parameter schema."
+)
+"""Result of a call whose arguments are not a JSON object."""
+
+TOOL_FAILED = "Error: tool {name} failed: {error}"
+"""Result of a call whose handler raised."""
+
+PREFETCH_HEADER = "[Prefetched tool results]"
+"""First line of the system message that carries prefetch results."""
+
+CORRECTION_HINT = (
+    "Your last answer was empty. Answer the user, or call a tool from your tools list."
+)
+"""User-role hint sent after an answer with neither text nor tool calls."""
+
+ANNOUNCEMENT = "{name}，我调用你了"  # noqa: RUF001  (the full-width comma is the text)
+"""Easter-egg announcement of a main-AI tool call."""
+
+ANNOUNCEMENT_AGENT_TOOL = "{agent}：{name}，我调用你了"  # noqa: RUF001
+"""Easter-egg announcement of a tool called inside a sub-agent."""
+
+ANNOUNCEMENT_REPEAT_SUFFIX = " x{count}"
+"""Appended once when N parallel calls of one tool are merged into one announcement."""
+
+
+MAX_SHOWN_NAME = 64
+"""Longest name echoed back to the model (the OpenAI function-name limit); longer ones are cut."""
+
+# Control and format characters (newlines, bidi overrides, lone surrogates) and markup
+# characters could break a line-based text or fake a directory tag; they are shown escaped.
+_UNSAFE_IN_NAME = re.compile(
+    "[\x00-\x1f\x7f-\x9f<>&\"'`\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]"
+)
+
+
+def shown_name(name: str) -> str:
+    """``name`` made safe to echo in a tool result: unsafe characters as ``\\uXXXX``, at most
+    `MAX_SHOWN_NAME` characters of it (a cut name ends with ``...``).
+
+    Ordinary tool names (``music.play``, ``天气``) come back unchanged.
+    """
+    cut = name[:MAX_SHOWN_NAME]
+    shown = _UNSAFE_IN_NAME.sub(lambda m: f"\\u{ord(m.group()):04x}", cut)
+    return shown + "..." if len(name) > MAX_SHOWN_NAME else shown
+
+
+def no_such_tool(name: str) -> str:
+    """The refusal for a name that is unknown or not permitted, echoing it safely."""
+    return NO_SUCH_TOOL.format(name=shown_name(name))
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(shown_name(n) for n in names) if names else "none"
+
+
+def end_with_other_calls(ran: list[str], refused: list[str]) -> str:
+    """The ``end`` co-call refusal, accurate about which other calls ran.
+
+    Args:
+        ran: canonical names of the other calls that were executed.
+        refused: names of the other calls that were refused or invalid.
+    """
+    if not ran:
+        return END_WITH_OTHER_CALLS_NONE_RAN.format(refused=_names(refused))
+    return END_WITH_OTHER_CALLS.format(ran=_names(ran), refused=_names(refused))
+
+
+def tool_failed(name: str, exc: BaseException) -> str:
+    """The tool result for a handler that raised ``exc``."""
+    message = str(exc).strip()
+    error = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return TOOL_FAILED.format(name=name, error=error)

@@ -1,0 +1,93 @@
+"""The two OpenAI API modes behind one interface; the one place wire names are applied.
+
+The host and the middlewares speak canonical names and Chat Completions shaped messages.
+`Transport.complete` encodes every tool name for the wire (tools and history), hands the
+request to the API mode (``chat`` or ``responses``), and decodes the names in the reply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+from bot_toolsearch._config.settings import ModelSettings
+
+from .base import ApiMode, ModelReply, ModelToolCall, TransportState
+from .chat import send_chat
+from .names import WireNames, encode_foreign_name
+from .responses import send_responses
+
+__all__ = ["Transport"]
+
+
+@dataclass(frozen=True, slots=True)
+class Transport:
+    """Sends one round to the model in the configured API mode.
+
+    Args:
+        client: the ``openai.AsyncOpenAI`` client.
+        model: the ``[model]`` settings of the ask's snapshot.
+    """
+
+    client: openai.AsyncOpenAI
+    model: ModelSettings
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        *,
+        names: WireNames,
+        state: TransportState,
+    ) -> ModelReply:
+        """Send ``messages`` and ``tools`` (canonical) and return the decoded reply.
+
+        Raises:
+            openai.APIError: the request failed (after the SDK's own retries).
+        """
+        wire_tools = [_encode_tool(tool, names) for tool in tools]
+        wire_messages = [_encode_message(message, names) for message in messages]
+        send = _mode(self.model.api)
+        raw = await send(self.client, self.model, wire_messages, wire_tools, state)
+        calls = tuple(
+            ModelToolCall(call_id, names.to_canonical(wire) or wire, wire, arguments)
+            for call_id, wire, arguments in raw.calls
+        )
+        return ModelReply(raw.text, calls, raw.prompt_tokens, raw.cached_tokens, raw.response_id)
+
+
+def _mode(api: str) -> ApiMode:
+    return send_responses if api == "responses" else send_chat
+
+
+def _encode_tool(tool: Mapping[str, Any], names: WireNames) -> dict[str, Any]:
+    function = dict(tool["function"])
+    function["name"] = names.to_wire(str(function["name"]))
+    return {"type": "function", "function": function}
+
+
+def _encode_message(message: Mapping[str, Any], names: WireNames) -> dict[str, Any]:
+    out = dict(message)
+    calls = message.get("tool_calls")
+    if calls:
+        out["tool_calls"] = [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {
+                    "name": _history_name(call, names),
+                    "arguments": call["function"]["arguments"],
+                },
+            }
+            for call in calls
+        ]
+    return out
+
+
+def _history_name(call: Mapping[str, Any], names: WireNames) -> str:
+    name = str(call["function"]["name"])
+    # A call to no permitted tool keeps the model's spelling (see ``history_calls``).
+    return encode_foreign_name(name) if call.get("foreign") else names.to_wire(name)

@@ -1,0 +1,155 @@
+"""``python -m bot_toolsearch config ...`` as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot_toolsearch._config.env import ENV_FALLBACKS
+
+ORIGINAL = "# mine\n[skills]\ntool_search_enabled = true  # on\n\n[tools]\ndot_delimiter = '__'\n"
+
+
+def run(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ENV_FALLBACKS}
+    return subprocess.run(
+        [sys.executable, "-m", "bot_toolsearch", *args],
+        cwd=cwd,
+        env={**clean, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "config.toml").write_text(ORIGINAL, encoding="utf-8")
+    return tmp_path
+
+
+def test_show_lists_every_value_with_its_source(folder: Path) -> None:
+    result = run("config", "show", cwd=folder, env={"TOOL_SEARCH_MAX_RESULTS": "9"})
+    assert result.returncode == 0, result.stderr
+    lines = {line.split(" = ")[0]: line for line in result.stdout.splitlines()}
+    assert lines["skills.tool_search_enabled"].endswith("# file")
+    assert "= true" in lines["skills.tool_search_enabled"]
+    assert lines["skills.tool_search_max_results"].endswith("# env TOOL_SEARCH_MAX_RESULTS")
+    assert "= 9" in lines["skills.tool_search_max_results"]
+    assert lines["model.max_rounds"].endswith("# default")
+    assert '= "__"' in lines["tools.dot_delimiter"]
+    assert len(lines) == 21  # every key of every table
+    assert "consider moving it to config.toml" in result.stderr
+
+
+def test_show_masks_the_api_key(folder: Path) -> None:
+    (folder / "config.toml").write_text('[model]\napi_key = "sk-secret"\n', encoding="utf-8")
+    result = run("config", "show", cwd=folder)
+    assert "sk-secret" not in result.stdout
+    assert 'model.api_key = "********"' in result.stdout
+
+
+def test_get_prints_toml(folder: Path) -> None:
+    assert run("config", "get", "skills.tool_search_enabled", cwd=folder).stdout == "true\n"
+    result = run("config", "get", "skills.tool_search_always_loaded", cwd=folder)
+    assert result.stdout == '["send_message", "end"]\n'
+
+
+def test_get_unset_and_unknown_keys(folder: Path) -> None:
+    result = run("config", "get", "model.base_url", cwd=folder)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert "model.base_url is not set" in result.stderr
+    result = run("config", "get", "skills.tool_search_enabeld", cwd=folder)
+    assert result.returncode == 1
+    assert "did you mean 'tool_search_enabled'?" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "shown", "written"),
+    [
+        ("8", "8", "tool_search_max_results = 8"),
+        ('["a", "b"]', '["a", "b"]', 'tool_search_always_loaded = ["a", "b"]'),
+        ("load", '"load"', 'tool_search_blind_call = "load"'),
+        ('"load"', '"load"', 'tool_search_blind_call = "load"'),
+    ],
+)
+def test_set_parses_toml_or_takes_a_bare_word(
+    folder: Path, value: str, shown: str, written: str
+) -> None:
+    key = "skills." + written.split(" = ", maxsplit=1)[0]
+    result = run("config", "set", key, value, cwd=folder)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"config.toml: set {key} = {shown}\n"
+    text = (folder / "config.toml").read_text(encoding="utf-8")
+    assert written in text
+    assert text.startswith("# mine\n[skills]\ntool_search_enabled = true  # on\n")
+    assert text.endswith("\n\n[tools]\ndot_delimiter = '__'\n")
+
+
+def test_set_refuses_an_invalid_value_without_touching_the_file(folder: Path) -> None:
+    result = run("config", "set", "skills.tool_search_max_results", "0", cwd=folder)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert "config.toml:4:27: skills.tool_search_max_results: must be at least 1" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert (folder / "config.toml").read_text(encoding="utf-8") == ORIGINAL
+
+
+def test_a_value_with_a_newline_cannot_smuggle_a_second_key(folder: Path) -> None:
+    result = run("config", "set", "model.name", "x\n[bot]\nhot_reload = false", cwd=folder)
+    assert result.returncode == 0, result.stderr
+    assert run("config", "get", "bot.hot_reload", cwd=folder).stdout == "true\n"
+
+
+def test_config_option_before_or_after_the_action(folder: Path) -> None:
+    other = folder / "other.toml"
+    other.write_text("[model]\nmax_rounds = 3\n", encoding="utf-8")
+    after = run("config", "get", "model.max_rounds", "--config", str(other), cwd=folder)
+    before = run("config", "--config", str(other), "get", "model.max_rounds", cwd=folder)
+    assert after.stdout == before.stdout == "3\n"
+    assert run("config", "set", "--config", "other.toml", "model.max_rounds", "4", cwd=folder)
+    assert "max_rounds = 4" in other.read_text(encoding="utf-8")
+
+
+def test_missing_file_is_one_line_and_nonzero(tmp_path: Path) -> None:
+    for args in (("show",), ("get", "model.name"), ("set", "model.name", "x"), ("validate",)):
+        result = run("config", *args, cwd=tmp_path)
+        assert result.returncode == 1, args
+        assert result.stderr.strip().endswith("config file not found"), args
+        assert "Traceback" not in result.stderr
+    assert not (tmp_path / "config.toml").exists()
+
+
+def test_validate(folder: Path) -> None:
+    ok = run("config", "validate", cwd=folder)
+    assert (ok.returncode, ok.stdout) == (0, "config.toml: OK\n")
+    bad = folder / "bad.toml"
+    bad.write_text('[skills]\ntool_search_enabled = "maybe"\nmax_results = 0\n', encoding="utf-8")
+    result = run("config", "validate", str(bad), cwd=folder)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"{bad}:2:23: skills.tool_search_enabled: expected true or false")
+    assert lines[1].startswith(f"{bad}:3:1: skills.max_results: unknown key 'max_results'")
+    assert lines[-1] == f"{bad}: 2 errors"
+
+
+def test_validate_reports_a_bad_environment_variable(folder: Path) -> None:
+    result = run("config", "validate", cwd=folder, env={"TOOLS_DOT_DELIMITER": "."})
+    assert result.returncode == 0  # the file sets dot_delimiter, so the env is not used
+    result = run("config", "validate", cwd=folder, env={"TOOL_SEARCH_MAX_RESULTS": "many"})
+    assert result.returncode == 1
+    assert "from environment variable TOOL_SEARCH_MAX_RESULTS" in result.stderr
+
+
+def test_usage_errors(tmp_path: Path) -> None:
+    assert run(cwd=tmp_path).returncode == 2
+    missing_action = run("config", cwd=tmp_path)
+    assert missing_action.returncode == 2
+    assert "Traceback" not in missing_action.stderr

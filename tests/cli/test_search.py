@@ -1,0 +1,194 @@
+"""``search`` and ``catalog stats``: offline catalog debugging, including bad catalog files."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot_toolsearch._cli.search import (
+    CatalogFileError,
+    catalog_stats,
+    explain_search,
+    load_catalog_file,
+)
+from bot_toolsearch._core.catalog import ToolCatalog
+from bot_toolsearch._demo.catalog import demo_schemas
+
+
+@pytest.fixture
+def catalog_file(tmp_path: Path) -> Path:
+    schemas = demo_schemas()
+    schemas += [
+        {"type": "function", "function": {"name": "Weather.Current"}},
+        {"type": "function", "function": {"name": "bad name"}},
+        schemas[0],
+    ]
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(schemas, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot_toolsearch", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_explain_search_reports_scores_and_matched_fields() -> None:
+    catalog = ToolCatalog(demo_schemas())
+    matches, truncated, not_found = explain_search(catalog, "weather forecasting", 2)
+    assert [m.name for m in matches] == ["weather.forecast", "weather.hourly_forecast"]
+    assert truncated
+    assert not_found == ()
+    assert matches[0].score is not None
+    assert matches[1].score is not None
+    assert matches[0].score > matches[1].score
+    assert set(matches[0].matched["name"]) == {"weather", "forecast"}
+
+
+def test_explain_search_handles_cjk_and_select() -> None:
+    catalog = ToolCatalog(demo_schemas())
+    matches, _, _ = explain_search(catalog, "成员 头像")
+    assert matches[0].name == "group.get_member_avatar"
+    assert set(matches[0].matched["description"]) == {"成员", "头像"}
+    selected, _, not_found = explain_search(catalog, "select:time.now,nope")
+    assert [(m.name, m.score) for m in selected] == [("time.now", None)]
+    assert not_found == ("nope",)
+
+
+def test_catalog_stats_counts_names_and_tokens(catalog_file: Path) -> None:
+    stats = catalog_stats(load_catalog_file(str(catalog_file)), "-_-")
+    total = len(demo_schemas())
+    assert stats.entries == total + 3
+    assert stats.usable == total + 1
+    assert ("time.now", "time-_-now") in stats.renamed
+    assert stats.invalid == (("'bad name'", "name contains whitespace"),)
+    assert stats.duplicates == (demo_schemas()[0]["function"]["name"],)
+    assert stats.case_variants == (("weather.current", "Weather.Current"),)
+    assert stats.projected_tokens * 5 < stats.full_tokens
+
+
+def test_responses_shaped_entries_are_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps([{"type": "function", "name": "a.b", "parameters": {}}]))
+    assert load_catalog_file(str(path))[0]["function"]["name"] == "a.b"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{", "not JSON"),
+        ('{"a": 1}', "expected a JSON list"),
+        ("[1, 2]", "expected a JSON list"),
+        (b"\xff\xfe", "cannot read"),
+    ],
+)
+def test_malformed_catalog_files_raise_one_clear_error(
+    tmp_path: Path, content: str | bytes, message: str
+) -> None:
+    path = tmp_path / "tools.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    with pytest.raises(CatalogFileError, match=message):
+        load_catalog_file(str(path))
+    with pytest.raises(CatalogFileError, match="no such file"):
+        load_catalog_file(str(tmp_path / "missing.json"))
+
+
+def test_search_command_shows_rank_score_and_why(catalog_file: Path) -> None:
+    done = cli("search", "成员 头像", "--catalog", str(catalog_file), "--explain")
+    assert done.returncode == 0, done.stderr
+    first, why = done.stdout.splitlines()[:2]
+    assert re.fullmatch(r" 1\. +\d+\.\d\d  group\.get_member_avatar", first)
+    assert "description: 成员, 头像" in why
+
+
+def test_search_command_caps_results_and_reports_no_match(catalog_file: Path) -> None:
+    done = cli("search", "convert", "--catalog", str(catalog_file), "--max-results", "2")
+    assert done.returncode == 0
+    ranked = [line for line in done.stdout.splitlines() if re.match(r" *\d+\. ", line)]
+    assert len(ranked) == 2
+    assert "raise --max-results above 2" in done.stdout
+    none = cli("search", "xyzzy", "--catalog", str(catalog_file))
+    assert none.returncode == 1
+    assert "no tool matches 'xyzzy'" in none.stdout
+
+
+def test_catalog_stats_command(catalog_file: Path) -> None:
+    done = cli("catalog", "stats", str(catalog_file))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert f"tools: {len(demo_schemas()) + 1} usable of {len(demo_schemas()) + 3} entries" in out
+    assert "time.now -> time-_-now" in out
+    assert "'bad name': name contains whitespace" in out
+    assert "weather.current, Weather.Current" in out
+    assert "o200k_base" in out
+    full = re.search(r"full tools list: +(\d+)", out)
+    first = re.search(r"first request with tool search: +(\d+)", out)
+    assert full is not None
+    assert first is not None
+    assert int(first.group(1)) * 5 < int(full.group(1))
+
+
+@pytest.mark.parametrize("command", ["search", "stats"])
+@pytest.mark.parametrize("content", ["{", '{"a": 1}', "[]x", '[{"type": "function"}, 3]'])
+def test_malformed_catalog_is_one_line_and_nonzero(
+    tmp_path: Path, command: str, content: str
+) -> None:
+    path = tmp_path / "tools.json"
+    path.write_text(content)
+    args = ["search", "x", "--catalog", str(path)] if command == "search" else ["catalog", "stats"]
+    done = cli(*args) if command == "search" else cli(*args, str(path))
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert str(path) in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_catalog_and_reserved_name_are_clear_errors(tmp_path: Path) -> None:
+    missing = cli("catalog", "stats", str(tmp_path / "nope.json"))
+    assert missing.returncode == 2
+    assert "no such file" in missing.stderr
+    reserved = tmp_path / "reserved.json"
+    reserved.write_text(json.dumps([{"type": "function", "function": {"name": "tool_search"}}]))
+    done = cli("search", "x", "--catalog", str(reserved))
+    assert done.returncode == 2
+    assert "reserved" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_search_names_select_misses_and_explains_one_word_tiers(catalog_file: Path) -> None:
+    done = cli("search", "select:time.now,nope", "--catalog", str(catalog_file))
+    assert done.returncode == 0
+    assert "not in the catalog: nope" in done.stdout
+    one_word = cli("search", "weather", "--catalog", str(catalog_file), "--explain")
+    assert one_word.returncode == 0
+    assert "name hits rank first" in one_word.stdout
+    # Scores are shown within their tier, not as the index's raw tier offset.
+    scores = [float(s) for s in re.findall(r"^ *\d+\. +([\d.]+) ", one_word.stdout, re.M)]
+    assert scores
+    assert all(s < 1000 for s in scores)
+
+
+def test_catalog_stats_lists_reserved_names_instead_of_failing(tmp_path: Path) -> None:
+    path = tmp_path / "tools.json"
+    entries = [{"type": "function", "function": {"name": n}} for n in ("tool_search", "a", "a")]
+    path.write_text(json.dumps(entries))
+    done = cli("catalog", "stats", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "tools: 1 usable of 3 entries" in done.stdout
+    assert "'tool_search': reserved" in done.stdout
+    assert "duplicate names (first kept): 1" in done.stdout
+    assert "does not pay off" in done.stdout
+    assert done.stderr == ""  # the skipped entries are in the report, not repeated as warnings

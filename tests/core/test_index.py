@@ -1,0 +1,129 @@
+"""The BM25F index: field tiers, IDF, stemming, prefixes, coverage, required terms."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot_toolsearch._core.index import SearchIndex
+from bot_toolsearch._core.tokens import index_terms, stem
+
+
+def doc(name: str, params: str = "", desc: str = "", pdesc: str = "") -> tuple[list[str], ...]:
+    return (index_terms(name), index_terms(params), index_terms(desc), index_terms(pdesc))
+
+
+def ranked(index: SearchIndex, *terms: str, required: tuple[str, ...] = ()) -> list[int]:
+    scores = index.scores(list(terms), required)
+    return sorted(scores, key=lambda d: (-scores[d], d))
+
+
+def test_single_term_name_beats_parameter_beats_description() -> None:
+    index = SearchIndex(
+        [
+            doc("describe", desc="weather weather weather, all about the weather"),
+            doc("lookup", params="weather_city", pdesc="weather weather"),
+            doc("weather_current", desc="x " * 50),
+            doc("other", desc="nothing relevant"),
+        ]
+    )
+    assert ranked(index, "weather") == [2, 1, 0]
+
+
+@given(
+    st.lists(st.integers(0, 6), min_size=3, max_size=3),
+    st.integers(1, 60),
+)
+def test_tier_contract_holds_for_any_repetition(reps: list[int], filler: int) -> None:
+    # Repeating the term in lower fields and padding the name never reverses the tiers.
+    name_rep, param_rep, desc_rep = reps
+    index = SearchIndex(
+        [
+            doc("alpha_" + "pad_" * filler + "zeta"),
+            doc("beta", params="zeta " * (param_rep + 1), desc="zeta " * desc_rep),
+            doc("gamma", desc="zeta " * (desc_rep + name_rep + 1), pdesc="zeta " * 9),
+        ]
+    )
+    assert ranked(index, "zeta") == [0, 1, 2]
+
+
+def test_rare_terms_outweigh_common_ones() -> None:
+    docs = [doc(f"get_item_{i}", desc="get the thing") for i in range(20)]
+    docs.append(doc("convert", desc="get the rare hypotenuse"))
+    index = SearchIndex(docs)
+    assert ranked(index, "get", "hypotenus")[0] == 20
+
+
+def test_coverage_prefers_tools_matching_more_terms() -> None:
+    index = SearchIndex([doc("a", desc="alpha alpha alpha alpha"), doc("b", desc="alpha beta")])
+    assert ranked(index, "alpha", "beta")[0] == 1
+
+
+def test_prefix_variants_match_at_a_discount() -> None:
+    index = SearchIndex([doc("math.hypot"), doc("hypotenuse_tool"), doc("unrelated")])
+    order = ranked(index, *index_terms("hypotenuse"))
+    assert order == [1, 0]
+    assert ranked(index, "hypot") == [0, 1]
+
+
+def test_required_terms_filter_before_ranking() -> None:
+    index = SearchIndex(
+        [doc("weather_now", desc="weather"), doc("city_list", desc="city weather"), doc("x")]
+    )
+    city = stem("city")
+    assert ranked(index, "weather", city, required=(city,)) == [1]
+    assert ranked(index, "weather", required=("missing",)) == []
+
+
+def test_unknown_terms_score_nothing() -> None:
+    index = SearchIndex([doc("a"), doc("b")])
+    assert index.scores(["nope"]) == {}
+    assert index.scores([]) == {}
+    assert "a" in index
+    assert "nope" not in index
+
+
+def test_scores_are_a_fresh_dict() -> None:
+    index = SearchIndex([doc("alpha")])
+    first = index.scores(["alpha"])
+    first.clear()
+    assert index.scores(["alpha"]) != {}
+
+
+def test_length_normalised_descriptions() -> None:
+    index = SearchIndex([doc("a", desc="alpha " + "filler " * 80), doc("b", desc="alpha short")])
+    assert ranked(index, "alpha") == [1, 0]
+
+
+def test_empty_index() -> None:
+    assert SearchIndex([]).scores(["a"]) == {}
+
+
+def test_a_short_name_beats_a_long_one_with_the_same_hit() -> None:
+    # Names are length-normalised too: a name made of the query's words ranks first.
+    index = SearchIndex([doc("stock_market_daily_history_price"), doc("get_stock_price")])
+    assert ranked(index, stem("stock"), stem("price")) == [1, 0]
+
+
+def test_repeated_and_overlapping_searches_do_not_change_each_other() -> None:
+    # Weighted postings are cached and shared between searches: no search may alter them.
+    index = SearchIndex(
+        [doc("alpha_beta", desc="gamma"), doc("beta", desc="alpha"), doc("gamma_alpha")]
+    )
+    first = index.scores(["alpha", "beta"])
+    index.scores(["alpha"])
+    index.scores(["beta", "gamma"], required=("gamma",))
+    assert index.scores(["alpha", "beta"]) == first
+    single = index.scores(["alpha"])
+    assert index.scores(["alpha"]) == single
+
+
+def test_postings_combine_every_field_of_a_document() -> None:
+    # One posting per (term, tool), summing its fields: more fields with the term score higher.
+    index = SearchIndex(
+        [
+            doc("zeta", params="zeta", desc="zeta", pdesc="zeta"),
+            doc("zeta", desc="other words here"),
+        ]
+    )
+    assert ranked(index, "zeta") == [0, 1]
