@@ -33,7 +33,7 @@ Sources, in pool order (the first definition of a name wins; names are compared 
    is not all cloud APIs starting with "a"), as an operator mounts whole services. These are
    the operations Google's own API-to-tool bridges expose; nothing is generated.
 
-Only if ``n`` exceeds the real pool (about 17,800 tools) are **distractor copies** added: the
+Only if ``n`` exceeds the real pool (15,644 tools) are **distractor copies** added: the
 pool's real tools again, in order, under the namespace ``mirror<k>.`` (the same tool offered by
 a second service, as overlapping MCP servers do). At 10,000 tools there are none;
 ``scale_composition(n)`` says how many tools of each source a catalog holds.
