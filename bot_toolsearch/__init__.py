@@ -6,7 +6,7 @@ from typing import Any
 
 from bot_toolsearch._config.edit import get_value, set_value
 from bot_toolsearch._config.file import load_settings
-from bot_toolsearch._config.reload import ConfigReloader
+from bot_toolsearch._config.reload import ConfigReloader, ReloadCallback, ReloadErrorCallback
 from bot_toolsearch._config.settings import (
     BotSection,
     BotSettings,
@@ -24,15 +24,17 @@ from bot_toolsearch._runtime.ask_result import (
     AskResult,
     AskStats,
     CallTrace,
+    FinishReason,
     OutboundMessage,
     RoundTrace,
 )
 
 # Public names are re-exported here; keep ``__all__`` sorted (tests/test_public_api.py).
-from bot_toolsearch._runtime.bot import Bot
-from bot_toolsearch._runtime.calls import CallRequest, CallResult
+from bot_toolsearch._runtime.bot import Bot, SettingsSource
+from bot_toolsearch._runtime.calls import CallOutcome, CallRequest, CallResult, RefusalReason
 from bot_toolsearch._runtime.context import AskContext
 from bot_toolsearch._runtime.middleware import (
+    CallHandler,
     LoggingMiddleware,
     Middleware,
     RoundRequest,
@@ -40,10 +42,11 @@ from bot_toolsearch._runtime.middleware import (
 )
 from bot_toolsearch._runtime.plugins import Plugin
 from bot_toolsearch._runtime.tool_search import ToolSearchMiddleware
+from bot_toolsearch._runtime.toolset import ToolFilter
 from bot_toolsearch._tools.mcp_config import MCPServerConfig
 from bot_toolsearch._tools.registry import ToolRegistry
 from bot_toolsearch._tools.source import ToolSetSnapshot, ToolSource
-from bot_toolsearch._tools.tool import Agent, Tool, ToolImportError, tool
+from bot_toolsearch._tools.tool import Agent, Tool, ToolHandler, ToolImportError, tool
 from bot_toolsearch._transports.names import WireNames
 
 from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameCollisionError
@@ -56,6 +59,8 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "Bot",
     "BotSection",
     "BotSettings",
+    "CallHandler",
+    "CallOutcome",
     "CallRequest",
     "CallResult",
     "CallTrace",
@@ -63,6 +68,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "ConfigError",
     "ConfigReloader",
     "EasterEggSettings",
+    "FinishReason",
     "LoggingMiddleware",
     "MCPServerConfig",
     "Middleware",
@@ -70,13 +76,19 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "OutboundMessage",
     "Plugin",
     "PluginSettings",
+    "RefusalReason",
+    "ReloadCallback",
+    "ReloadErrorCallback",
     "RoundRequest",
     "RoundTrace",
+    "SettingsSource",
     "SkillsSettings",
     "TOOL_SEARCH_NAME",
     "TOOL_SEARCH_RULES",
     "Tool",
     "ToolCatalog",
+    "ToolFilter",
+    "ToolHandler",
     "ToolImportError",
     "ToolRegistry",
     "ToolSearchError",

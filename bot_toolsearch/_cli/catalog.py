@@ -189,7 +189,7 @@ def catalog_list(
 ) -> list[tuple[str, str, str]]:
     """``(source, canonical name, wire name)`` for every catalog tool, in catalog order.
 
-    >>> from bot_toolsearch._tool_source import StaticToolSource
+    >>> from bot_toolsearch._tools.source import StaticToolSource
     >>> from bot_toolsearch import Tool
     >>> snap = StaticToolSource([Tool("music.play", "Play.", None, print)]).snapshot()
     >>> catalog_list(snap)

@@ -10,13 +10,11 @@ import argparse
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from bot_toolsearch._core.catalog import ToolCatalog, _parameter_text
-from bot_toolsearch._core.index import _TIER_STEP
+from bot_toolsearch._core.catalog import ToolCatalog
+from bot_toolsearch._core.index import split_tier
 from bot_toolsearch._core.query import KeywordQuery, parse_query
 from bot_toolsearch._core.session import ToolSearchSession
-from bot_toolsearch._core.tokens import index_terms
 from bot_toolsearch._errors import ToolSearchError
 
 from .catalog import CatalogFileError, add_catalog_subparser, catalog_stats, load_catalog_file
@@ -33,7 +31,6 @@ __all__ = [
 ]
 
 _FIELDS = ("name", "parameter names", "description", "parameter descriptions")
-_PREFIX_MIN = 4  # the index's own minimum length for prefix matches
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,31 +45,6 @@ class Match:
     """Index score; ``None`` for ``select:`` and exact-name hits, which are not scored."""
     matched: Mapping[str, tuple[str, ...]]
     """Field → query terms that hit it (``term~indexterm`` for a prefix match)."""
-
-
-def _field_terms(schema: Mapping[str, Any]) -> tuple[set[str], ...]:
-    function = schema.get("function") or {}
-    description = function.get("description")
-    names, texts = _parameter_text(function.get("parameters"))
-    return (
-        set(index_terms(str(function.get("name", "")))),
-        set(names),
-        set(index_terms(description)) if isinstance(description, str) else set(),
-        set(texts),
-    )
-
-
-def _hits(term: str, terms: set[str]) -> list[str]:
-    if term in terms:
-        return [term]
-    if len(term) < _PREFIX_MIN or not term.isascii():
-        return []
-    return [
-        f"{term}~{t}"
-        for t in sorted(terms)
-        if t.startswith(term) or term.startswith(t)
-        if len(t) >= _PREFIX_MIN
-    ]
 
 
 def explain_search(
@@ -95,12 +67,8 @@ def explain_search(
         scores = catalog.index.scores(parsed.terms, parsed.required)
     matches = []
     for rank, name in enumerate(result.loaded, 1):
-        schema = catalog.schema(name) or {}
-        fields = _field_terms(schema)
-        matched = {
-            label: tuple(hit for term in terms for hit in _hits(term, field))
-            for label, field in zip(_FIELDS, fields, strict=True)
-        }
+        hits = catalog.index.explain(terms, catalog.document(name))
+        matched = dict(zip(_FIELDS, hits, strict=True))
         score = scores.get(catalog.rank(name)) if scores else None
         matches.append(Match(rank, name, score, {k: v for k, v in matched.items() if v}))
     return matches, result.truncated, result.not_found
@@ -122,12 +90,12 @@ def _search(args: argparse.Namespace) -> int:
     if not matches:
         print(f"no tool matches {args.query!r} ({len(catalog)} tools searched)")
         return 1
-    tiered = any(m.score is not None and m.score >= _TIER_STEP for m in matches)
+    tiered = any(m.score is not None and split_tier(m.score)[0] for m in matches)
     if tiered and args.explain:
         print("(one-word query: name hits rank first, then parameter-name hits, then the rest;")
         print(" the score orders tools within each group)")
     for match in matches:
-        score = "   -  " if match.score is None else f"{match.score % _TIER_STEP:6.2f}"
+        score = "   -  " if match.score is None else f"{split_tier(match.score)[1]:6.2f}"
         print(f"{match.rank:>2}. {score}  {match.name}")
         if args.explain:
             why = "; ".join(f"{k}: {', '.join(v)}" for k, v in match.matched.items())

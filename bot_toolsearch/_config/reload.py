@@ -29,7 +29,7 @@ __all__ = ["ConfigReloader"]
 log = logging.getLogger("bot_toolsearch.config")
 
 ReloadCallback = Callable[[BotSettings], object]
-ErrorCallback = Callable[[ConfigError], object]
+ReloadErrorCallback = Callable[[ConfigError], object]
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
@@ -66,7 +66,7 @@ class ConfigReloader:
         self._lock = threading.Lock()  # guards state changes and the waiter list
         self._reload_lock = threading.Lock()  # one reload at a time
         self._on_reload: list[ReloadCallback] = list(subscribers)
-        self._on_error: list[ErrorCallback] = []
+        self._on_error: list[ReloadErrorCallback] = []
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._watcher: DirectoryWatcher | None = None
         self._chain: frozenset[Path] = frozenset((self._path,))
@@ -99,7 +99,7 @@ class ConfigReloader:
         return self._last_error
 
     def subscribe(
-        self, on_reload: ReloadCallback, *, on_error: ErrorCallback | None = None
+        self, on_reload: ReloadCallback, *, on_error: ReloadErrorCallback | None = None
     ) -> Callable[[], None]:
         """Call ``on_reload(snapshot)`` after each reload (and ``on_error(err)`` on refusals).
 

@@ -47,8 +47,14 @@ BlindCallPolicy = Literal["reject", "load"]
 (the reference behaviour); ``load`` refuses it this round and loads its schema for the next."""
 EasterEggMode = Literal["none", "agent", "tools", "clean", "all"]
 
-DELIMITER_PATTERN = r"^[A-Za-z0-9_-]{1,16}$"
-"""``[tools] dot_delimiter``: it replaces dots in wire names, so it may not contain one."""
+DEFAULT_DOT_DELIMITER = "-_-"
+"""What replaces each ``.`` of a canonical tool name on the wire unless ``[tools]`` says."""
+MAX_DOT_DELIMITER_LENGTH = 16
+DOT_DELIMITER_CHARS = "A-Za-z0-9_-"
+"""The characters a delimiter may use (a regex class body): it replaces dots in wire names, so
+it may not contain one."""
+DELIMITER_PATTERN = rf"^[{DOT_DELIMITER_CHARS}]{{1,{MAX_DOT_DELIMITER_LENGTH}}}$"
+"""``[tools] dot_delimiter``, the one rule that the settings and the wire-name encoder share."""
 SERVER_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 """An MCP server name prefixes its tools (``<server>.<tool>``), so it may not contain a dot."""
 
@@ -149,7 +155,7 @@ class McpServerSettings(_Table):
 class ToolsSettings(_Table):
     """``[tools]``: wire-name encoding, permissions and tool sources."""
 
-    dot_delimiter: Annotated[StrictStr, Field(pattern=DELIMITER_PATTERN)] = "-_-"
+    dot_delimiter: Annotated[StrictStr, Field(pattern=DELIMITER_PATTERN)] = DEFAULT_DOT_DELIMITER
     """Replaces dots in tool names sent to providers."""
     allow: tuple[_Name, ...] = ()
     """fnmatch patterns; when non-empty, only matching tools are offered."""

@@ -84,6 +84,18 @@ def invalid_name_reason(name: object) -> str | None:
     return None
 
 
+def _document(name: str, function: Mapping[str, Any]) -> Document:
+    """The terms a tool is indexed under, by field (see :data:`Document`)."""
+    description = function.get("description")
+    param_names, param_texts = _parameter_text(function.get("parameters"))
+    return (
+        index_terms(name),
+        param_names,
+        index_terms(description) if isinstance(description, str) else [],
+        param_texts,
+    )
+
+
 def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
     """Terms of every property name, and of every description and enum value, in a schema."""
     names: list[str] = []
@@ -211,15 +223,7 @@ class ToolCatalog:
                     TOOL_SEARCH_NAME,
                     name,
                 )
-            copy = json.loads(text)["function"]
-            description = copy.get("description")
-            param_names, param_texts = _parameter_text(copy.get("parameters"))
-            docs[name] = (
-                index_terms(name),
-                param_names,
-                index_terms(description) if isinstance(description, str) else [],
-                param_texts,
-            )
+            docs[name] = _document(name, json.loads(text)["function"])
             names.append(name)
             encoded[name] = text
         self.names: tuple[str, ...] = tuple(names)
@@ -286,6 +290,14 @@ class ToolCatalog:
                 self._deferred_cache.pop(next(iter(self._deferred_cache)), None)
             self._deferred_cache[excluded] = cached
         return cached
+
+    def document(self, name: str) -> Document:
+        """The terms catalog tool ``name`` is indexed under, by field (for explanations).
+
+        Raises:
+            KeyError: ``name`` is not in the catalog.
+        """
+        return _document(name, json.loads(self._json[name])["function"])
 
     def rank(self, name: str) -> int:
         """The position of ``name`` in :attr:`sorted_names`, which is its search document id."""

@@ -24,7 +24,7 @@ import math
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 
-__all__ = ["FIELD_WEIGHTS", "Document", "SearchIndex"]
+__all__ = ["FIELD_WEIGHTS", "Document", "SearchIndex", "split_tier"]
 
 Document = tuple[Sequence[str], Sequence[str], Sequence[str], Sequence[str]]
 """The terms of one tool: name parts, parameter names, tool description, parameter texts."""
@@ -52,6 +52,19 @@ _PREFIX_MAX_VARIANTS = 16
 # Name tier 2, parameter-name tier 1, description tier 0: for a one-term query the tier decides
 # first (the reference design's contract), BM25 orders tools inside a tier.
 _TIER_STEP = 1e6
+
+
+def split_tier(score: float) -> tuple[int, float]:
+    """``(tier, score within the tier)`` of a :meth:`SearchIndex.scores` score.
+
+    One-term queries rank name hits (tier 2) above parameter-name hits (tier 1) above the rest
+    (tier 0); every other query has tier 0 only.
+
+    >>> split_tier(2_000_003.5)
+    (2, 3.5)
+    """
+    tier = int(score // _TIER_STEP)
+    return tier, score - tier * _TIER_STEP
 
 
 def _count(field: Sequence[str]) -> dict[str, int]:
@@ -214,3 +227,24 @@ class SearchIndex:
             tiers = self._tiers(terms[0], acc)
             return {d: s + _TIER_STEP * tiers[d] for d, s in acc.items()}
         return acc
+
+    def explain(self, terms: Sequence[str], document: Document) -> tuple[tuple[str, ...], ...]:
+        """Per field of ``document``, the query ``terms`` that hit it, by the rule search uses.
+
+        An exact hit is the term itself; a prefix match is ``term~indexterm``.
+
+        >>> index = SearchIndex([(["get", "weather"], ["citi"], ["forecast"], [])])
+        >>> index.explain(["weath", "citi"], (["get", "weather"], ["citi"], ["forecast"], []))
+        (('weath~weather',), ('citi',), (), ())
+        """
+        found: list[tuple[str, ...]] = []
+        for field in document:
+            present = frozenset(field)
+            hits: list[str] = []
+            for term in terms:
+                if term in present:
+                    hits.append(term)
+                else:
+                    hits.extend(f"{term}~{v}" for v in self._variants(term) if v in present)
+            found.append(tuple(hits))
+        return tuple(found)

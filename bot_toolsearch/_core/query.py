@@ -18,6 +18,7 @@ __all__ = [
     "SelectQuery",
     "echo",
     "parse_query",
+    "select_items",
 ]
 
 MAX_KEYWORD_CHARS = 1000
@@ -63,6 +64,23 @@ class KeywordQuery:
     """Terms every match must contain (from ``+term`` tokens)."""
 
 
+def select_items(query: str) -> tuple[str, ...] | None:
+    """The items of a ``select:`` query as written, or ``None`` for any other query.
+
+    The one reading of the ``select:`` form (case-insensitive keyword, items separated by
+    commas and/or whitespace, empty items dropped, duplicates kept).
+
+    >>> select_items(" Select: a,,b  c ")
+    ('a', 'b', 'c')
+    >>> select_items("weather") is None
+    True
+    """
+    select = _SELECT.fullmatch(query.strip())
+    if select is None:
+        return None
+    return tuple(item for item in _SELECT_SEPARATORS.split(select.group(1)) if item)
+
+
 def parse_query(query: str) -> SelectQuery | KeywordQuery:
     """Parse a ``tool_search`` query string.
 
@@ -73,15 +91,16 @@ def parse_query(query: str) -> SelectQuery | KeywordQuery:
 
     >>> parse_query("select: a, B c")
     SelectQuery(text='select: a, B c', names=('a', 'B', 'c'))
+
+    Terms are the tokenizer's stems (``city`` becomes ``citi``, as the index stores it):
+
     >>> parse_query("getWeather +city").terms
-    ('city', 'get', 'weather')
+    ('citi', 'get', 'weather')
     """
     text = query.strip()
-    select = _SELECT.fullmatch(text)
-    if select is not None:
-        items = tuple(item for item in _SELECT_SEPARATORS.split(select.group(1)) if item)
-        items = items[:MAX_SELECT_NAMES]
-        return SelectQuery(text=text, names=items)
+    items = select_items(text)
+    if items is not None:
+        return SelectQuery(text=text, names=items[:MAX_SELECT_NAMES])
     required_words: list[str] = []
     optional_words: list[str] = []
     for token in text[:MAX_KEYWORD_CHARS].split():

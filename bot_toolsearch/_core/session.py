@@ -280,6 +280,9 @@ class ToolSearchSession:
     def execute(self, arguments: object) -> str:
         """Run a model's ``tool_search`` call and return the tool result text.
 
+        The same as ``run(arguments).to_json()``: hosts that also read the result (for their
+        statistics) call :meth:`run` and serialise once, at the edge.
+
         Args:
             arguments: the call's arguments, a mapping or the raw JSON string from the model.
 
@@ -288,6 +291,18 @@ class ToolSearchSession:
             ``total_deferred_tools``; plus ``error`` when the arguments were unusable (invalid
             JSON, not an object, ``query`` missing or not a string). Never raises on bad input;
             extra argument fields are ignored.
+        """
+        return self.run(arguments).to_json()
+
+    def run(self, arguments: object) -> ToolSearchResult:
+        """Run a model's ``tool_search`` call and return the result as a value.
+
+        Args:
+            arguments: the call's arguments, a mapping or the raw JSON string from the model.
+
+        Returns:
+            The :class:`ToolSearchResult`; its ``error`` is set when the arguments were
+            unusable. Never raises on bad input; extra argument fields are ignored.
         """
         args, error = read_arguments(arguments)
         if args is not None:
@@ -307,4 +322,4 @@ class ToolSearchSession:
         else:
             result = self._result(error=error)
             logger.info("[tool_search] rejected arguments: %s", error)
-        return result.to_json()
+        return result

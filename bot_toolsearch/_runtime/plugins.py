@@ -13,16 +13,15 @@ from importlib.metadata import entry_points
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
+from bot_toolsearch._config.file import PLUGIN_GROUP
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._errors import ConfigError
 
 from .middleware import Middleware
 
-__all__ = ["ENTRY_POINT_GROUP", "Plugin", "build_middlewares", "discover_plugins"]
+__all__ = ["Plugin", "build_middlewares", "discover_plugins"]
 
 logger = logging.getLogger("bot_toolsearch")
-
-ENTRY_POINT_GROUP = "bot_toolsearch.plugins"
 
 
 @runtime_checkable
@@ -41,7 +40,7 @@ class Plugin(Protocol):
 def discover_plugins() -> Mapping[str, Plugin]:
     """Every installed plugin by name (cached; a broken entry point is logged and skipped)."""
     found: dict[str, Plugin] = {}
-    for point in entry_points(group=ENTRY_POINT_GROUP):
+    for point in entry_points(group=PLUGIN_GROUP):
         try:
             plugin = point.load()
         except Exception:

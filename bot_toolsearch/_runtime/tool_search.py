@@ -14,9 +14,7 @@ forbidden tool exists). Off (the full list, no directory, no virtual tool) when
 from __future__ import annotations
 
 import functools
-import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -24,6 +22,7 @@ from typing import Any
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.prompt import TOOL_SEARCH_NAME, TOOL_SEARCH_RULES, render_deferred_tools
+from bot_toolsearch._core.query import select_items
 from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._transports.names import WireNames
 
@@ -42,9 +41,6 @@ from .middleware import CallHandler, Middleware, RoundRequest, forward_unanswere
 __all__ = ["ToolSearchMiddleware", "ToolSearchPlugin", "directory_message", "plugin"]
 
 logger = logging.getLogger("bot_toolsearch")
-
-_SELECT = re.compile(r"^\s*select\s*:(.*)$", re.IGNORECASE | re.DOTALL)
-_SELECT_SEPARATORS = re.compile(r"[\s,]+")
 
 
 @dataclass(slots=True)
@@ -159,18 +155,13 @@ class ToolSearchMiddleware:
             query = arguments.get("query")
             if isinstance(query, str):
                 arguments["query"] = _canonical_query(query, state.names, ctx.permitted)
-        content = state.session.execute(arguments)
+        result = state.session.run(arguments)
         stats = ctx.stats
         stats.searches += 1
-        try:
-            outcome = json.loads(content)
-        except ValueError:  # the core always returns JSON; stay safe if it ever does not
-            outcome = {}
-        loaded = outcome.get("loaded") or []
-        if not loaded and not outcome.get("already_loaded"):
+        if not result.loaded and not result.already_loaded:
             stats.zero_result_searches += 1
-        stats.loaded.extend(str(name) for name in loaded)
-        return CallResult(call.id, call.name, content, "answered")
+        stats.loaded.extend(result.loaded)
+        return CallResult(call.id, call.name, result.to_json(), "answered")
 
     def _refuse(self, ctx: AskContext, state: _AskState, call: CallRequest) -> CallResult:
         session, name = state.session, call.name
@@ -203,12 +194,11 @@ def _canonical_query(query: str, names: WireNames, permitted: frozenset[str]) ->
         name = names.to_canonical(item)
         return name if name is not None and name in permitted else item
 
-    match = _SELECT.match(query)
-    if match is None:
+    items = select_items(query)
+    if items is None:
         stripped = query.strip()
         mapped = canonical(stripped)
         return mapped if mapped != stripped else query
-    items = [item for item in _SELECT_SEPARATORS.split(match.group(1)) if item]
     return "select:" + ",".join(canonical(item) for item in items)
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._errors import ConfigError
 
 from .folders import FolderTool, ScanWarnings, scan_tool_dirs
@@ -37,7 +38,6 @@ __all__ = ["ToolRegistry"]
 
 log = logging.getLogger("bot_toolsearch.registry")
 
-RESERVED_NAME = "tool_search"
 _IGNORED_PARTS = frozenset({"__pycache__", ".git"})
 Subscriber = Callable[[ToolSetSnapshot], None]
 
@@ -252,7 +252,7 @@ class ToolRegistry:
                 self._warn_once(
                     tool.name, source, f"the name is already used by {taken[tool.name]}"
                 )
-            elif tool.name == RESERVED_NAME and source != CODE_SOURCE:
+            elif tool.name == TOOL_SEARCH_NAME and source != CODE_SOURCE:
                 self._warn_once(tool.name, source, "the name is reserved for tool search")
             else:
                 taken[tool.name] = source

@@ -16,9 +16,9 @@ from bot_toolsearch._errors import CatalogError
 
 from .schema import function_schema, schema_from_signature
 
-__all__ = ["Agent", "Handler", "Tool", "ToolImportError", "tool"]
+__all__ = ["Agent", "Tool", "ToolHandler", "ToolImportError", "tool"]
 
-Handler = Callable[..., Any]
+ToolHandler = Callable[..., Any]
 """A tool handler: sync or async, called with the parsed arguments as keyword arguments."""
 
 _IMPORT_STRING = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -45,10 +45,10 @@ class _LazyHandler:
     """Resolves an import string on first use and caches the callable (thread-safe)."""
 
     target: str
-    resolved: Handler | None = None
+    resolved: ToolHandler | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, tool_name: str) -> Handler:
+    def get(self, tool_name: str) -> ToolHandler:
         if self.resolved is None:
             with self.lock:
                 if self.resolved is None:
@@ -56,7 +56,7 @@ class _LazyHandler:
         return self.resolved
 
 
-def _import_handler(tool_name: str, target: str) -> Handler:
+def _import_handler(tool_name: str, target: str) -> ToolHandler:
     module_name, _, attr_path = target.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
@@ -66,7 +66,7 @@ def _import_handler(tool_name: str, target: str) -> Handler:
         raise ToolImportError(tool_name, target, exc) from exc
     if not callable(obj):
         raise ToolImportError(tool_name, target, TypeError(f"{attr_path} is not callable"))
-    handler: Handler = obj
+    handler: ToolHandler = obj
     return handler
 
 
@@ -101,14 +101,14 @@ class Tool:
     """What the tool does."""
     parameters: Mapping[str, Any]
     """JSON Schema of the arguments (an ``object`` schema)."""
-    _handler: Handler | _LazyHandler
+    _handler: ToolHandler | _LazyHandler
 
     def __init__(
         self,
         name: str,
         description: str,
         parameters: Mapping[str, Any] | None,
-        handler: Handler | str,
+        handler: ToolHandler | str,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise CatalogError(f"tool name must be a non-empty string, got {name!r}", name=None)
@@ -119,7 +119,7 @@ class Tool:
                     f"'package.module:function', got {handler!r}",
                     name=name,
                 )
-            bound: Handler | _LazyHandler = _LazyHandler(handler)
+            bound: ToolHandler | _LazyHandler = _LazyHandler(handler)
         elif callable(handler):
             bound = handler
         else:
@@ -139,7 +139,7 @@ class Tool:
         """The Chat Completions function tool schema (a fresh object)."""
         return function_schema(self.name, self.description, _json_copy(self.parameters))
 
-    def resolve_handler(self) -> Handler:
+    def resolve_handler(self) -> ToolHandler:
         """The handler callable, importing it first if it is an import string.
 
         Raises:
@@ -170,14 +170,14 @@ class Tool:
 
 
 @overload
-def tool(fn: Handler, /) -> Tool: ...
+def tool(fn: ToolHandler, /) -> Tool: ...
 @overload
 def tool(
     *, name: str | None = None, description: str | None = None
-) -> Callable[[Handler], Tool]: ...
+) -> Callable[[ToolHandler], Tool]: ...
 def tool(
-    fn: Handler | None = None, /, *, name: str | None = None, description: str | None = None
-) -> Tool | Callable[[Handler], Tool]:
+    fn: ToolHandler | None = None, /, *, name: str | None = None, description: str | None = None
+) -> Tool | Callable[[ToolHandler], Tool]:
     """Make a `Tool` from a typed function; the schema comes from its signature and docstring.
 
     Works bare (``@tool``) or with options (``@tool(name="math.add")``).
@@ -190,7 +190,7 @@ def tool(
     ('add', ['a', 'b'])
     """
 
-    def build(func: Handler) -> Tool:
+    def build(func: ToolHandler) -> Tool:
         summary, parameters = schema_from_signature(func)
         return Tool(name or func.__name__, description or summary, parameters, func)
 

@@ -14,6 +14,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from bot_toolsearch._config.settings import (
+    DEFAULT_DOT_DELIMITER,
+    DELIMITER_PATTERN,
+    MAX_DOT_DELIMITER_LENGTH,
+)
+
 __all__ = [
     "DEFAULT_DOT_DELIMITER",
     "MAX_WIRE_NAME_LENGTH",
@@ -29,12 +35,10 @@ WIRE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 trailing newline."""
 
 MAX_WIRE_NAME_LENGTH = 64
-DEFAULT_DOT_DELIMITER = "-_-"
-_MAX_DELIMITER_LENGTH = 16
 _HASH_HEX = 8
 # A hashed name is ``<stem>_<8 hex>``; the stem is cut so the whole stays within the limit.
 _STEM_LENGTH = MAX_WIRE_NAME_LENGTH - 1 - _HASH_HEX
-_DELIMITER_PATTERN = re.compile(r"[A-Za-z0-9_-]+")
+_DELIMITER_PATTERN = re.compile(DELIMITER_PATTERN)
 # Dots are kept here and replaced by the delimiter afterwards; everything else illegal
 # (non-ASCII letters too, which ``str.isalnum`` would let through) becomes ``_``.
 _ILLEGAL = re.compile(r"[^A-Za-z0-9_.-]")
@@ -57,9 +61,9 @@ def validate_dot_delimiter(dot_delimiter: str) -> str:
         raise ValueError(f"dot_delimiter must be a string, got {type(dot_delimiter).__name__}")
     if not dot_delimiter:
         raise ValueError("dot_delimiter must not be empty (the default is '-_-')")
-    if len(dot_delimiter) > _MAX_DELIMITER_LENGTH:
+    if len(dot_delimiter) > MAX_DOT_DELIMITER_LENGTH:
         raise ValueError(
-            f"dot_delimiter must be at most {_MAX_DELIMITER_LENGTH} characters, "
+            f"dot_delimiter must be at most {MAX_DOT_DELIMITER_LENGTH} characters, "
             f"got {len(dot_delimiter)}: {dot_delimiter!r}"
         )
     if "." in dot_delimiter:
