@@ -118,7 +118,13 @@ def _tool(schema: dict[str, Any]) -> Tool:
     return Tool(name, str(function.get("description", "")), function.get("parameters"), handler)
 
 
-def build_workload(tool_count: int, *, tool_search: bool, loading_mode: str = "append") -> Workload:
+def build_workload(
+    tool_count: int,
+    *,
+    tool_search: bool,
+    loading_mode: str = "append",
+    schemas: Sequence[dict[str, Any]] | None = None,
+) -> Workload:
     """The three-ask workload over the first ``tool_count`` catalog tools.
 
     Args:
@@ -126,8 +132,10 @@ def build_workload(tool_count: int, *, tool_search: bool, loading_mode: str = "a
         tool_search: whether ``[skills] tool_search_enabled`` is on (the searches are left out
             when it is off).
         loading_mode: ``[skills] tool_search_loading``; ``"append"`` is today's behaviour.
+        schemas: Chat Completions tool schemas to take the tools from instead of the bench
+            catalog (at least 91: tools 10, 50 and 90 are used).
     """
-    schemas = catalog_schemas(tool_count)
+    schemas = list(schemas[:tool_count]) if schemas is not None else catalog_schemas(tool_count)
     a, b, c = (str(schemas[i]["function"]["name"]) for i in PICKS)
 
     def load(name: str) -> tuple[Step, ...]:
