@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 
-from bot_toolsearch.testing import PromptCacheModel, ScriptedOpenAIServer, Usage, call, text
+from bot_toolsearch.testing import PromptCacheModel, ScriptedOpenAIServer, Usage, call, error, text
 
 ESTIMATE = PromptCacheModel(tokenizer="estimate")  # exact arithmetic: 4 UTF-8 bytes per token
 
@@ -250,3 +250,16 @@ def test_bad_model_sizes_are_refused(kwargs: dict[str, Any], message: str) -> No
 def test_a_prompt_cache_of_the_wrong_type_is_refused() -> None:
     with pytest.raises(TypeError, match="bool or a PromptCacheModel"):
         ScriptedOpenAIServer(prompt_cache="yes")  # type: ignore[arg-type]
+
+
+def test_a_failed_request_caches_nothing(
+    server: ScriptedOpenAIServer, client: openai.OpenAI
+) -> None:
+    server.script(error(500, "overloaded"), text("a"), text("b"))
+    messages = [SYSTEM, {"role": "user", "content": "hi"}]
+    with pytest.raises(openai.InternalServerError):
+        chat(client, messages, chat_tools(40))
+
+    first = chat(client, messages, chat_tools(40))
+    assert first[1] == 0
+    assert chat(client, messages, chat_tools(40))[1] == whole_blocks(first[0])

@@ -158,7 +158,7 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
         if problem is not None:  # the real API's own 400: it uses no scripted turn
             return problem.status, problem.body(), []
     with state.lock:
-        prompt_tokens, cached_tokens = _prompt_usage(state, request, history)
+        prompt_tokens, cached_tokens, prefixes = _prompt_usage(state, request, history)
         turn = state.turns.popleft() if state.turns else None
     if turn is None:
         answered = await _ask_responder(state, request)
@@ -168,6 +168,9 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
     if isinstance(turn, ErrorTurn):
         return turn.status, turn.body(), [] if turn.retry else list(_NO_RETRY)
     assert isinstance(turn, ToolCallsTurn | TextTurn)
+    if state.prompt_cache is not None:
+        with state.lock:
+            state.prompt_cache.remember(prefixes)
     body_out = _success(
         state,
         request=request,
@@ -181,16 +184,17 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
 
 def _prompt_usage(
     state: ScriptState, request: ModelRequest, history: list[dict[str, Any]]
-) -> tuple[int, int]:
-    """``(prompt_tokens, cached_tokens)``: the prefix-cache model's, or the default estimate."""
+) -> tuple[int, int, list[bytes]]:
+    """``(prompt_tokens, cached_tokens, prefix keys)``: the prefix-cache model's (its keys to
+    remember if the request succeeds), or the default estimate (no keys)."""
     if state.prompt_cache is not None:
         text = render_prompt(request, history)
-        return state.prompt_cache.observe(request.model or "", text)
+        return state.prompt_cache.lookup(request.model or "", text)
     text = prompt_text(request, history)
     prompt_tokens = estimate_tokens(len(text))
     cached_tokens = estimate_tokens(common_prefix_len(text, state.last_prompt))
     state.last_prompt = text
-    return prompt_tokens, cached_tokens
+    return prompt_tokens, cached_tokens, []
 
 
 async def _ask_responder(state: ScriptState, request: ModelRequest) -> Turn | _Answer:

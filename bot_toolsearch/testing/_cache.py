@@ -40,9 +40,9 @@ class PromptCacheModel:
       With unchanged tools and instructions, a chained request's text is therefore the
       previous request's text plus the previous output plus the new input. The text is cut
       into tokens (see ``tokenizer``).
-    - **Seen prefixes.** After answering, the server remembers every ``block_tokens`` boundary
-      of the rendered tokens (per model name, until `ScriptedOpenAIServer.reset`; nothing
-      expires).
+    - **Seen prefixes.** After a successful answer (not an error turn), the server remembers
+      every ``block_tokens`` boundary of the rendered tokens (per model name, until
+      `ScriptedOpenAIServer.reset`; nothing expires).
     - **Reported usage.** ``prompt_tokens`` / ``input_tokens`` is the rendered token count;
       ``cached_tokens`` is the longest prefix, in whole blocks, that any earlier request
       already had, and 0 when that prefix is shorter than ``min_tokens``.
@@ -163,8 +163,9 @@ class PromptCache:
         """Forget every prefix."""
         self._seen.clear()
 
-    def observe(self, model_name: str, text: str) -> tuple[int, int]:
-        """``(prompt_tokens, cached_tokens)`` for a prompt, which is then remembered."""
+    def lookup(self, model_name: str, text: str) -> tuple[int, int, list[bytes]]:
+        """``(prompt_tokens, cached_tokens, prefix keys)`` of a prompt; `remember` the keys
+        once the request succeeded (a failed request caches nothing)."""
         tokens = _Tokens.of(text, self.model)
         size = self.model.block_tokens
         digest = hashlib.blake2b(model_name.encode("utf-8") + b"\0", digest_size=16)
@@ -175,6 +176,9 @@ class PromptCache:
         hit = 0
         while hit < len(keys) and keys[hit] in self._seen:
             hit += 1
-        self._seen.update(keys)
         cached = hit * size
-        return tokens.count, cached if cached >= self.model.min_tokens else 0
+        return tokens.count, cached if cached >= self.model.min_tokens else 0, keys
+
+    def remember(self, keys: list[bytes]) -> None:
+        """Add a prompt's prefix keys (from `lookup`) to the cache."""
+        self._seen.update(keys)
