@@ -36,6 +36,7 @@ import openai
 from bot_toolsearch import Bot, BotSettings, RoundTrace, Tool, WireNames
 from bot_toolsearch.testing import (
     ModelRequest,
+    PromptCacheModel,
     ScriptedOpenAIServer,
     ScriptEntry,
     ToolCall,
@@ -251,7 +252,9 @@ def run() -> list[Row]:
     """One row per configuration: input tokens, cached share and the two costs."""
     if not (DATA / "catalog.json").is_file():
         return [Row(SECTION, "skipped", "-", f"no catalog.json in {DATA}")]
-    rows = []
+    model = PromptCacheModel()
+    rule = f"cached from {model.min_tokens:,} tokens in {model.block_tokens}-token blocks"
+    rows = [Row(SECTION, "token counter (test server's cache model)", model.tokenizer_name, rule)]
     for count, api, search, mode in configurations():
         workload = build_workload(
             count, tool_search=search, loading_mode=mode if search else "append"
