@@ -16,12 +16,16 @@ Test a bot with the real ``openai`` SDK and real HTTP, no patching::
         assert "weather-_-forecast" in server.requests[1].tool_names
 
 Usage figures in the answers are estimates (about four characters of compact JSON per token),
-with cached tokens simulating a provider's prefix cache against the previous request.
+with cached tokens simulating a provider's prefix cache against the previous request. For
+cache measurements, ``ScriptedOpenAIServer(prompt_cache=True)`` models a provider's prefix
+cache instead (OpenAI's rule: tools first, 1,024-token minimum, 128-token blocks, counted in
+``o200k_base`` when ``bpe-openai`` is installed); `PromptCacheModel` documents and tunes it.
 """
 
 from __future__ import annotations
 
 from ._app import Responder
+from ._cache import PromptCacheModel
 from ._request import Api, ModelRequest, UnconsumedTurns, UnexpectedModelCall
 from ._server import ScriptedOpenAIServer
 from ._turns import (
@@ -41,6 +45,7 @@ __all__ = [
     "Api",
     "ErrorTurn",
     "ModelRequest",
+    "PromptCacheModel",
     "Responder",
     "ScriptEntry",
     "ScriptedOpenAIServer",

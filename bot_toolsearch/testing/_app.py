@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any, TypeAlias
 
+from ._cache import PromptCache, PromptCacheModel, render_prompt
 from ._request import Api, ModelRequest, input_items
 from ._turns import ErrorTurn, ScriptEntry, TextTurn, ToolCallsTurn, Turn, as_turn
 from ._wire import (
@@ -39,15 +40,22 @@ _MAX_BODY = 64 * 1024 * 1024
 class ScriptState:
     """Everything the server remembers; shared by the test thread and the server thread."""
 
-    def __init__(self, responder: Responder | None, models: Iterable[str], validate: bool) -> None:
+    def __init__(
+        self,
+        responder: Responder | None,
+        models: Iterable[str],
+        validate: bool,
+        prompt_cache: PromptCacheModel | None = None,
+    ) -> None:
         self.responder = responder
         self.models = list(models)
         self.validate = validate
+        self.prompt_cache = PromptCache(prompt_cache) if prompt_cache is not None else None
         self.lock = threading.RLock()
         self.reset()
 
     def reset(self) -> None:
-        """Forget the script, the requests, the failures and every issued id."""
+        """Forget the script, the requests, the failures, every issued id and seen prefix."""
         with self.lock:
             self.turns: deque[Turn] = deque()
             self.requests: list[ModelRequest] = []
@@ -57,6 +65,8 @@ class ScriptState:
             self.responses: dict[str, list[dict[str, Any]]] = {}
             self.counters: dict[str, int] = {}
             self.last_prompt = ""
+            if self.prompt_cache is not None:
+                self.prompt_cache.clear()
 
     def next_id(self, prefix: str) -> str:
         """``prefix + n`` with a per-prefix counter (``call_1``, ``resp_1``, ...)."""
@@ -147,11 +157,8 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
         )
         if problem is not None:  # the real API's own 400: it uses no scripted turn
             return problem.status, problem.body(), []
-    text = prompt_text(request, history)
     with state.lock:
-        prompt_tokens = estimate_tokens(len(text))
-        cached_tokens = estimate_tokens(common_prefix_len(text, state.last_prompt))
-        state.last_prompt = text
+        prompt_tokens, cached_tokens, prefixes = _prompt_usage(state, request, history)
         turn = state.turns.popleft() if state.turns else None
     if turn is None:
         answered = await _ask_responder(state, request)
@@ -161,6 +168,9 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
     if isinstance(turn, ErrorTurn):
         return turn.status, turn.body(), [] if turn.retry else list(_NO_RETRY)
     assert isinstance(turn, ToolCallsTurn | TextTurn)
+    if state.prompt_cache is not None:
+        with state.lock:
+            state.prompt_cache.remember(prefixes)
     body_out = _success(
         state,
         request=request,
@@ -170,6 +180,21 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
         cached_tokens=cached_tokens,
     )
     return 200, body_out, []
+
+
+def _prompt_usage(
+    state: ScriptState, request: ModelRequest, history: list[dict[str, Any]]
+) -> tuple[int, int, list[bytes]]:
+    """``(prompt_tokens, cached_tokens, prefix keys)``: the prefix-cache model's (its keys to
+    remember if the request succeeds), or the default estimate (no keys)."""
+    if state.prompt_cache is not None:
+        text = render_prompt(request, history)
+        return state.prompt_cache.lookup(request.model or "", text)
+    text = prompt_text(request, history)
+    prompt_tokens = estimate_tokens(len(text))
+    cached_tokens = estimate_tokens(common_prefix_len(text, state.last_prompt))
+    state.last_prompt = text
+    return prompt_tokens, cached_tokens, []
 
 
 async def _ask_responder(state: ScriptState, request: ModelRequest) -> Turn | _Answer:

@@ -13,6 +13,7 @@ from typing import Self
 import uvicorn
 
 from ._app import Responder, ScriptState, app_for
+from ._cache import PromptCacheModel
 from ._request import ModelRequest, UnconsumedTurns, UnexpectedModelCall
 from ._turns import ScriptEntry, Turn, as_turn
 
@@ -89,7 +90,19 @@ class ScriptedOpenAIServer:
 
     Like the real API it answers, without using a turn, HTTP 400 for an unknown
     ``previous_response_id`` and, with ``validate=True``, for tool results that answer no tool
-    call. Reported usage is an estimate (see the ``bot_toolsearch.testing`` docstring).
+    call. Reported usage is an estimate (see the ``bot_toolsearch.testing`` docstring) unless
+    ``prompt_cache`` is on.
+
+    With ``prompt_cache=True`` (or a `PromptCacheModel`) the server models a provider's
+    automatic prefix cache, OpenAI's rule by default: it renders each request as the provider
+    does (``tools`` first, then the instructions and messages or input items in order, each as
+    canonical JSON; a ``previous_response_id`` chain contributes its earlier input and output
+    items), counts it in ``o200k_base`` (or one token per four UTF-8 bytes without the optional
+    ``bpe-openai``), remembers every 128-token prefix it has seen, and reports as
+    ``prompt_tokens_details.cached_tokens`` / ``input_tokens_details.cached_tokens`` the longest
+    prefix an earlier request already had, in whole 128-token blocks and only from 1,024
+    tokens on; ``prompt_tokens`` / ``input_tokens`` is the rendered prompt's token count. A
+    turn's explicit ``usage`` still wins. See `PromptCacheModel` for what the model leaves out.
 
     Example::
 
@@ -104,6 +117,11 @@ class ScriptedOpenAIServer:
         responder: answers a request when the script is empty (the offline demo model).
         models: the model ids ``GET /v1/models`` lists.
         validate: answer the API's 400s for unpaired tool results.
+        prompt_cache: ``True`` for the OpenAI prefix-cache model, a `PromptCacheModel` for
+            other sizes or the byte estimate, ``False`` for the default estimate.
+
+    Raises:
+        TypeError: ``prompt_cache`` is neither a bool nor a `PromptCacheModel`.
     """
 
     def __init__(
@@ -112,8 +130,9 @@ class ScriptedOpenAIServer:
         *,
         models: Iterable[str] = ("scripted-model",),
         validate: bool = True,
+        prompt_cache: bool | PromptCacheModel = False,
     ) -> None:
-        self._state = ScriptState(responder, models, validate)
+        self._state = ScriptState(responder, models, validate, _cache_model(prompt_cache))
         self._server: _ThreadServer | None = None
         self._thread: threading.Thread | None = None
         self._port: int | None = None
@@ -257,12 +276,26 @@ class ScriptedOpenAIServer:
         """Forget the script, the requests, the failures, issued ids and the prefix cache."""
         self._state.reset()
 
+    @property
+    def prompt_cache(self) -> PromptCacheModel | None:
+        """The prefix-cache model in use, or ``None`` when usage is the default estimate."""
+        cache = self._state.prompt_cache
+        return cache.model if cache is not None else None
+
     def _raise_failures(self) -> None:
         with self._state.lock:
             failures: Sequence[str] = list(self._state.failures)
             failed = list(self._state.failed_requests)
         if failures:
             raise UnexpectedModelCall(failures, failed)
+
+
+def _cache_model(value: bool | PromptCacheModel) -> PromptCacheModel | None:
+    if isinstance(value, PromptCacheModel):
+        return value
+    if isinstance(value, bool):
+        return PromptCacheModel() if value else None
+    raise TypeError(f"prompt_cache must be a bool or a PromptCacheModel, got {value!r}")
 
 
 def _serve(server: _ThreadServer, sock: socket.socket) -> None:

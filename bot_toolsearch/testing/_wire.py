@@ -4,7 +4,7 @@ Token figures are *estimates*, not a tokenizer: a prompt is the compact JSON of 
 by the conversation, and counts ``len(text) // 4`` tokens. Cached tokens simulate provider prefix
 caching: the estimate of the longest common prefix with the previous request's prompt, so a bot
 that keeps its tools prefix stable shows a high cached share. Real providers cache in 128-token
-blocks above 1,024 tokens; the simulation does not.
+blocks above 1,024 tokens; the simulation does not (the opt-in model in ``_cache.py`` does).
 """
 
 from __future__ import annotations
