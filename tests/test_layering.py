@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "bot_toolsearch"
-CORE = ["_errors", "_tokens", "_index", "_catalog", "_query", "_result", "_session", "_prompt"]
+CORE = [
+    "_errors", "_tokens", "_index", "_catalog", "_query", "_result", "_session", "_prompt",
+    "_unicode",
+]  # fmt: skip
 FORBIDDEN_PACKAGES = {"openai", "tomlkit", "watchdog", "pydantic_settings", "uvicorn", "mcp"}
 FORBIDDEN_PREFIXES = (
     "_bot", "_middleware", "_transport", "_settings", "_config", "_reload", "_edit", "_cli",
