@@ -40,6 +40,7 @@ from ._settings import (
 from ._tool_search_middleware import ToolSearchMiddleware
 from ._tool_source import ToolSetSnapshot, ToolSource
 from ._tools import Agent, Tool, ToolImportError, tool
+from ._transport import ModelReplyError
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "Agent",
@@ -59,6 +60,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "LoggingMiddleware",
     "MCPServerConfig",
     "Middleware",
+    "ModelReplyError",
     "ModelSettings",
     "OutboundMessage",
     "Plugin",
