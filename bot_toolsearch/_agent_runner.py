@@ -15,10 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from ._announce import announce_calls
 from ._calls import parse_arguments
-from ._messages import INVALID_ARGUMENTS, no_such_tool, tool_failed
+from ._messages import (
+    INVALID_ARGUMENTS,
+    TOOL_TIMED_OUT,
+    no_such_tool,
+    tool_failed,
+    truncated_result,
+)
 from ._names import WireNames
-from ._tools import Agent, Tool
+from ._tools import Agent, Tool, ToolTimeoutError
 from ._transport import ModelToolCall, TransportState
+from ._unicode import well_formed
 
 if TYPE_CHECKING:
     from ._context import AskContext
@@ -82,7 +89,7 @@ async def run_agent(ctx: AskContext, agent: Agent, arguments: Mapping[str, Any])
         ]
         await announce_calls(ctx, [(n, "tool") for n in runnable], agent=agent.name)
         outputs = await asyncio.gather(
-            *(_run(tools, c, p) for c, p in zip(reply.tool_calls, parsed, strict=True))
+            *(_run(ctx, tools, c, p) for c, p in zip(reply.tool_calls, parsed, strict=True))
         )
         for call, output in zip(reply.tool_calls, outputs, strict=True):
             messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
@@ -90,7 +97,10 @@ async def run_agent(ctx: AskContext, agent: Agent, arguments: Mapping[str, Any])
 
 
 async def _run(
-    tools: Mapping[str, Tool], call: ModelToolCall, parsed: tuple[dict[str, Any] | None, str]
+    ctx: AskContext,
+    tools: Mapping[str, Tool],
+    call: ModelToolCall,
+    parsed: tuple[dict[str, Any] | None, str],
 ) -> str:
     tool = tools.get(call.name)
     if tool is None:
@@ -98,8 +108,15 @@ async def _run(
     arguments, problem = parsed
     if arguments is None:
         return INVALID_ARGUMENTS.format(name=call.name, problem=problem)
+    settings = ctx.settings.tools
     try:
-        return await tool.invoke(arguments)
+        text = await tool.invoke(
+            arguments, default_timeout=settings.call_timeout, threads=ctx.threads
+        )
+    except ToolTimeoutError as exc:
+        logger.warning("agent tool %s timed out after %g s", call.name, exc.seconds)
+        return TOOL_TIMED_OUT.format(name=call.name, seconds=exc.seconds)
     except Exception as exc:
         logger.warning("agent tool %s failed", call.name, exc_info=True)
-        return tool_failed(call.name, exc)
+        return well_formed(tool_failed(call.name, exc))
+    return truncated_result(text, settings.max_result_chars)

@@ -23,7 +23,7 @@ from ._registry_follower import RegistryFollower, registry_for
 from ._results import AskResult
 from ._settings import BotSettings
 from ._tool_source import ToolSource
-from ._tools import Agent, Tool
+from ._tools import Agent, HandlerThreads, Tool
 from ._toolset import ToolFilter, ToolSet, permitted_names
 from ._transport import Transport
 
@@ -97,6 +97,8 @@ class Bot:
         self._explicit = tuple(middlewares) if middlewares is not None else None
         self._pipeline: tuple[object, Pipeline] | None = None
         self._reloader: ConfigReloader | None = None
+        # Sync handlers run here, never on the event loop's shared default pool.
+        self._threads = HandlerThreads()
         self.instructions = instructions
         self._pipeline_for(self._snapshot())  # fail fast on an unknown plugin
 
@@ -229,7 +231,9 @@ class Bot:
         ctx_map: Mapping[str, Any] = dict(context or {})
         permitted = await permitted_names(toolset, settings, ctx_map, self._tool_filter)
         transport = Transport(self._client_for(settings), settings.model)
-        ctx = AskContext(settings, ctx_map, toolset, permitted, transport=transport)
+        ctx = AskContext(
+            settings, ctx_map, toolset, permitted, transport=transport, threads=self._threads
+        )
         prefetch = await run_prefetch(ctx)
         view = toolset.view(ctx.permitted)  # cached per permitted set
         ctx.hidden = view.hidden

@@ -12,6 +12,7 @@ from ._middleware import CallRequest
 from ._names import WireNames
 from ._text_calls import TextToolCall
 from ._transport import ModelToolCall
+from ._unicode import well_formed
 
 __all__ = ["from_native", "from_text", "history_calls", "parse_arguments", "unique_ids"]
 
@@ -57,7 +58,9 @@ def from_text(
         call_id = call.id or f"call_txt_{secrets.token_hex(12)}"
         canonical = names.to_canonical(call.name)
         name = canonical if canonical is not None and canonical in permitted else call.name
-        raw = json.dumps(call.arguments, ensure_ascii=False)
+        # The model may have written a lone surrogate as a JSON escape; the raw text is sent
+        # back in the history, so it must be encodable.
+        raw = well_formed(json.dumps(call.arguments, ensure_ascii=False))
         requests.append(CallRequest(index, call_id, name, raw, call.arguments, None, "text"))
     return requests
 

@@ -12,8 +12,10 @@ from typing import Any, Literal
 from ._middleware import CallResult, RefusalReason
 from ._results import AskStats, OutboundMessage
 from ._settings import BotSettings
+from ._tools import HandlerThreads
 from ._toolset import ToolSet
 from ._transport import Transport
+from ._unicode import well_formed
 
 __all__ = ["AskContext", "StatsRecorder"]
 
@@ -86,6 +88,8 @@ class AskContext:
     """Canonical names callable in the current round (the prepared request's ``exposed``)."""
     transport: Transport | None = None
     """Sends model requests in the snapshot's API mode (sub-agents use it too)."""
+    threads: HandlerThreads | None = None
+    """The bot's executor for sync handlers (one per bot; see `HandlerThreads`)."""
     state: dict[object, Any] = field(default_factory=dict)
     """Per-ask state of middlewares, keyed by whatever each middleware chooses."""
     stats: StatsRecorder = field(default_factory=StatsRecorder)
@@ -110,6 +114,7 @@ class AskContext:
 
         A sender that raises is logged, never fatal: the text is still in the outbox.
         """
+        text = well_formed(text)  # encodable for any channel, whatever the model wrote
         self.outbox.append(OutboundMessage(kind, text))
         sender = self.context.get("sender")
         if sender is None:

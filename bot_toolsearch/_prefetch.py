@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 
 from ._context import AskContext
+from ._executor import run_tool
 from ._messages import PREFETCH_HEADER
 from ._prompt import TOOL_SEARCH_NAME
 from ._tools import Tool
@@ -54,7 +55,7 @@ async def run_prefetch(ctx: AskContext) -> PrefetchOutcome:
     failed: list[str] = []
     for tool in targets:
         try:
-            result = await tool.invoke({})
+            result = await run_tool(ctx, tool, {})
         except Exception:
             logger.warning("prefetch tool %s failed; it is not retried", tool.name, exc_info=True)
             failed.append(tool.name)
