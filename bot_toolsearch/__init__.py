@@ -6,7 +6,7 @@ from typing import Any
 
 # Public names are re-exported here; keep ``__all__`` sorted (tests/test_public_api.py).
 from ._bot import Bot
-from ._catalog import TOOL_SEARCH_NAME, ToolCatalog
+from ._catalog import MAX_SCHEMA_DEPTH, TOOL_SEARCH_NAME, ToolCatalog
 from ._config_file import load_settings
 from ._context import AskContext
 from ._edit import get_value, set_value
@@ -58,6 +58,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "ConfigReloader",
     "EasterEggSettings",
     "LoggingMiddleware",
+    "MAX_SCHEMA_DEPTH",
     "MCPServerConfig",
     "Middleware",
     "ModelReplyError",
