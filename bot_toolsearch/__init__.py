@@ -16,7 +16,7 @@ from bot_toolsearch._config.settings import (
     SkillsSettings,
     ToolsSettings,
 )
-from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog
+from bot_toolsearch._core.catalog import MAX_SCHEMA_DEPTH, TOOL_SEARCH_NAME, ToolCatalog
 from bot_toolsearch._core.prompt import TOOL_SEARCH_RULES, render_deferred_tools
 from bot_toolsearch._core.result import ToolSearchResult
 from bot_toolsearch._core.session import ToolSearchSession
@@ -46,7 +46,15 @@ from bot_toolsearch._runtime.toolset import ToolFilter
 from bot_toolsearch._tools.mcp_config import MCPServerConfig
 from bot_toolsearch._tools.registry import ToolRegistry
 from bot_toolsearch._tools.source import ToolSetSnapshot, ToolSource
-from bot_toolsearch._tools.tool import Agent, Tool, ToolHandler, ToolImportError, tool
+from bot_toolsearch._tools.tool import (
+    Agent,
+    HandlerThreads,
+    Tool,
+    ToolHandler,
+    ToolImportError,
+    tool,
+)
+from bot_toolsearch._transports.base import ModelReplyError
 from bot_toolsearch._transports.names import WireNames
 
 from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameCollisionError
@@ -69,9 +77,12 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "ConfigReloader",
     "EasterEggSettings",
     "FinishReason",
+    "HandlerThreads",
     "LoggingMiddleware",
+    "MAX_SCHEMA_DEPTH",
     "MCPServerConfig",
     "Middleware",
+    "ModelReplyError",
     "ModelSettings",
     "OutboundMessage",
     "Plugin",

@@ -165,6 +165,12 @@ class ToolsSettings(_Table):
     """Tool folders; the loader resolves relative paths against the config file's folder."""
     mcp_servers: tuple[McpServerSettings, ...] = ()
     """MCP servers as tool sources."""
+    call_timeout: StrictFloat = Field(default=60.0, gt=0)
+    """Seconds one tool call may take, unless the tool sets its own ``timeout``; a call that
+    runs longer is abandoned and the model reads a timed-out result."""
+    max_result_chars: StrictInt = Field(default=100_000, ge=1)
+    """Longest tool result sent to the model; a longer one is cut, with a marker that states
+    its full size."""
 
     @field_validator("dirs", mode="before")
     @classmethod

@@ -15,12 +15,20 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
 
 from .index import Document, SearchIndex
 from .tokens import index_terms
 
-__all__ = ["MAX_NAME_LENGTH", "TOOL_SEARCH_NAME", "ToolCatalog", "invalid_name_reason"]
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "MAX_SCHEMA_DEPTH",
+    "TOOL_SEARCH_NAME",
+    "ToolCatalog",
+    "invalid_name_reason",
+    "schema_depth_problem",
+]
 
 TOOL_SEARCH_NAME = "tool_search"
 """The name of the virtual search tool; no real tool may use it."""
@@ -57,6 +65,40 @@ _DEFERRED_CACHE_SIZE = 64
 MAX_NAME_LENGTH = 256
 """Longest canonical tool name: every deferred name costs prompt tokens on every ask, so a
 hostile catalog must not be able to inflate the directory with one giant name."""
+
+
+MAX_SCHEMA_DEPTH = 128
+"""Deepest nesting of objects and arrays in a tool's ``parameters`` (the schema object itself
+is level 1). Deeper parameters are refused with `CatalogError` (or the catalog entry skipped),
+explicitly, long before Python's recursion limit could turn them into a ``RecursionError``."""
+
+
+def schema_depth_problem(value: object, limit: int = MAX_SCHEMA_DEPTH) -> str | None:
+    """Why ``value`` nests too deeply, or ``None`` when it is within ``limit`` levels.
+
+    Iterative, and each container is visited once, so neither deep nor self-referencing
+    values can exhaust the stack or loop (a cycle is left to the JSON encoder to name).
+
+    >>> schema_depth_problem({"a": [{"b": 1}]}), schema_depth_problem([[[]]], limit=2)
+    (None, 'nests deeper than 2 levels')
+    """
+    stack: list[tuple[object, int]] = [(value, 1)]
+    seen: set[int] = set()
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Iterable[object] = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return f"nests deeper than {limit} levels"
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.extend((child, depth + 1) for child in children)
+    return None
 
 
 def invalid_name_reason(name: object) -> str | None:
@@ -151,7 +193,9 @@ class ToolCatalog:
 
     Raises:
         ToolSearchNameCollisionError: a tool is named exactly ``tool_search``.
-        CatalogError: ``schemas`` is a string or mapping instead of a sequence of schemas.
+        CatalogError: ``schemas`` is not a sequence of schemas (a string, a mapping, ``None``,
+            a number). An entry whose ``parameters`` nest deeper than `MAX_SCHEMA_DEPTH`
+            levels, refer to themselves or hold non-JSON values is skipped with a warning.
 
     >>> catalog = ToolCatalog([{"type": "function", "function": {"name": "weather.now"}}])
     >>> catalog.names, "weather.now" in catalog, len(catalog)
@@ -170,8 +214,10 @@ class ToolCatalog:
     )
 
     def __init__(self, schemas: Iterable[Mapping[str, Any]]) -> None:
-        if isinstance(schemas, str | bytes | Mapping):
-            raise CatalogError("schemas must be a sequence of tool schemas, not a single value")
+        if isinstance(schemas, str | bytes | Mapping) or not isinstance(schemas, Iterable):
+            raise CatalogError(
+                f"schemas must be a sequence of tool schemas, not a single {type(schemas).__name__}"
+            )
         # The build allocates hundreds of thousands of long-lived objects and no reference
         # cycles; the cyclic collector would traverse all of them (and the caller's schemas)
         # again and again for nothing, which costs about a quarter of the build.
@@ -203,10 +249,20 @@ class ToolCatalog:
             if name in encoded:
                 logger.warning("tool catalog: skipping entry %d: duplicate name %r", position, name)
                 continue
+            depth = schema_depth_problem(function.get("parameters"))
+            if depth is None:
+                # Envelope and function add two levels; anything else deep is refused too.
+                depth = schema_depth_problem(entry, MAX_SCHEMA_DEPTH + 2)
+            if depth is not None:
+                logger.warning(
+                    "tool catalog: skipping entry %d (%r): parameters %s", position, name, depth
+                )
+                continue
             try:
                 # A JSON round trip is the deep copy: it isolates the catalog from the caller's
                 # objects and rejects what no provider could be sent (cycles, non-JSON values).
-                text = _ENCODER.encode({**entry, "function": dict(function)})
+                # Lone surrogates (in a description, say) become U+FFFD: the schema is sent.
+                text = well_formed(_ENCODER.encode({**entry, "function": dict(function)}))
             except (TypeError, ValueError, RecursionError) as exc:
                 logger.warning(
                     "tool catalog: skipping entry %d (%r): schema is not JSON: %s",

@@ -3,16 +3,37 @@
 from __future__ import annotations
 
 import json
-import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot_toolsearch._core.unicode import well_formed
+
 from .prompt import ARGUMENTS_NOT_JSON, ARGUMENTS_NOT_OBJECT, QUERY_MISSING, QUERY_NOT_STRING
 
-__all__ = ["ToolSearchResult", "read_arguments"]
+__all__ = ["ToolSearchResult", "read_arguments", "unfence"]
 
-_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*(.*?)\s*```$", re.DOTALL)
+_FENCE = "```"
+_INFO_CHARS = string.ascii_letters + string.digits + "_-"
+
+
+def unfence(text: str) -> str | None:
+    r"""The body of stripped ``text`` that is one Markdown code fence, or None when it is not.
+
+    ``text`` must start and end with three backticks (not overlapping); a language tag
+    (``[A-Za-z0-9_-]*``) after the opening fence and whitespace around the body are dropped.
+    Plain string operations, so the cost is linear in the text whatever it holds (a regex
+    with a lazy group between two ``\s*`` took cubic time on a fence full of spaces).
+
+    >>> unfence('```json\n{"query": "x"}\n```')
+    '{"query": "x"}'
+    >>> unfence("``` x") is None
+    True
+    """
+    if len(text) < 6 or not text.startswith(_FENCE) or not text.endswith(_FENCE):
+        return None
+    return text[3:-3].lstrip(_INFO_CHARS).strip()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,8 +67,12 @@ class ToolSearchResult:
         return out
 
     def to_json(self) -> str:
-        """Compact JSON (no spaces, non-ASCII kept), the text of the tool result."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        """Compact JSON (no spaces, non-ASCII kept), the text of the tool result.
+
+        Lone surrogates (a query may echo one the model sent as a JSON escape) become U+FFFD,
+        so the text can always be encoded into the next request.
+        """
+        return well_formed(json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")))
 
 
 def read_arguments(arguments: object) -> tuple[Mapping[Any, Any] | None, str]:
@@ -60,9 +85,9 @@ def read_arguments(arguments: object) -> tuple[Mapping[Any, Any] | None, str]:
             return None, ARGUMENTS_NOT_JSON
     if isinstance(value, str):
         text = value.strip()
-        fenced = _FENCE.match(text)
+        fenced = unfence(text)
         if fenced is not None:
-            text = fenced.group(1)
+            text = fenced
         try:
             value = json.loads(text)
         except (ValueError, RecursionError):

@@ -13,13 +13,20 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot_toolsearch._tools.tool import Agent, Tool
+from bot_toolsearch._core.unicode import well_formed
+from bot_toolsearch._tools.tool import Agent, Tool, ToolTimeoutError
 from bot_toolsearch._transports.base import ModelToolCall, TransportState
 from bot_toolsearch._transports.names import WireNames
 
 from .announce import announce_calls
 from .calls import parse_arguments
-from .messages import INVALID_ARGUMENTS, no_such_tool, tool_failed
+from .messages import (
+    INVALID_ARGUMENTS,
+    TOOL_TIMED_OUT,
+    no_such_tool,
+    tool_failed,
+    truncated_result,
+)
 
 if TYPE_CHECKING:
     from .context import AskContext
@@ -83,7 +90,7 @@ async def run_agent(ctx: AskContext, agent: Agent, arguments: Mapping[str, Any])
         ]
         await announce_calls(ctx, [(n, "tool") for n in runnable], agent=agent.name)
         outputs = await asyncio.gather(
-            *(_run(tools, c, p) for c, p in zip(reply.tool_calls, parsed, strict=True))
+            *(_run(ctx, tools, c, p) for c, p in zip(reply.tool_calls, parsed, strict=True))
         )
         for call, output in zip(reply.tool_calls, outputs, strict=True):
             messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
@@ -91,7 +98,10 @@ async def run_agent(ctx: AskContext, agent: Agent, arguments: Mapping[str, Any])
 
 
 async def _run(
-    tools: Mapping[str, Tool], call: ModelToolCall, parsed: tuple[dict[str, Any] | None, str]
+    ctx: AskContext,
+    tools: Mapping[str, Tool],
+    call: ModelToolCall,
+    parsed: tuple[dict[str, Any] | None, str],
 ) -> str:
     tool = tools.get(call.name)
     if tool is None:
@@ -99,8 +109,15 @@ async def _run(
     arguments, problem = parsed
     if arguments is None:
         return INVALID_ARGUMENTS.format(name=call.name, problem=problem)
+    settings = ctx.settings.tools
     try:
-        return await tool.invoke(arguments)
+        text = await tool.invoke(
+            arguments, default_timeout=settings.call_timeout, threads=ctx.threads
+        )
+    except ToolTimeoutError as exc:
+        logger.warning("agent tool %s timed out after %g s", call.name, exc.seconds)
+        return TOOL_TIMED_OUT.format(name=call.name, seconds=exc.seconds)
     except Exception as exc:
         logger.warning("agent tool %s failed", call.name, exc_info=True)
-        return tool_failed(call.name, exc)
+        return well_formed(tool_failed(call.name, exc))
+    return truncated_result(text, settings.max_result_chars)

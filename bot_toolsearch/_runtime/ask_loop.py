@@ -45,7 +45,8 @@ async def run_rounds(
 ) -> LoopOutcome:
     """Run up to ``[model] max_rounds`` rounds; ``history`` grows with every turn."""
     settings = ctx.settings
-    names = ctx.toolset.wire_names(settings.tools.dot_delimiter)
+    # Over the permitted tools only: a hidden tool must not change a visible one's spelling.
+    names = ctx.toolset.wire_names(settings.tools.dot_delimiter, ctx.permitted)
     state = TransportState(stateless=settings.model.responses_force_stateless_replay)
     out = LoopOutcome()
     for index in range(1, settings.model.max_rounds + 1):

@@ -14,7 +14,7 @@ from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._errors import CatalogError
 from bot_toolsearch._tools.registry import ToolRegistry
 from bot_toolsearch._tools.source import ToolSource
-from bot_toolsearch._tools.tool import Agent, Tool
+from bot_toolsearch._tools.tool import Agent, HandlerThreads, Tool
 from bot_toolsearch._transports.transport import Transport
 
 from .ask_loop import run_rounds
@@ -98,6 +98,8 @@ class Bot:
         self._explicit = tuple(middlewares) if middlewares is not None else None
         self._pipeline: tuple[object, Pipeline] | None = None
         self._reloader: ConfigReloader | None = None
+        # Sync handlers run here, never on the event loop's shared default pool.
+        self._threads = HandlerThreads()
         self.instructions = instructions
         self._pipeline_for(self._snapshot())  # fail fast on an unknown plugin
 
@@ -230,7 +232,9 @@ class Bot:
         ctx_map: Mapping[str, Any] = dict(context or {})
         permitted = await permitted_names(toolset, settings, ctx_map, self._tool_filter)
         transport = Transport(self._client_for(settings), settings.model)
-        ctx = AskContext(settings, ctx_map, toolset, permitted, transport=transport)
+        ctx = AskContext(
+            settings, ctx_map, toolset, permitted, transport=transport, threads=self._threads
+        )
         prefetch = await run_prefetch(ctx)
         view = toolset.view(ctx.permitted)  # cached per permitted set
         ctx.hidden = view.hidden

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._transports.base import ModelToolCall
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch._transports.text_calls import TextToolCall
@@ -117,7 +118,9 @@ def from_text(
         call_id = call.id or f"call_txt_{secrets.token_hex(12)}"
         canonical = names.to_canonical(call.name)
         name = canonical if canonical is not None and canonical in permitted else call.name
-        raw = json.dumps(call.arguments, ensure_ascii=False)
+        # The model may have written a lone surrogate as a JSON escape; the raw text is sent
+        # back in the history, so it must be encodable.
+        raw = well_formed(json.dumps(call.arguments, ensure_ascii=False))
         requests.append(CallRequest(index, call_id, name, raw, call.arguments, None, "text"))
     return requests
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._core.unicode import well_formed
+from bot_toolsearch._tools.tool import HandlerThreads
 from bot_toolsearch._transports.transport import Transport
 
 from .ask_result import AskStats, OutboundMessage
@@ -87,6 +89,8 @@ class AskContext:
     """Canonical names callable in the current round (the prepared request's ``exposed``)."""
     transport: Transport | None = None
     """Sends model requests in the snapshot's API mode (sub-agents use it too)."""
+    threads: HandlerThreads | None = None
+    """The bot's executor for sync handlers (one per bot; see `HandlerThreads`)."""
     state: dict[object, Any] = field(default_factory=dict)
     """Per-ask state of middlewares, keyed by whatever each middleware chooses."""
     stats: StatsRecorder = field(default_factory=StatsRecorder)
@@ -111,6 +115,7 @@ class AskContext:
 
         A sender that raises is logged, never fatal: the text is still in the outbox.
         """
+        text = well_formed(text)  # encodable for any channel, whatever the model wrote
         self.outbox.append(OutboundMessage(kind, text))
         sender = self.context.get("sender")
         if sender is None:

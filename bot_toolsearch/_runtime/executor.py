@@ -7,16 +7,24 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot_toolsearch._tools.tool import Agent, Tool
+from bot_toolsearch._core.unicode import well_formed
+from bot_toolsearch._tools.tool import Agent, Tool, ToolTimeoutError
 
 from .agent_runner import run_agent
 from .announce import CallKind, announce_calls
 from .calls import CallRequest, CallResult
 from .context import AskContext
-from .messages import INVALID_ARGUMENTS, no_such_tool, shown_name, tool_failed
+from .messages import (
+    INVALID_ARGUMENTS,
+    TOOL_TIMED_OUT,
+    no_such_tool,
+    shown_name,
+    tool_failed,
+    truncated_result,
+)
 from .toolset import END, SEND_MESSAGE, Builtin, Entry
 
-__all__ = ["execute_calls", "invalid_arguments"]
+__all__ = ["execute_calls", "invalid_arguments", "run_tool"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -75,17 +83,31 @@ async def _run(ctx: AskContext, call: CallRequest, entry: Entry) -> CallResult:
         elif isinstance(entry, Agent):
             content = await run_agent(ctx, entry, arguments)
         else:
-            content = await _tool(entry, arguments)
+            content = await run_tool(ctx, entry, arguments)
     except _BadArguments as exc:
         return invalid_arguments(_with_problem(call, str(exc)))
+    except ToolTimeoutError as exc:
+        logger.warning("tool %s timed out after %g s; abandoned", call.name, exc.seconds)
+        content = TOOL_TIMED_OUT.format(name=call.name, seconds=exc.seconds)
+        return CallResult(call.id, call.name, content, "failed")
     except Exception as exc:
         logger.warning("tool %s failed", call.name, exc_info=True)
-        return CallResult(call.id, call.name, tool_failed(call.name, exc), "failed")
+        content = well_formed(tool_failed(call.name, exc))
+        return CallResult(call.id, call.name, content, "failed")
     return CallResult(call.id, call.name, content, "ran")
 
 
-async def _tool(tool: Tool, arguments: Mapping[str, Any]) -> str:
-    return await tool.invoke(arguments)
+async def run_tool(ctx: AskContext, tool: Tool, arguments: Mapping[str, Any]) -> str:
+    """Run a tool as the ask's settings say: on the bot's threads, within the tool's timeout
+    (``[tools] call_timeout`` unless it sets one), the result cut at ``max_result_chars``.
+
+    Raises:
+        ToolTimeoutError: the call ran past its timeout.
+        Exception: whatever the handler raises.
+    """
+    tools = ctx.settings.tools
+    text = await tool.invoke(arguments, default_timeout=tools.call_timeout, threads=ctx.threads)
+    return truncated_result(text, tools.max_result_chars)
 
 
 class _BadArguments(ValueError):

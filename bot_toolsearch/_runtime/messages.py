@@ -25,10 +25,13 @@ __all__ = [
     "NO_SUCH_TOOL",
     "PREFETCH_HEADER",
     "TOOL_FAILED",
+    "TOOL_TIMED_OUT",
+    "TRUNCATED_RESULT",
     "end_with_other_calls",
     "no_such_tool",
     "shown_name",
     "tool_failed",
+    "truncated_result",
 ]
 
 NOT_LOADED_YET = (
@@ -85,6 +88,17 @@ INVALID_ARGUMENTS = (
 
 TOOL_FAILED = "Error: tool {name} failed: {error}"
 """Result of a call whose handler raised."""
+
+TOOL_TIMED_OUT = (
+    "Error: tool {name} did not finish within {seconds:g} seconds and was abandoned; "
+    "it returned no result. Do not call it again with the same arguments in this turn."
+)
+"""Result of a call that ran past its ``timeout`` (``[tools] call_timeout`` by default)."""
+
+TRUNCATED_RESULT = (
+    "\n[truncated: this tool result has {total} characters; only the first {shown} are shown]"
+)
+"""Appended to a tool result cut at ``[tools] max_result_chars``."""
 
 PREFETCH_HEADER = "[Prefetched tool results]"
 """First line of the system message that carries prefetch results."""
@@ -151,3 +165,14 @@ def tool_failed(name: str, exc: BaseException) -> str:
     message = str(exc).strip()
     error = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     return TOOL_FAILED.format(name=name, error=error)
+
+
+def truncated_result(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters plus a marker stating the full size, when longer.
+
+    >>> truncated_result("abcdef", 4)
+    'abcd\\n[truncated: this tool result has 6 characters; only the first 4 are shown]'
+    """
+    if len(text) <= limit:
+        return text
+    return text[:limit] + TRUNCATED_RESULT.format(total=len(text), shown=limit)

@@ -16,6 +16,7 @@ from bot_toolsearch._core.prompt import TOOL_SEARCH_NAME
 from bot_toolsearch._tools.tool import Tool
 
 from .context import AskContext
+from .executor import run_tool
 from .messages import PREFETCH_HEADER
 
 __all__ = ["PrefetchOutcome", "run_prefetch"]
@@ -55,7 +56,7 @@ async def run_prefetch(ctx: AskContext) -> PrefetchOutcome:
     failed: list[str] = []
     for tool in targets:
         try:
-            result = await tool.invoke({})
+            result = await run_tool(ctx, tool, {})
         except Exception:
             logger.warning("prefetch tool %s failed; it is not retried", tool.name, exc_info=True)
             failed.append(tool.name)

@@ -106,7 +106,7 @@ class ToolSearchMiddleware:
         )
         if not session.deferred_tool_names:
             return
-        names = ctx.toolset.wire_names(ctx.settings.tools.dot_delimiter)
+        names = ctx.toolset.wire_names(ctx.settings.tools.dot_delimiter, ctx.permitted)
         ctx.state[_AskState] = _AskState(
             session, directory_message(session.deferred_tool_names), names
         )
@@ -154,7 +154,9 @@ class ToolSearchMiddleware:
             arguments = dict(call.arguments)
             query = arguments.get("query")
             if isinstance(query, str):
-                arguments["query"] = _canonical_query(query, state.names, ctx.permitted)
+                arguments["query"] = _canonical_query(
+                    query, state.names, ctx.permitted, state.session
+                )
         result = state.session.run(arguments)
         stats = ctx.stats
         stats.searches += 1
@@ -185,13 +187,23 @@ class ToolSearchMiddleware:
         return CallResult(call.id, name, text, "refused", "not_loaded")
 
 
-def _canonical_query(query: str, names: WireNames, permitted: frozenset[str]) -> str:
+def _canonical_query(
+    query: str,
+    names: WireNames,
+    permitted: frozenset[str],
+    session: ToolSearchSession | None = None,
+) -> str:
     """``query`` with wire spellings of permitted tools turned canonical (``select:`` items or
-    a bare full name); keyword queries pass unchanged. Forbidden names keep the model's
-    spelling, so the result cannot reveal that they decode to a real tool."""
+    a bare full name); keyword queries pass unchanged. A wire spelling in the wrong case
+    (``BANK-_-TRANSFER``) resolves like a canonical one does: exact spelling first, then a
+    canonical name ignoring case, then a wire spelling ignoring case. ``names`` covers the
+    permitted tools only, so forbidden names keep the model's spelling and the result cannot
+    reveal that they decode to a real tool."""
 
     def canonical(item: str) -> str:
         name = names.to_canonical(item)
+        if name is None and not (session is not None and _case_match(session, item)):
+            name = names.to_canonical_folded(item)
         return name if name is not None and name in permitted else item
 
     items = select_items(query)
@@ -200,6 +212,11 @@ def _canonical_query(query: str, names: WireNames, permitted: frozenset[str]) ->
         mapped = canonical(stripped)
         return mapped if mapped != stripped else query
     return "select:" + ",".join(canonical(item) for item in items)
+
+
+def _case_match(session: ToolSearchSession, item: str) -> bool:
+    """Whether ``item`` names a permitted tool ignoring case (the session resolves it)."""
+    return any(session.has_tool(name) for name in session.catalog.case_variants(item))
 
 
 @dataclass(frozen=True, slots=True)

@@ -95,7 +95,7 @@ class ToolSet:
     """A real tool is named ``tool_search``."""
     names: frozenset[str] = frozenset()
     """Every entry's name (what the permission hook receives)."""
-    _wire: dict[str, WireNames] = field(default_factory=dict, repr=False)
+    _wire: dict[tuple[str, frozenset[str]], WireNames] = field(default_factory=dict, repr=False)
     # Per-ask results that depend only on this tool set and the settings, computed once:
     # allow/deny pattern results, per-permitted-set views, names already warned about.
     _patterns: dict[tuple[tuple[str, ...], tuple[str, ...]], frozenset[str]] = field(
@@ -153,13 +153,25 @@ class ToolSet:
                 )
         return cls.build(tuple(snapshot.tools.values()), agents)
 
-    def wire_names(self, dot_delimiter: str) -> WireNames:
-        """The wire-name map for every entry plus ``tool_search``, cached per delimiter."""
-        names = self._wire.get(dot_delimiter)
-        if names is None:
-            names = WireNames.build([*self.entries, TOOL_SEARCH_NAME], dot_delimiter=dot_delimiter)
-            self._wire[dot_delimiter] = names
-        return names
+    def wire_names(self, dot_delimiter: str, permitted: frozenset[str] | None = None) -> WireNames:
+        """The wire-name map for the tools an ask may use plus ``tool_search``.
+
+        Built over ``permitted`` only (every entry when ``None``), so a tool the ask may not
+        use can never change a permitted tool's wire spelling (a hash suffix would tell the
+        model that something hidden holds that spelling). The same permitted set always gets
+        the same map, cached per ``(delimiter, permitted)``, so prompt caching is unharmed.
+        """
+        names = self.names if permitted is None else permitted
+        key = (dot_delimiter, names)
+        wire = self._wire.get(key)
+        if wire is None:
+            usable = [name for name in names if name in self.entries]
+            wire = WireNames.build([*usable, TOOL_SEARCH_NAME], dot_delimiter=dot_delimiter)
+            with self._lock:
+                if len(self._wire) >= _CACHE_SIZE:
+                    self._wire.pop(next(iter(self._wire)))
+                wire = self._wire.setdefault(key, wire)
+        return wire
 
     def pattern_permitted(self, allow: Sequence[str], deny: Sequence[str]) -> frozenset[str]:
         """The names ``[tools] allow``/``deny`` leave, computed once per (allow, deny).

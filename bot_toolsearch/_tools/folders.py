@@ -26,8 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot_toolsearch._core.catalog import MAX_SCHEMA_DEPTH, schema_depth_problem
+from bot_toolsearch._errors import CatalogError
+
 from .folder_handler import FolderHandler
-from .tool import Tool
+from .tool import Tool, check_timeout
 
 __all__ = ["FolderHandler", "FolderTool", "ScanWarnings", "scan_tool_dirs"]
 
@@ -114,8 +117,8 @@ def _function_object(data: Any) -> dict[str, Any] | str:
 
 def _load_config(
     folder: Path, name: str, report: ScanWarnings
-) -> tuple[str, dict[str, Any]] | str | None:
-    """``(description, parameters)``, a reason to skip, or None for a disabled tool."""
+) -> tuple[str, dict[str, Any], float | None] | str | None:
+    """``(description, parameters, timeout)``, a reason to skip, or None for a disabled tool."""
     config = folder / CONFIG_FILE
     try:
         if config.stat().st_size > MAX_CONFIG_BYTES:
@@ -123,6 +126,8 @@ def _load_config(
         data = json.loads(config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         return f"config.json is not valid JSON ({exc})"
+    except RecursionError:
+        return f"config.json nests deeper than the tool schema limit ({MAX_SCHEMA_DEPTH} levels)"
     function = _function_object(data)
     if isinstance(function, str):
         return function
@@ -142,7 +147,15 @@ def _load_config(
         return "'description' must be a string"
     if not isinstance(parameters, dict):
         return "'parameters' must be a JSON Schema object"
-    return description, parameters
+    depth = schema_depth_problem(parameters)
+    if depth is not None:
+        return f"'parameters' {depth} (MAX_SCHEMA_DEPTH)"
+    timeout = data.get("timeout", function.get("timeout"))
+    try:
+        seconds = check_timeout(timeout, name)
+    except CatalogError:
+        return f"'timeout' must be a positive number of seconds, got {timeout!r}"
+    return description, parameters, seconds
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -210,7 +223,7 @@ def _folder_tool(
     loaded = _load_config(folder, name, report)
     if not isinstance(loaded, tuple):
         return loaded
-    description, parameters = loaded
+    description, parameters, timeout = loaded
     source = f"folder:{label}"
     try:
         info = handler.stat()
@@ -224,17 +237,18 @@ def _folder_tool(
         ):
             # Unchanged handler: keep its import (or its logged import error).
             old = previous.tool
-            if (old.description, old.parameters, previous.source, previous.digest) == (
+            if (old.description, old.parameters, old.timeout, previous.source, previous.digest) == (
                 description,
                 parameters,
+                timeout,
                 source,
                 digest,
             ):
                 return previous
-            tool = Tool(name, description, parameters, previous.handler)
+            tool = Tool(name, description, parameters, previous.handler, timeout=timeout)
             return FolderTool(tool, source, stamp, previous.handler, digest)
         lazy = FolderHandler(name, handler.absolute())
-        tool = Tool(name, description, parameters, lazy)
+        tool = Tool(name, description, parameters, lazy, timeout=timeout)
     except (OSError, ValueError) as exc:
         return str(exc)
     return FolderTool(tool, source, stamp, lazy, digest)

@@ -24,6 +24,8 @@ from typing import Any, Literal, TextIO
 
 import anyio
 
+from bot_toolsearch._errors import CatalogError
+
 from .mcp_config import MCPServerConfig
 from .tool import Tool
 
@@ -281,14 +283,17 @@ class MCPServerConnection:
                 if not mcp_tool_name_ok(spec.name):
                     log.warning("MCP server %r: tool %r skipped: unsafe name", name, spec.name)
                     continue
-                tools.append(
-                    Tool(
+                try:
+                    tool = Tool(
                         f"{name}.{spec.name}",
                         spec.description or "",
                         spec.input_schema,
                         _forwarder(self, spec.name),
                     )
-                )
+                except CatalogError as exc:  # too deep, self-referencing, not JSON, ...
+                    log.warning("MCP server %r: tool %r skipped: %s", name, spec.name, exc)
+                    continue
+                tools.append(tool)
             cursor = page.next_cursor
             if cursor is None:
                 break

@@ -38,7 +38,7 @@ def _describe(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
         if section is None:
             summary_lines.append(line)
         elif section == "args" and line:
-            match = re.match(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", line)
+            match = re.match(r"^(\w+)\s*(?:\([^)]*\)\s*)?:\s*(.*)$", line)
             if match and raw.startswith((" ", "\t")) and match.group(1) in _params(fn):
                 current = match.group(1)
                 arg_docs[current] = match.group(2)

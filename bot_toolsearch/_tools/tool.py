@@ -3,20 +3,35 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import inspect
 import json
+import math
 import re
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from bot_toolsearch._core.catalog import schema_depth_problem
+from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._errors import CatalogError
 
 from .schema import function_schema, schema_from_signature
 
-__all__ = ["Agent", "Tool", "ToolHandler", "ToolImportError", "tool"]
+__all__ = [
+    "MAX_THREADS_PER_TOOL",
+    "Agent",
+    "HandlerThreads",
+    "Tool",
+    "ToolHandler",
+    "ToolImportError",
+    "ToolTimeoutError",
+    "check_timeout",
+    "tool",
+]
 
 ToolHandler = Callable[..., Any]
 """A tool handler: sync or async, called with the parsed arguments as keyword arguments."""
@@ -70,17 +85,179 @@ def _import_handler(tool_name: str, target: str) -> ToolHandler:
     return handler
 
 
-def _json_copy(value: Mapping[str, Any]) -> dict[str, Any]:
-    """A deep copy of a JSON-like mapping, so callers' later edits cannot reach us."""
-    copied: dict[str, Any] = json.loads(json.dumps(value))
+def _json_copy(value: Mapping[str, Any], name: str = "?") -> dict[str, Any]:
+    """A deep copy of a JSON-like mapping, so callers' later edits cannot reach us.
+
+    Raises:
+        CatalogError: naming tool ``name``, when ``value`` nests deeper than
+            `MAX_SCHEMA_DEPTH` levels, refers to itself, or holds a non-JSON value.
+    """
+    if not isinstance(value, Mapping):
+        raise CatalogError(
+            f"tool {name!r}: parameters must be a JSON Schema object, not a {type(value).__name__}",
+            name=name,
+        )
+    problem = schema_depth_problem(value)
+    if problem is not None:
+        raise CatalogError(f"tool {name!r}: parameters {problem}", name=name)
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except ValueError as exc:
+        what = "refer to themselves" if "ircular" in str(exc) else f"are not JSON ({exc})"
+        raise CatalogError(f"tool {name!r}: parameters {what}", name=name) from None
+    except (TypeError, RecursionError) as exc:
+        raise CatalogError(f"tool {name!r}: parameters are not JSON ({exc})", name=name) from None
+    copied: dict[str, Any] = json.loads(text)
     return copied
 
 
+def check_timeout(timeout: object, name: str) -> float | None:
+    """A tool's own timeout: ``None`` or a positive, finite number of seconds.
+
+    Raises:
+        CatalogError: naming the tool, for anything else.
+    """
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise CatalogError(
+            f"tool {name!r}: timeout must be a positive number of seconds, got {timeout!r}",
+            name=name,
+        )
+    return float(timeout)
+
+
+class ToolTimeoutError(TimeoutError):
+    """A tool call ran past its timeout and was abandoned."""
+
+    def __init__(self, name: str, seconds: float) -> None:
+        super().__init__(f"tool {name!r} did not finish within {seconds:g} seconds")
+        self.name = name
+        self.seconds = seconds
+
+
+MAX_THREADS_PER_TOOL = 8
+"""Sync handler calls of one tool that run at once; more wait (within their timeout)."""
+
+
+class HandlerThreads:
+    """The bot's own executor for sync handlers: a daemon thread per call, at most
+    `MAX_THREADS_PER_TOOL` per tool at once.
+
+    A tool gets its own slots, so a tool whose calls hang can only fill its own: other tools
+    never wait for it (the event loop's shared default pool, by contrast, was starved by 32
+    stuck calls). A call that times out is abandoned, but Python cannot stop a thread: it
+    runs on, holding its tool's slot, until the handler returns. A handler that *never*
+    returns holds its slot for the life of the process; once all slots of a tool are held so,
+    later calls of that tool wait for a slot and time out, while every other tool runs as
+    usual. The threads are daemons, so a hung handler never keeps the process from exiting.
+    """
+
+    def __init__(self, per_tool: int = MAX_THREADS_PER_TOOL) -> None:
+        self._per_tool = per_tool
+        self._lock = threading.Lock()
+        self._running: dict[str, int] = {}
+        self._waiting: dict[str, deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]]
+        self._waiting = {}
+
+    def running(self, name: str) -> int:
+        """Threads of tool ``name`` that have not returned yet (hung ones included)."""
+        with self._lock:
+            return self._running.get(name, 0)
+
+    async def run(self, name: str, handler: ToolHandler, kwargs: Mapping[str, Any]) -> Any:
+        """``handler(**kwargs)`` on a thread of tool ``name``; its result or exception."""
+        await self._acquire(name)
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Any] = loop.create_future()
+
+        def target() -> None:
+            try:
+                outcome: tuple[bool, Any] = (True, handler(**kwargs))
+            except BaseException as exc:  # handed to the awaiting task, never lost
+                outcome = (False, exc)
+            finally:
+                self._release(name)
+            # A closed loop raises RuntimeError: nobody is waiting any more.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, done, outcome)
+
+        try:
+            threading.Thread(target=target, name=f"tool:{name}", daemon=True).start()
+        except BaseException:
+            self._release(name)
+            raise
+        return await done
+
+    async def _acquire(self, name: str) -> None:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            count = self._running.get(name, 0)
+            if count < self._per_tool and not self._waiting.get(name):
+                self._running[name] = count + 1
+                return
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiting.setdefault(name, deque()).append((loop, waiter))
+        try:
+            await waiter
+        except BaseException:
+            with self._lock:
+                queue = self._waiting.get(name)
+                if queue is not None and (loop, waiter) in queue:
+                    queue.remove((loop, waiter))
+                    raise
+            # The slot was handed over meanwhile: pass it on (a cancelled waiter's hand-over
+            # is passed on by _grant).
+            if waiter.done() and not waiter.cancelled():
+                self._release(name)
+            raise
+
+    def _release(self, name: str) -> None:
+        with self._lock:
+            queue = self._waiting.get(name)
+            while queue:
+                loop, waiter = queue.popleft()
+                try:
+                    loop.call_soon_threadsafe(self._grant, name, waiter)
+                except RuntimeError:
+                    continue  # that waiter's loop is closed
+                return  # the slot passes to the waiter: the count stays
+            self._running[name] -= 1
+
+    def _grant(self, name: str, waiter: asyncio.Future[None]) -> None:
+        if waiter.done():
+            self._release(name)  # it gave up meanwhile
+        else:
+            waiter.set_result(None)
+
+
+def _settle(done: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    if done.done():
+        return  # abandoned after its timeout
+    ok, value = outcome
+    if ok:
+        done.set_result(value)
+    else:
+        done.set_exception(value)
+
+
+_SHARED_THREADS = HandlerThreads()
+"""For `Tool.invoke` without a bot's executor."""
+
+
 def result_to_text(result: object) -> str:
-    """A handler's return value as the text a tool result carries (non-strings as JSON)."""
+    """A handler's return value as the text a tool result carries (non-strings as JSON).
+
+    Lone surrogates become U+FFFD: the text goes into the next model request.
+    """
     if isinstance(result, str):
-        return result
-    return json.dumps(result, ensure_ascii=False, default=str)
+        return well_formed(result)
+    return well_formed(json.dumps(result, ensure_ascii=False, default=str))
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -93,6 +270,13 @@ class Tool:
         parameters: a JSON Schema object describing the keyword arguments.
         handler: a sync or async callable, or an import string ``"package.module:function"``
             that is imported on the first call and cached.
+        timeout: seconds one call may take; ``None`` uses ``[tools] call_timeout``.
+
+    Raises:
+        CatalogError: naming the tool, when the name is empty, the handler is not callable or
+            an import string, the description is not a string, the timeout is not a positive
+            number, or ``parameters`` is not a JSON object: nested deeper than
+            `MAX_SCHEMA_DEPTH` levels, referring to itself, or holding non-JSON values.
     """
 
     name: str
@@ -102,6 +286,8 @@ class Tool:
     parameters: Mapping[str, Any]
     """JSON Schema of the arguments (an ``object`` schema)."""
     _handler: ToolHandler | _LazyHandler
+    timeout: float | None
+    """Seconds one call may take; ``None`` means ``[tools] call_timeout``."""
 
     def __init__(
         self,
@@ -109,6 +295,8 @@ class Tool:
         description: str,
         parameters: Mapping[str, Any] | None,
         handler: ToolHandler | str,
+        *,
+        timeout: float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise CatalogError(f"tool name must be a non-empty string, got {name!r}", name=None)
@@ -124,8 +312,16 @@ class Tool:
             bound = handler
         else:
             raise CatalogError(f"tool {name!r}: handler must be callable", name=name)
-        params = _json_copy(parameters) if parameters else {"type": "object", "properties": {}}
+        if description is not None and not isinstance(description, str):
+            raise CatalogError(f"tool {name!r}: description must be a string", name=name)
+        seconds = check_timeout(timeout, name)
+        params = (
+            _json_copy(parameters, name)
+            if parameters is not None and parameters != {}
+            else {"type": "object", "properties": {}}
+        )
         object.__setattr__(self, "name", name)
+        object.__setattr__(self, "timeout", seconds)
         object.__setattr__(self, "description", description or "")
         object.__setattr__(self, "parameters", params)
         object.__setattr__(self, "_handler", bound)
@@ -137,7 +333,7 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """The Chat Completions function tool schema (a fresh object)."""
-        return function_schema(self.name, self.description, _json_copy(self.parameters))
+        return function_schema(self.name, self.description, _json_copy(self.parameters, self.name))
 
     def resolve_handler(self) -> ToolHandler:
         """The handler callable, importing it first if it is an import string.
@@ -149,21 +345,48 @@ class Tool:
             return self._handler.get(self.name)
         return self._handler
 
-    async def invoke(self, arguments: Mapping[str, Any]) -> str:
+    async def invoke(
+        self,
+        arguments: Mapping[str, Any],
+        *,
+        default_timeout: float | None = None,
+        threads: HandlerThreads | None = None,
+    ) -> str:
         """Run the handler with ``arguments`` as keyword arguments and return its text.
 
-        Sync handlers run in a worker thread so parallel calls do not block each other.
+        Sync handlers run on ``threads`` (a bot passes its own; see `HandlerThreads`), so
+        parallel calls do not block each other and one hung tool cannot starve the others.
+
+        Args:
+            arguments: the keyword arguments.
+            default_timeout: seconds the call may take when the tool sets none (a bot passes
+                ``[tools] call_timeout``); ``None``: no limit.
+            threads: the executor for sync handlers.
 
         Raises:
+            ToolTimeoutError: the call ran past its timeout.
             ToolImportError: the handler cannot be imported.
             Exception: whatever the handler raises.
         """
+        seconds = self.timeout if self.timeout is not None else default_timeout
+        if seconds is None:
+            return await self._call(arguments, threads)
+        try:
+            async with asyncio.timeout(seconds) as scope:
+                return await self._call(arguments, threads)
+        except TimeoutError:
+            if scope.expired():
+                raise ToolTimeoutError(self.name, seconds) from None
+            raise  # the handler's own TimeoutError
+
+    async def _call(self, arguments: Mapping[str, Any], threads: HandlerThreads | None) -> str:
         handler = self.resolve_handler()
         kwargs = dict(arguments)
         if inspect.iscoroutinefunction(handler):
             result = await handler(**kwargs)
         else:
-            result = await asyncio.to_thread(handler, **kwargs)
+            runner = threads if threads is not None else _SHARED_THREADS
+            result = await runner.run(self.name, handler, kwargs)
             if inspect.isawaitable(result):
                 result = await result
         return result_to_text(result)

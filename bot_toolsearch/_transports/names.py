@@ -167,6 +167,9 @@ class WireNames:
     """Every ``(canonical, wire)`` pair, sorted by canonical name."""
     _wire_of: Mapping[str, str] = field(repr=False, compare=False)
     _canonical_of: Mapping[str, str] = field(repr=False, compare=False)
+    _folded: Mapping[str, str] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False, compare=False
+    )
 
     @classmethod
     def build(
@@ -212,7 +215,18 @@ class WireNames:
         for name in pending:
             lookup[name] = name
         pairs = tuple(sorted(wire_of.items()))
-        return cls(dot_delimiter, pairs, MappingProxyType(wire_of), MappingProxyType(lookup))
+        # Wire spellings ignoring case; of several, the first canonical name in
+        # ``(casefold, name)`` order wins, as in the catalog's case-insensitive rule.
+        folded: dict[str, str] = {}
+        for name in sorted(wire_of, key=lambda n: (n.casefold(), n)):
+            folded.setdefault(wire_of[name].casefold(), name)
+        return cls(
+            dot_delimiter,
+            pairs,
+            MappingProxyType(wire_of),
+            MappingProxyType(lookup),
+            MappingProxyType(folded),
+        )
 
     def to_wire(self, canonical: str) -> str:
         """The wire spelling of a canonical name.
@@ -247,6 +261,14 @@ class WireNames:
             The canonical name, or ``None`` when the name is not in the map.
         """
         return self._canonical_of.get(wire)
+
+    def to_canonical_folded(self, wire: str) -> str | None:
+        """The canonical name whose wire spelling equals ``wire`` ignoring case, or ``None``.
+
+        >>> WireNames.build(["bank.transfer"]).to_canonical_folded("BANK-_-TRANSFER")
+        'bank.transfer'
+        """
+        return self._folded.get(wire.casefold())
 
     @property
     def canonical_to_wire(self) -> Mapping[str, str]:

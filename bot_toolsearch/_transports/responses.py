@@ -19,9 +19,18 @@ import openai
 
 from bot_toolsearch._config.settings import ModelSettings
 
-from .base import RawReply, TransportState, WireMessages
+from .base import (
+    RawBody,
+    RawReply,
+    TransportState,
+    WireMessages,
+    read_body,
+    read_call,
+    reply_text,
+    token_count,
+)
 
-__all__ = ["is_missing_call_output_error", "send_responses", "to_input_items"]
+__all__ = ["is_missing_call_output_error", "read_responses", "send_responses", "to_input_items"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -38,7 +47,8 @@ async def send_responses(
     """One ``responses.create`` call (two after a lost-call 400); updates ``state``.
 
     Raises:
-        openai.APIError: the request failed (and was not the recoverable 400).
+        openai.APIError: the request failed (and was not the recoverable 400);
+            `ModelReplyError` when the reply is unusable.
     """
     instructions = "\n\n".join(
         str(m.get("content") or "") for m in messages if m.get("role") == "system"
@@ -78,10 +88,13 @@ async def send_responses(
             tools=flat_tools,
             previous_response_id=None,
         )
-    state.previous_response_id = response.id
+    reply = read_responses(response)
+    state.previous_response_id = reply.response_id
+    if reply.response_id is None:
+        state.stateless = True  # nothing to continue from: resend the history from now on
     # +1: the host appends this response's assistant turn locally, and the server has it.
     state.covered = len(conversation) + 1
-    return _read(response)
+    return reply
 
 
 def is_missing_call_output_error(exc: openai.BadRequestError) -> bool:
@@ -100,7 +113,7 @@ async def _create(
     items: list[dict[str, Any]],
     tools: list[dict[str, Any]],
     previous_response_id: str | None,
-) -> Any:
+) -> RawBody:
     extra: dict[str, Any] = {}
     if tools:
         extra["tools"] = tools
@@ -109,12 +122,14 @@ async def _create(
         extra["previous_response_id"] = previous_response_id
     if instructions:
         extra["instructions"] = instructions
-    return await client.responses.create(
+    response = await client.responses.with_raw_response.create(
         model=model.name,
         input=items,  # type: ignore[arg-type]  # built to the SDK's input item shape
         timeout=model.timeout,
         **extra,
     )
+    # Read here, not by the SDK's models: a malformed field becomes one documented error.
+    return read_body(response)
 
 
 def to_input_items(conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -157,21 +172,42 @@ def _flat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _read(response: Any) -> RawReply:
+def read_responses(body: RawBody) -> RawReply:
+    """The text, function calls, usage and id of a Responses body.
+
+    Raises:
+        ModelReplyError: a field the bot reads has the wrong type.
+    """
+    data = body.value
+    output = data.get("output")
+    if output is not None and not isinstance(output, list):
+        raise body.error("'output' is not a list")
     texts: list[str] = []
     calls: list[tuple[str, str, str]] = []
-    for item in response.output or ():
-        kind = getattr(item, "type", None)
+    for i, item in enumerate(output or ()):
+        where = f"output[{i}]"
+        if not isinstance(item, dict):
+            raise body.error(f"{where} is not an object")
+        kind = item.get("type")
         if kind == "function_call":
-            calls.append((item.call_id, item.name or "", item.arguments or ""))
+            call = read_call(
+                body, where, item.get("call_id"), item.get("name"), item.get("arguments")
+            )
+            calls.append(call)
         elif kind == "message":
-            for part in item.content or ():
-                text = getattr(part, "text", None)
-                if isinstance(text, str):
-                    texts.append(text)
-    usage = getattr(response, "usage", None)
-    prompt = int(getattr(usage, "input_tokens", 0) or 0)
-    details = getattr(usage, "input_tokens_details", None)
-    cached = int(getattr(details, "cached_tokens", 0) or 0)
+            text = reply_text(item.get("content"), body, f"{where}.content")
+            if text is not None:
+                texts.append(text)
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("input_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    response_id = data.get("id")
     text = "".join(texts) if texts else None
-    return RawReply(text, tuple(calls), prompt, cached, response.id)
+    return RawReply(
+        text,
+        tuple(calls),
+        token_count(usage.get("input_tokens")),
+        token_count(cached),
+        response_id if isinstance(response_id, str) and response_id else None,
+    )

@@ -14,6 +14,7 @@ from typing import Any
 import openai
 
 from bot_toolsearch._config.settings import ModelSettings
+from bot_toolsearch._core.unicode import well_formed
 
 from .base import ApiMode, ModelReply, ModelToolCall, TransportState
 from .chat import send_chat
@@ -46,7 +47,8 @@ class Transport:
         """Send ``messages`` and ``tools`` (canonical) and return the decoded reply.
 
         Raises:
-            openai.APIError: the request failed (after the SDK's own retries).
+            openai.APIError: the request failed (after the SDK's own retries); a reply that
+                came back unusable raises the subclass `ModelReplyError`.
         """
         wire_tools = [_encode_tool(tool, names) for tool in tools]
         wire_messages = [_encode_message(message, names) for message in messages]
@@ -71,6 +73,10 @@ def _encode_tool(tool: Mapping[str, Any], names: WireNames) -> dict[str, Any]:
 
 def _encode_message(message: Mapping[str, Any], names: WireNames) -> dict[str, Any]:
     out = dict(message)
+    content = out.get("content")
+    if isinstance(content, str):
+        # The last guard before the SDK encodes the body: no lone surrogate leaves.
+        out["content"] = well_formed(content)
     calls = message.get("tool_calls")
     if calls:
         out["tool_calls"] = [
@@ -79,7 +85,7 @@ def _encode_message(message: Mapping[str, Any], names: WireNames) -> dict[str, A
                 "type": "function",
                 "function": {
                     "name": _history_name(call, names),
-                    "arguments": call["function"]["arguments"],
+                    "arguments": well_formed(str(call["function"]["arguments"])),
                 },
             }
             for call in calls

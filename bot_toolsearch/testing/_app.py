@@ -90,7 +90,11 @@ def app_for(state: ScriptState) -> ASGIApp:
         if scope["type"] != "http":  # lifespan is off; nothing else is served
             return
         status, payload, headers = await _handle(state, scope, receive)
-        raw = json.dumps(payload, ensure_ascii=False).encode()
+        try:
+            raw = json.dumps(payload, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            # A scripted lone surrogate goes out as the JSON escape a real model would send.
+            raw = json.dumps(payload).encode()
         await send(
             {
                 "type": "http.response.start",
