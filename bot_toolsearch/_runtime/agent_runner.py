@@ -13,13 +13,14 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot_toolsearch._tools.tool import Agent, Tool
+from bot_toolsearch._tools.tool import Agent, ArgumentsMismatch, Tool
+from bot_toolsearch._tools.validation import validate_arguments
 from bot_toolsearch._transports.base import ModelToolCall, TransportState
 from bot_toolsearch._transports.names import WireNames
 
 from .announce import announce_calls
-from .calls import parse_arguments
-from .messages import INVALID_ARGUMENTS, no_such_tool, tool_failed
+from .calls import log_failure, parse_arguments
+from .messages import INVALID_ARGUMENT_VALUES, INVALID_ARGUMENTS, no_such_tool, tool_failed
 
 if TYPE_CHECKING:
     from .context import AskContext
@@ -99,8 +100,16 @@ async def _run(
     arguments, problem = parsed
     if arguments is None:
         return INVALID_ARGUMENTS.format(name=call.name, problem=problem)
+    arguments, invalid = validate_arguments(tool, arguments)
+    if invalid is not None:
+        logger.info("agent tool %s not run: invalid arguments: %s", call.name, invalid)
+        return INVALID_ARGUMENT_VALUES.format(name=call.name, problem=invalid)
     try:
         return await tool.invoke(arguments)
+    except ArgumentsMismatch as exc:
+        logger.info("agent tool %s not run: invalid arguments: %s", call.name, exc)
+        problem = f"the tool does not take them ({exc})"
+        return INVALID_ARGUMENT_VALUES.format(name=call.name, problem=problem)
     except Exception as exc:
-        logger.warning("agent tool %s failed", call.name, exc_info=True)
+        log_failure(call.name, exc)
         return tool_failed(call.name, exc)
