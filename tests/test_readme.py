@@ -6,7 +6,10 @@ without a runner fails `test_every_python_block_has_a_runner`, so no snippet can
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import json
+import logging
 import re
 import textwrap
 from collections.abc import Callable
@@ -16,13 +19,15 @@ from typing import Any
 import pytest
 
 import bot_toolsearch.testing
+from bot_toolsearch import ToolRegistry
+from bot_toolsearch._tools.validation import validate_arguments
 from bot_toolsearch.testing import ScriptedOpenAIServer, text
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def python_blocks() -> list[tuple[str, str]]:
-    """``(heading, code)`` of every python block, in README order."""
+def python_blocks(language: str = "python") -> list[tuple[str, str]]:
+    """``(heading, code)`` of every block in ``language``, in README order."""
     blocks: list[tuple[str, str]] = []
     heading = ""
     lines = README.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -31,7 +36,7 @@ def python_blocks() -> list[tuple[str, str]]:
         line = lines[i]
         if line.startswith("#"):
             heading = line.strip()
-        elif line.strip() == "```python":
+        elif line.strip() == f"```{language}":
             end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
             blocks.append((heading, "".join(lines[i + 1 : end])))
             i = end
@@ -93,8 +98,40 @@ def testing_your_bot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert inspect.iscoroutinefunction(namespace["test_the_bot_finds_and_calls_the_forecast"])
 
 
+def tool_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    function, envelope = [json.loads(c) for h, c in python_blocks("json") if h == TOOL_FOLDERS]
+    assert envelope["type"] == "function"
+    folder = tmp_path / "tools" / "weather" / "forecast"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(function), encoding="utf-8")
+    (folder / "handler.py").write_text(block(TOOL_FOLDERS), encoding="utf-8")
+    forecast = ToolRegistry(dirs=[tmp_path / "tools"]).snapshot().tools["weather.forecast"]
+    assert forecast.description == "Forecast the weather for a city."
+    arguments, problem = validate_arguments(forecast, {"city": "Oslo"})
+    assert problem is None
+    assert asyncio.run(forecast.invoke(arguments)) == "Oslo: sunny for 3 days"
+    assert validate_arguments(forecast, {"days": 2})[1] == '"city" is required'
+
+
+def test_the_folder_name_warning_reads_as_the_readme_quotes_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "tools" / "weather" / "forecast"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"name": "x"}', encoding="utf-8")
+    (folder / "handler.py").write_text("def execute():\n    return 'x'\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        ToolRegistry(dirs=[tmp_path / "tools"])
+    quoted = "config.json names the tool 'x'; using the folder name 'weather.forecast'"
+    assert quoted in README.read_text(encoding="utf-8").replace("\n", " ")
+    assert any(quoted in r.getMessage() for r in caplog.records)
+
+
+TOOL_FOLDERS = "## Tool folders"
+
 RUNNERS: dict[str, Callable[[Path, pytest.MonkeyPatch], None]] = {
     "## Ten lines in your bot": ten_lines,
+    TOOL_FOLDERS: tool_folders,
     "## The core on its own": core,
     "## Testing your bot": testing_your_bot,
 }
