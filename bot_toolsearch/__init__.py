@@ -18,6 +18,7 @@ from bot_toolsearch._config.settings import (
 )
 from bot_toolsearch._core.catalog import MAX_SCHEMA_DEPTH, TOOL_SEARCH_NAME, ToolCatalog
 from bot_toolsearch._core.prompt import TOOL_SEARCH_RULES, render_deferred_tools
+from bot_toolsearch._core.query import NameDecoder
 from bot_toolsearch._core.result import ToolSearchResult
 from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._runtime.ask_result import (
@@ -84,6 +85,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "Middleware",
     "ModelReplyError",
     "ModelSettings",
+    "NameDecoder",
     "OutboundMessage",
     "Plugin",
     "PluginSettings",

@@ -153,7 +153,13 @@ def _validate(args: argparse.Namespace) -> int:
         return _fail(err)
     errors = check_config(path)
     if not errors:
-        _out(f"{path}: OK")
+        from bot_toolsearch._runtime.setup_check import check_setup
+
+        warnings = check_setup(load_config(path).settings)
+        for warning in warnings:
+            _err(f"{path}: warning: {warning}")
+        count = len(warnings)
+        _out(f"{path}: OK" + (f" ({count} warning{'s' * (count > 1)})" if count else ""))
         return 0
     for problem in errors:
         _err(problem)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import difflib
 import re
+import typing
 from collections.abc import Sequence
 from typing import Any
 
 import tomlkit
+from pydantic import BaseModel
 from pydantic_core import ErrorDetails
-
-from .settings import BotSettings, McpServerSettings
 
 __all__ = ["KeyLocator", "describe", "show"]
 
@@ -128,19 +128,36 @@ def show(value: object) -> str:
     return f"{text} ({kind})" if kind else text
 
 
-def _fields_at(loc: tuple[str | int, ...]) -> list[str]:
-    """Field names of the table that holds the last part of ``loc``."""
-    parent = [part for part in loc[:-1] if isinstance(part, str)]
-    if parent[:2] == ["tools", "mcp_servers"]:
-        return list(McpServerSettings.model_fields)
-    if len(parent) == 1 and parent[0] in BotSettings.model_fields:
-        annotation: Any = BotSettings.model_fields[parent[0]].annotation
-        return list(annotation.model_fields)
-    return []
+def _fields_at(loc: tuple[str | int, ...], root: type[BaseModel] | None) -> list[str]:
+    """Field names of the table that holds the last part of ``loc``, below model ``root``."""
+    model = root
+    for part in loc[:-1]:
+        if model is None:
+            return []
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        model = _model_in(field.annotation) if field is not None else None
+    return list(model.model_fields) if model is not None else []
 
 
-def describe(error: ErrorDetails) -> str:
-    """What is wrong, for one pydantic error on a config value (without the key)."""
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model class an annotation holds (``Table``, ``tuple[Table, ...]``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        if (found := _model_in(arg)) is not None:
+            return found
+    return None
+
+
+def describe(error: ErrorDetails, root: type[BaseModel] | None = None) -> str:
+    """What is wrong, for one pydantic error on a config value (without the key).
+
+    Args:
+        error: one of a ``ValidationError``'s errors.
+        root: the model that was validated, whose keys an unknown key is compared with.
+    """
     kind = error["type"]
     loc = tuple(error["loc"])
     value: object = error.get("input")
@@ -148,7 +165,7 @@ def describe(error: ErrorDetails) -> str:
     got = f", got {show(value)}"
     if kind == "extra_forbidden":
         name = str(loc[-1])
-        fields = _fields_at(loc)
+        fields = _fields_at(loc, root)
         close = difflib.get_close_matches(name, fields, n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(fields)}"
         return f"unknown key {name!r}{hint}"

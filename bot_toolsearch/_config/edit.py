@@ -33,7 +33,7 @@ def split_key(key: str) -> tuple[str, str]:
         raise ConfigError(f"{key!r}: expected TABLE.KEY, e.g. skills.tool_search_max_results")
     if table not in TABLES:
         raise ConfigError(f"{key}: unknown table {table!r}{suggest(table, TABLES)}", key=key)
-    fields = tuple(type(getattr(BotSettings(), table)).model_fields)
+    fields = tuple(type(getattr(BotSettings.model_construct(), table)).model_fields)
     if name not in fields:
         raise ConfigError(f"{key}: unknown key {name!r}{suggest(name, fields)}", key=key)
     return table, name

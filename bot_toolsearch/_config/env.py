@@ -196,16 +196,19 @@ def apply_env(
             continue
         data.setdefault(table, {})[key] = list(value) if isinstance(value, tuple) else value
         used[(table, key)] = var
-        _log_env_once(var, f"{table}.{key}")
+    _log_env_once(used)
     return used
 
 
-def _log_env_once(var: str, key: str) -> None:
+def _log_env_once(used: Mapping[tuple[str, str], str]) -> None:
+    """One INFO line naming the variables in use that no earlier load named (env fallbacks are
+    a supported way to configure, so reading them again on every load is not news)."""
     with _logged_lock:
-        if var in _logged_env:
-            return
-        _logged_env.add(var)
-    log.warning("using environment variable %s for %s; consider moving it to config.toml", var, key)
+        new = {(t, k): var for (t, k), var in used.items() if var not in _logged_env}
+        _logged_env.update(new.values())
+    if new:
+        shown = ", ".join(f"{var} ({t}.{k})" for (t, k), var in new.items())
+        log.info("settings from the environment: %s", shown)
 
 
 def _reset_env_log() -> None:

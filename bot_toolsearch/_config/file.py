@@ -175,17 +175,19 @@ def parse_config(
             errors.append(report.at(("plugins", "enabled"), message, name))
     _resolve_dirs(data, path)
     try:
-        settings = BotSettings.model_validate(data)
+        # The raw validator: the environment is already applied (from ``env``), and its
+        # ValidationError carries the locations turned into file:line errors below.
+        settings = BotSettings.__pydantic_validator__.validate_python(data)
     except ValidationError as exc:
         for item in exc.errors(include_url=False):
             loc = tuple(item["loc"])
             var = env_vars.get((str(loc[0]), str(loc[1]))) if len(loc) >= 2 else None
             value = item.get("input")
             if var is not None:
-                errors.append(env_error(_dotted(loc), var, describe(item), value))
+                errors.append(env_error(_dotted(loc), var, describe(item, BotSettings), value))
             else:
                 of_key = item["type"] == "extra_forbidden"
-                errors.append(report.at(loc, describe(item), value, of_key=of_key))
+                errors.append(report.at(loc, describe(item, BotSettings), value, of_key=of_key))
     if errors:
         # File order reads best; errors from the environment have no line and come last.
         errors.sort(key=lambda e: (e.line is None, e.line or 0, e.column or 0))

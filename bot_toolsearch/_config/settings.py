@@ -2,17 +2,22 @@
 
 The models are strict on purpose: a value of the wrong type is an error, never a silent
 coercion (the reference design turns ``"maybe"`` into ``false`` and ``0`` into ``1``).
-``BotSettings()`` is the built-in defaults and never reads the environment; the env fallbacks
-live in ``env.py`` (a pydantic-settings model) and the file in ``file.py``,
-which also turns validation errors into ``ConfigError`` with file, line and column.
+
+One rule for the file, the environment and code: a key you give wins, the environment fills the
+keys you did not give (``TOOL_SEARCH_ENABLED=true``), the default fills the rest. So
+``BotSettings(...)`` and ``BotSettings.model_validate({...})`` read the environment as
+``load_settings`` does (``env.py``); ``file.py`` reads the file. Every settings error is a
+``ConfigError``: built in code, an unknown keyword gets a did-you-mean like an unknown key in
+the file, where the error also carries the line and column.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Self, cast
 
 from pydantic import (
     BaseModel,
@@ -22,10 +27,17 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StrictStr,
+    ValidationError,
     field_serializer,
     field_validator,
     model_validator,
 )
+from pydantic._internal._model_construction import ModelMetaclass
+
+from bot_toolsearch._errors import ConfigError
+
+from .diagnostics import describe
+from .env import apply_env
 
 __all__ = [
     "BlindCallPolicy",
@@ -61,8 +73,52 @@ SERVER_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 _Name = Annotated[StrictStr, Field(min_length=1)]
 
 
-class _Table(BaseModel):
+class _TableMeta(ModelMetaclass):
+    """Turns the errors of a table built in code (``SkillsSettings(...)``) into `ConfigError`.
+
+    A metaclass, not ``__init__``: pydantic calls an overridden ``__init__`` for every nested
+    table it validates, and the file loader needs the raw errors, with their locations.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        prepare = getattr(cls, "_prepare", None)
+        try:
+            return super().__call__(*args, **(prepare(kwargs) if prepare else kwargs))
+        except ValidationError as exc:
+            raise settings_error(cast("type[BaseModel]", cls), exc) from None
+
+
+class _Table(BaseModel, metaclass=_TableMeta):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        """Validate ``obj``; raises `ConfigError` (not pydantic's ``ValidationError``)."""
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise settings_error(cls, exc) from None
+
+
+def settings_error(model: type[BaseModel], exc: ValidationError) -> ConfigError:
+    """A `ConfigError` naming every problem of settings built in code, keys dotted from the top.
+
+    >>> SkillsSettings(tool_search_enable=True)  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ConfigError: skills.tool_search_enable: unknown key ...(did you mean 'tool_search_enabled'?)
+    """
+    table = _TABLES.get(model)
+    problems: list[str] = []
+    first_key: str | None = None
+    first_value: object = None
+    for item in exc.errors(include_url=False):
+        loc = (*((table,) if table else ()), *item["loc"])
+        item["loc"] = loc
+        key = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in loc).replace(".[", "[")
+        problems.append(f"{key or model.__name__}: {describe(item, _ROOTS.get(model, model))}")
+        if first_key is None:
+            first_key, first_value = key or None, item.get("input")
+    return ConfigError("; ".join(problems), key=first_key, value=first_value)
 
 
 class ModelSettings(_Table):
@@ -224,3 +280,55 @@ class BotSettings(_Table):
     bot: BotSection = BotSection()
     generation: StrictInt = Field(default=0, ge=0)
     """Increases by one with every successful reload; 0 for settings built in code."""
+
+    @classmethod
+    def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
+        return with_env(data, os.environ)
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        """Validate ``obj``, the environment filling the keys it does not give.
+
+        Raises:
+            ConfigError: a value (given, or from the environment) is invalid.
+        """
+        if isinstance(obj, Mapping):
+            obj = with_env(dict(obj), os.environ)
+        return super().model_validate(obj, **kwargs)
+
+
+_TABLES: dict[type[BaseModel], str] = {
+    ModelSettings: "model",
+    PluginSettings: "plugins",
+    SkillsSettings: "skills",
+    ToolsSettings: "tools",
+    EasterEggSettings: "easter_egg",
+    BotSection: "bot",
+}
+"""The table each model is, so an error in one built alone names its full key."""
+_ROOTS: dict[type[BaseModel], type[BaseModel]] = dict.fromkeys(_TABLES, BotSettings)
+
+
+def with_env(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """Settings given in code, with the environment filling the keys they do not give.
+
+    A table given as a model counts the keys it was built with (``model_fields_set``).
+
+    Raises:
+        ConfigError: an environment variable's value is not a value of its kind.
+    """
+    tables: dict[str, Any] = {}
+    for name, value in data.items():
+        if isinstance(value, BaseModel):
+            tables[name] = {k: getattr(value, k) for k in value.model_fields_set}
+        elif isinstance(value, Mapping):
+            tables[name] = dict(value)
+    untouched = {n: v for n, v in data.items() if n not in tables}
+    errors: list[ConfigError] = []
+    apply_env(tables, environ, errors)
+    if errors:
+        raise ConfigError(
+            "; ".join(e.message for e in errors), key=errors[0].key, value=errors[0].value
+        )
+    # A table given as something else than a table stays as given, for validation to report.
+    return {**tables, **untouched}

@@ -7,15 +7,19 @@ the session, which knows the catalog.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .tokens import query_terms
 
 __all__ = [
+    "DEFAULT_WIRE_DELIMITER",
     "MAX_KEYWORD_CHARS",
     "MAX_SELECT_NAMES",
     "KeywordQuery",
+    "NameDecoder",
     "SelectQuery",
+    "decode_default_wire_name",
     "echo",
     "parse_query",
     "select_items",
@@ -27,6 +31,23 @@ hostile model must not make one search cost more than a bounded amount of work."
 MAX_SELECT_NAMES = 256
 """Items of a ``select:`` list beyond this many are ignored (the result cap is far smaller)."""
 _ECHO_CHARS = 200
+
+DEFAULT_WIRE_DELIMITER = "-_-"
+"""What replaces each ``.`` of a tool name on the wire unless ``[tools] dot_delimiter`` says
+otherwise (the transports' ``DEFAULT_DOT_DELIMITER``; the core cannot import them)."""
+
+NameDecoder = Callable[[str], str | None]
+"""Turns a name as the model wrote it (a wire spelling, ``weather-_-forecast``) into a
+canonical name, or ``None``; e.g. ``WireNames.to_canonical``."""
+
+
+def decode_default_wire_name(name: str) -> str | None:
+    """The canonical spelling of a wire name encoded with the default delimiter, or ``None``.
+
+    >>> decode_default_wire_name("weather-_-forecast"), decode_default_wire_name("end")
+    ('weather.forecast', None)
+    """
+    return name.replace(DEFAULT_WIRE_DELIMITER, ".") if DEFAULT_WIRE_DELIMITER in name else None
 
 
 def echo(text: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .catalog import TOOL_SEARCH_NAME, ToolCatalog
 from .prompt import tool_search_schema
-from .query import SelectQuery, echo, parse_query
+from .query import NameDecoder, SelectQuery, decode_default_wire_name, echo, parse_query
 from .result import ToolSearchResult, read_arguments
 
 __all__ = ["ToolSearchSession"]
@@ -39,6 +39,10 @@ class ToolSearchSession:
         max_results: the cap on tools one search loads; an ``int`` >= 1.
         hidden: names (exact spelling) removed from this session entirely: from the catalog
             names, the directory, keyword search, ``select:`` and exact names.
+        decode_name: turns a wire spelling the model may echo (``weather-_-forecast``) into a
+            canonical name, for ``select:`` items and a bare full name that match no tool as
+            written. Pass ``WireNames.to_canonical`` of the names you send; the default
+            undoes the default delimiter ``-_-``.
 
     Raises:
         ValueError: ``max_results`` is not a positive integer.
@@ -49,6 +53,7 @@ class ToolSearchSession:
     __slots__ = (
         "_catalog",
         "_catalog_names",
+        "_decode",
         "_deferred",
         "_excluded",
         "_exposed",
@@ -66,6 +71,7 @@ class ToolSearchSession:
         always_loaded: Iterable[str] = (),
         max_results: int = 5,
         hidden: Iterable[str] = (),
+        decode_name: NameDecoder | None = None,
     ) -> None:
         if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
             raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
@@ -75,6 +81,7 @@ class ToolSearchSession:
             else ToolCatalog(catalog_or_schemas)
         )
         self._catalog = catalog
+        self._decode = decode_name or decode_default_wire_name
         self._max_results = max_results
         self._hidden = frozenset(
             stripped
@@ -175,7 +182,13 @@ class ToolSearchSession:
             return name
         if name.casefold() == TOOL_SEARCH_NAME:
             return TOOL_SEARCH_NAME
-        return self._resolve_real(name)
+        real = self._resolve_real(name)
+        if real is None:
+            # A wire spelling, as the model saw it in its tools list (grammar table, README).
+            decoded = self._decode(name)
+            if decoded is not None and decoded != name:
+                real = self._resolve_real(decoded)
+        return real
 
     def _limit(self, max_results: object) -> int:
         if isinstance(max_results, bool) or not isinstance(max_results, int):

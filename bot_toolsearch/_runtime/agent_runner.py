@@ -14,13 +14,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from bot_toolsearch._core.unicode import well_formed
-from bot_toolsearch._tools.tool import Agent, Tool, ToolTimeoutError
+from bot_toolsearch._tools.tool import Agent, ArgumentsMismatch, Tool, ToolTimeoutError
+from bot_toolsearch._tools.validation import validate_arguments
 from bot_toolsearch._transports.base import ModelToolCall, TransportState
 from bot_toolsearch._transports.names import WireNames
 
 from .announce import announce_calls
-from .calls import parse_arguments
+from .calls import log_failure, parse_arguments
 from .messages import (
+    INVALID_ARGUMENT_VALUES,
     INVALID_ARGUMENTS,
     TOOL_TIMED_OUT,
     no_such_tool,
@@ -109,6 +111,10 @@ async def _run(
     arguments, problem = parsed
     if arguments is None:
         return INVALID_ARGUMENTS.format(name=call.name, problem=problem)
+    arguments, invalid = validate_arguments(tool, arguments)
+    if invalid is not None:
+        logger.info("agent tool %s not run: invalid arguments: %s", call.name, invalid)
+        return INVALID_ARGUMENT_VALUES.format(name=call.name, problem=invalid)
     settings = ctx.settings.tools
     try:
         text = await tool.invoke(
@@ -117,7 +123,11 @@ async def _run(
     except ToolTimeoutError as exc:
         logger.warning("agent tool %s timed out after %g s", call.name, exc.seconds)
         return TOOL_TIMED_OUT.format(name=call.name, seconds=exc.seconds)
+    except ArgumentsMismatch as exc:
+        logger.info("agent tool %s not run: invalid arguments: %s", call.name, exc)
+        problem = f"the tool does not take them ({exc})"
+        return INVALID_ARGUMENT_VALUES.format(name=call.name, problem=problem)
     except Exception as exc:
-        logger.warning("agent tool %s failed", call.name, exc_info=True)
+        log_failure(call.name, exc)
         return well_formed(tool_failed(call.name, exc))
     return truncated_result(text, settings.max_result_chars)

@@ -1,4 +1,5 @@
-"""The values of one tool call (`CallRequest`, `CallResult`) and their making from a reply.
+"""The values of one tool call (`CallRequest`, `CallResult`), their making from a reply, and
+how a call that raised is logged.
 
 A leaf of the runtime, as ``starlette/types.py`` is: the context, the middleware protocol and the
 ask results all import these values, and this module imports none of them.
@@ -8,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot_toolsearch._core.unicode import well_formed
+from bot_toolsearch._tools.mcp import MCPToolError
 from bot_toolsearch._transports.base import ModelToolCall
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch._transports.text_calls import TextToolCall
@@ -26,9 +29,12 @@ __all__ = [
     "from_native",
     "from_text",
     "history_calls",
+    "log_failure",
     "parse_arguments",
     "unique_ids",
 ]
+
+logger = logging.getLogger("bot_toolsearch")
 
 CallOutcome = Literal["ran", "answered", "refused", "invalid", "failed"]
 """``ran``: the tool was executed; ``answered``: a middleware answered it (``tool_search``);
@@ -171,3 +177,16 @@ def unique_ids(calls: Sequence[CallRequest]) -> tuple[list[CallRequest], bool]:
         out.append(dataclasses.replace(call, id=new_id))
         changed = True
     return out, changed
+
+
+def log_failure(name: str, exc: Exception) -> None:
+    """Log a tool that raised: one line for what is not the developer's bug, else a traceback.
+
+    An MCP tool's error is the server's answer (often to the model's arguments, such as an
+    unknown time zone) and is logged as one WARNING line; a handler of ours that raised may be a
+    bug in it, so its traceback is logged at ERROR.
+    """
+    if isinstance(exc, MCPToolError):
+        logger.warning("tool %s failed: %s", name, exc)
+    else:
+        logger.error("tool %s raised", name, exc_info=exc)

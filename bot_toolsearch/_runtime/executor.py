@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot_toolsearch._core.unicode import well_formed
-from bot_toolsearch._tools.tool import Agent, Tool, ToolTimeoutError
+from bot_toolsearch._tools.tool import Agent, ArgumentsMismatch, Tool, ToolTimeoutError
+from bot_toolsearch._tools.validation import validate_arguments
 
 from .agent_runner import run_agent
 from .announce import CallKind, announce_calls
-from .calls import CallRequest, CallResult
+from .calls import CallRequest, CallResult, log_failure
 from .context import AskContext
 from .messages import (
+    INVALID_ARGUMENT_VALUES,
     INVALID_ARGUMENTS,
     TOOL_TIMED_OUT,
     no_such_tool,
@@ -24,7 +27,7 @@ from .messages import (
 )
 from .toolset import END, SEND_MESSAGE, Builtin, Entry
 
-__all__ = ["execute_calls", "invalid_arguments", "run_tool"]
+__all__ = ["execute_calls", "invalid_arguments", "rejected_arguments", "run_tool"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -51,6 +54,13 @@ async def execute_calls(ctx: AskContext, calls: Sequence[CallRequest]) -> list[C
         elif call.name == SEND_MESSAGE and not isinstance(call.arguments.get("text"), str):
             # Checked before announcing, so a send that cannot happen is not announced.
             results[i] = invalid_arguments(_with_problem(call, '"text" must be a string'))
+        elif isinstance(entry, Tool | Agent):
+            # Checked before announcing, and the handler never sees arguments its schema rejects.
+            arguments, problem = validate_arguments(entry, call.arguments)
+            if problem is not None:
+                results[i] = rejected_arguments(call, problem)
+            else:
+                runnable.append((i, dataclasses.replace(call, arguments=arguments), entry))
         else:
             runnable.append((i, call, entry))
     await announce_calls(ctx, [(call.name, _kind(entry)) for _, call, entry in runnable])
@@ -64,6 +74,13 @@ def invalid_arguments(call: CallRequest) -> CallResult:
     """The result for a call whose arguments are not a JSON object."""
     problem = call.arguments_error or "they could not be read"
     content = INVALID_ARGUMENTS.format(name=call.name, problem=problem)
+    return CallResult(call.id, call.name, content, "invalid")
+
+
+def rejected_arguments(call: CallRequest, problem: str) -> CallResult:
+    """The result for a call whose arguments the tool's schema rejects (the model's mistake)."""
+    logger.info("tool %s not run: invalid arguments: %s", shown_name(call.name), problem)
+    content = INVALID_ARGUMENT_VALUES.format(name=call.name, problem=problem)
     return CallResult(call.id, call.name, content, "invalid")
 
 
@@ -90,8 +107,11 @@ async def _run(ctx: AskContext, call: CallRequest, entry: Entry) -> CallResult:
         logger.warning("tool %s timed out after %g s; abandoned", call.name, exc.seconds)
         content = TOOL_TIMED_OUT.format(name=call.name, seconds=exc.seconds)
         return CallResult(call.id, call.name, content, "failed")
+    except ArgumentsMismatch as exc:
+        # The handler takes other arguments than the model sent: the model's mistake.
+        return rejected_arguments(call, f"the tool does not take them ({exc})")
     except Exception as exc:
-        logger.warning("tool %s failed", call.name, exc_info=True)
+        log_failure(call.name, exc)
         content = well_formed(tool_failed(call.name, exc))
         return CallResult(call.id, call.name, content, "failed")
     return CallResult(call.id, call.name, content, "ran")

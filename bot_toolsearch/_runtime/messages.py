@@ -18,6 +18,7 @@ __all__ = [
     "END_WITH_OTHER_CALLS",
     "END_WITH_OTHER_CALLS_NONE_RAN",
     "INVALID_ARGUMENTS",
+    "INVALID_ARGUMENT_VALUES",
     "INVALID_CALL",
     "LOADED_THIS_ROUND",
     "MAX_SHOWN_NAME",
@@ -85,6 +86,12 @@ INVALID_ARGUMENTS = (
     "Call it again with arguments that match its parameter schema."
 )
 """Result of a call whose arguments are not a JSON object."""
+
+INVALID_ARGUMENT_VALUES = (
+    "Error: tool {name} was not executed: its arguments do not match its parameter schema: "
+    "{problem}. Call it again with arguments that match the schema."
+)
+"""Result of a call whose arguments are an object that the tool's schema rejects."""
 
 TOOL_FAILED = "Error: tool {name} failed: {error}"
 """Result of a call whose handler raised."""

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .tool import ToolImportError
+from .tool import ToolImportError, check_binding
 
 __all__ = ["FolderHandler"]
 
@@ -82,4 +82,6 @@ class FolderHandler:
     def __call__(self, **kwargs: Any) -> Any:
         # Runs in a worker thread (Tool.invoke), so the import never blocks the event loop;
         # an async execute returns a coroutine that Tool.invoke awaits on the loop.
-        return self._load()(**kwargs)
+        execute = self._load()
+        check_binding(execute, kwargs)
+        return execute(**kwargs)

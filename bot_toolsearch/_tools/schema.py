@@ -5,11 +5,11 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 
-__all__ = ["function_schema", "schema_from_signature"]
+__all__ = ["function_schema", "schema_from_signature", "signature_model"]
 
 
 def function_schema(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -60,18 +60,36 @@ def _strip_titles(node: Any) -> Any:
     return node
 
 
-def schema_from_signature(fn: Callable[..., Any]) -> tuple[str, dict[str, Any]]:
-    """Description and JSON Schema parameters derived from a typed function signature."""
+def signature_model(fn: Callable[..., Any]) -> tuple[str, dict[str, Any], type[pydantic.BaseModel]]:
+    """Description, JSON Schema parameters and the arguments model of a typed signature.
+
+    The model validates (and coerces, in pydantic's lax mode, as ``pydantic.validate_call``
+    does) a call's arguments; it forbids unknown arguments unless the function takes
+    ``**kwargs``. The schema is the one the model reads, without ``additionalProperties``.
+    """
     summary, arg_docs = _describe(fn)
     hints = inspect.get_annotations(fn, eval_str=True)
     fields: dict[str, Any] = {}
+    extra: Literal["forbid", "allow"] = "forbid"
     for pname, param in _params(fn).items():
+        if param.kind is param.VAR_KEYWORD:
+            extra = "allow"
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         annotation = hints.get(pname, Any)
         default = ... if param.default is param.empty else param.default
         fields[pname] = (annotation, pydantic.Field(default, description=arg_docs.get(pname)))
-    model = pydantic.create_model(f"{fn.__name__}_arguments", **fields)
+    model: type[pydantic.BaseModel] = pydantic.create_model(
+        f"{fn.__name__}_arguments", __config__=pydantic.ConfigDict(extra=extra), **fields
+    )
     schema = _strip_titles(model.model_json_schema())
+    # The schema the model reads stays as it was before arguments were validated.
+    schema.pop("additionalProperties", None)
     schema.setdefault("properties", {})
+    return summary, schema, model
+
+
+def schema_from_signature(fn: Callable[..., Any]) -> tuple[str, dict[str, Any]]:
+    """Description and JSON Schema parameters derived from a typed function signature."""
+    summary, schema, _model = signature_model(fn)
     return summary, schema

@@ -15,20 +15,24 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+import pydantic
+
 from bot_toolsearch._core.catalog import schema_depth_problem
 from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._errors import CatalogError
 
-from .schema import function_schema, schema_from_signature
+from .schema import function_schema, signature_model
 
 __all__ = [
     "MAX_THREADS_PER_TOOL",
     "Agent",
+    "ArgumentsMismatch",
     "HandlerThreads",
     "Tool",
     "ToolHandler",
     "ToolImportError",
     "ToolTimeoutError",
+    "check_binding",
     "check_timeout",
     "tool",
 ]
@@ -53,6 +57,29 @@ class ToolImportError(CatalogError):
             name=name,
         )
         self.target = target
+
+
+class ArgumentsMismatch(TypeError):
+    """A call's arguments do not fit the handler's signature; the handler was not called.
+
+    This is the model's mistake (an argument the handler does not take, or one it needs left
+    out), reported to the model as invalid arguments, not as a failure of the tool.
+    """
+
+
+def check_binding(handler: ToolHandler, arguments: Mapping[str, Any]) -> None:
+    """Raise `ArgumentsMismatch` when ``handler(**arguments)`` cannot bind its parameters.
+
+    A callable whose signature cannot be read (some builtins) is not checked.
+    """
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(**arguments)
+    except TypeError as exc:
+        raise ArgumentsMismatch(str(exc)) from None
 
 
 @dataclass(slots=True)
@@ -288,6 +315,10 @@ class Tool:
     _handler: ToolHandler | _LazyHandler
     timeout: float | None
     """Seconds one call may take; ``None`` means ``[tools] call_timeout``."""
+    _signature: type[pydantic.BaseModel] | None = field(default=None, compare=False, repr=False)
+    """For a ``@tool`` function: the pydantic model of its arguments (see `signature_model`)."""
+    _checker: Any = field(default=None, compare=False, repr=False)
+    """The JSON Schema checker of ``parameters``, built on first use (``_tools/validation.py``)."""
 
     def __init__(
         self,
@@ -325,6 +356,8 @@ class Tool:
         object.__setattr__(self, "description", description or "")
         object.__setattr__(self, "parameters", params)
         object.__setattr__(self, "_handler", bound)
+        object.__setattr__(self, "_signature", None)
+        object.__setattr__(self, "_checker", None)
 
     @property
     def handler_is_loaded(self) -> bool:
@@ -363,9 +396,13 @@ class Tool:
                 ``[tools] call_timeout``); ``None``: no limit.
             threads: the executor for sync handlers.
 
+        The arguments are not checked against the schema here (`validate_arguments` in
+        ``_tools/validation.py`` does that, before); only that the handler can take them.
+
         Raises:
             ToolTimeoutError: the call ran past its timeout.
             ToolImportError: the handler cannot be imported.
+            ArgumentsMismatch: the handler's signature does not take these arguments.
             Exception: whatever the handler raises.
         """
         seconds = self.timeout if self.timeout is not None else default_timeout
@@ -382,6 +419,7 @@ class Tool:
     async def _call(self, arguments: Mapping[str, Any], threads: HandlerThreads | None) -> str:
         handler = self.resolve_handler()
         kwargs = dict(arguments)
+        check_binding(handler, kwargs)
         if inspect.iscoroutinefunction(handler):
             result = await handler(**kwargs)
         else:
@@ -414,8 +452,12 @@ def tool(
     """
 
     def build(func: ToolHandler) -> Tool:
-        summary, parameters = schema_from_signature(func)
-        return Tool(name or func.__name__, description or summary, parameters, func)
+        summary, parameters, model = signature_model(func)
+        made = Tool(name or func.__name__, description or summary, parameters, func)
+        # Arguments are then validated and coerced by the signature, as pydantic's
+        # ``validate_call`` does, rather than only by the JSON Schema derived from it.
+        object.__setattr__(made, "_signature", model)
+        return made
 
     return build if fn is None else build(fn)
 

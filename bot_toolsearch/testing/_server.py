@@ -104,14 +104,39 @@ class ScriptedOpenAIServer:
     tokens on; ``prompt_tokens`` / ``input_tokens`` is the rendered prompt's token count. A
     turn's explicit ``usage`` still wins. See `PromptCacheModel` for what the model leaves out.
 
-    Example::
+    Example (run by ``tests/test_readme.py``)::
 
-        with ScriptedOpenAIServer() as server:
-            server.script(call("tool_search", query="select:weather"), text("done"))
-            client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
-            ...
-            server.assert_consumed()
-            assert server.requests[0].tool_names == ["tool_search", "end"]
+        import asyncio
+
+        import openai
+
+        from bot_toolsearch import Bot, BotSettings, tool
+        from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
+
+        @tool(name="weather.forecast", description="Forecast the weather for a city.")
+        def forecast(city: str) -> str:
+            return f"{city}: sunny"
+
+        async def test_the_bot_finds_and_calls_the_forecast() -> None:
+            settings = BotSettings(skills={"tool_search_enabled": True})
+            with ScriptedOpenAIServer() as server:
+                server.script(
+                    call("tool_search", query="select:weather.forecast"),  # round 1
+                    call("weather-_-forecast", city="Oslo"),                # round 2
+                    text("Sunny in Oslo."),                                 # round 3
+                )
+                async with openai.AsyncOpenAI(
+                    base_url=server.base_url, api_key="test", max_retries=0
+                ) as client:
+                    result = await Bot(settings, [forecast], client=client).ask("Oslo weather?")
+                server.assert_consumed()
+            # Round 1 offers the always-loaded tools and tool_search; round 2 adds the
+            # loaded schema, under its wire name.
+            assert server.requests[0].tool_names == ["send_message", "end", "tool_search"]
+            assert "weather-_-forecast" in server.requests[1].tool_names
+            assert result.reply == "Sunny in Oslo."
+
+        asyncio.run(test_the_bot_finds_and_calls_the_forecast())
 
     Args:
         responder: answers a request when the script is empty (the offline demo model).

@@ -192,3 +192,14 @@ def test_catalog_stats_lists_reserved_names_instead_of_failing(tmp_path: Path) -
     assert "duplicate names (first kept): 1" in done.stdout
     assert "does not pay off" in done.stdout
     assert done.stderr == ""  # the skipped entries are in the report, not repeated as warnings
+
+
+def test_search_selects_a_wire_spelling(
+    catalog_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot_toolsearch._cli.main import main
+
+    assert main(["search", "select:weather-_-forecast", "--catalog", str(catalog_file)]) == 0
+    out = capsys.readouterr().out
+    assert "weather.forecast" in out
+    assert "not in the catalog" not in out

@@ -161,15 +161,17 @@ def test_variable_names_are_case_sensitive() -> None:
     assert applied({"tool_search_enabled": "true"}) == {}
 
 
-def test_first_use_of_each_variable_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="bot_toolsearch.config"):
+def test_variables_in_use_are_one_info_line_once(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="bot_toolsearch.config"):
         for _ in range(3):
             applied({"TOOL_SEARCH_ENABLED": "1", "PREFETCH_TOOLS": "a"})
         errors_for({"TOOL_SEARCH_MAX_RESULTS": "x"})
-    messages = [r.getMessage() for r in caplog.records]
-    assert messages == [
-        "using environment variable TOOL_SEARCH_ENABLED for skills.tool_search_enabled; "
-        "consider moving it to config.toml",
-        "using environment variable PREFETCH_TOOLS for skills.prefetch_tools; "
-        "consider moving it to config.toml",
+        applied({"TOOL_SEARCH_ENABLED": "1", "TOOLS_DOT_DELIMITER": "__"})
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "INFO",
+            "settings from the environment: TOOL_SEARCH_ENABLED (skills.tool_search_enabled), "
+            "PREFETCH_TOOLS (skills.prefetch_tools)",
+        ),
+        ("INFO", "settings from the environment: TOOLS_DOT_DELIMITER (tools.dot_delimiter)"),
     ]

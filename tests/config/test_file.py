@@ -104,13 +104,16 @@ def test_each_env_fallback_is_logged_once(
     monkeypatch.setenv("TOOL_SEARCH_ENABLED", "true")
     monkeypatch.setenv("PREFETCH_TOOLS", "a")
     path = write(tmp_path, "")
-    with caplog.at_level(logging.WARNING, logger="bot_toolsearch.config"):
+    with caplog.at_level(logging.DEBUG, logger="bot_toolsearch.config"):
         for _ in range(3):
             load_settings(path)
-    messages = [r.getMessage() for r in caplog.records]
-    assert sum("TOOL_SEARCH_ENABLED" in m for m in messages) == 1
-    assert sum("PREFETCH_TOOLS" in m for m in messages) == 1
-    assert all("consider moving it to config.toml" in m for m in messages)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "INFO",
+            "settings from the environment: TOOL_SEARCH_ENABLED (skills.tool_search_enabled), "
+            "PREFETCH_TOOLS (skills.prefetch_tools)",
+        )
+    ]
 
 
 @pytest.mark.parametrize(

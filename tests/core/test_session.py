@@ -465,3 +465,31 @@ def test_hostile_queries_are_bounded_in_work_and_in_what_is_echoed() -> None:
     assert many.not_found == ("nope",)
     within = session.search("select:" + ",".join(["x"] * (MAX_SELECT_NAMES - 1) + ["music.play"]))
     assert within.loaded == ("music.play",)
+
+
+# --- wire spellings ----------------------------------------------------------------------
+
+
+def test_select_and_a_bare_name_accept_the_default_wire_spelling() -> None:
+    from bot_toolsearch._demo.catalog import demo_schemas
+
+    session = ToolSearchSession(demo_schemas())
+    assert session.search("select:weather-_-forecast,time.now").loaded == (
+        "weather.forecast",
+        "time.now",
+    )
+    assert session.search("weather-_-hourly_forecast").loaded == ("weather.hourly_forecast",)
+    assert session.search("select:weather-_-nothing").not_found == ("weather-_-nothing",)
+
+
+def test_a_decoder_of_the_names_sent_resolves_other_delimiters_and_hidden_stays_hidden() -> None:
+    from bot_toolsearch import WireNames
+    from bot_toolsearch._demo.catalog import demo_schemas
+
+    schemas = demo_schemas()
+    names = WireNames.build([s["function"]["name"] for s in schemas], dot_delimiter="__")
+    session = ToolSearchSession(schemas, hidden=["time.now"], decode_name=names.to_canonical)
+    assert session.search("select:weather__forecast").loaded == ("weather.forecast",)
+    # The default delimiter is not undone when the caller's decoder does not know it.
+    assert session.search("select:time-_-week_number").not_found == ("time-_-week_number",)
+    assert session.search("select:time__now").not_found == ("time__now",)

@@ -101,7 +101,8 @@ async def test_an_agent_without_a_request_gets_a_clear_error(
 
     output = server.requests[1].tool_outputs[-1]
     assert output[0] == "h1"
-    assert 'string field "request"' in output[1]
+    assert '"request" is required' in output[1]
+    assert "was not executed" in output[1]
 
 
 async def test_agent_calls_that_do_not_run_are_not_announced(
