@@ -86,7 +86,7 @@ class CatalogStats:
 
 def catalog_stats(schemas: Sequence[Mapping[str, Any]], dot_delimiter: str) -> CatalogStats:
     """Compute the ``catalog stats`` figures for a list of schemas."""
-    from bot_toolsearch._demo import tokens
+    from bot_toolsearch._core import token_count as tokens
 
     entries = len(schemas)
     raw_names = [(e.get("function") or {}).get("name") for e in schemas]
@@ -137,7 +137,7 @@ def _print_list(title: str, rows: Sequence[str], limit: int = 20) -> None:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from bot_toolsearch._demo import tokens
+    from bot_toolsearch._core import token_count as tokens
 
     library = logging.getLogger("bot_toolsearch")
     level = library.level

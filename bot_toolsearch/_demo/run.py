@@ -18,13 +18,13 @@ from typing import Any
 import openai
 
 from bot_toolsearch._config.settings import BotSettings, ModelSettings, SkillsSettings
+from bot_toolsearch._core import token_count as tokens
 from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
 from bot_toolsearch._runtime.tool_search import directory_message
 from bot_toolsearch.testing import ScriptedOpenAIServer
 
-from . import tokens
 from ._width import fit
 from .catalog import demo_tools
 from .planner import OFFLINE_MODEL_NAME, OfflinePlanner

@@ -192,3 +192,12 @@ def test_catalog_stats_lists_reserved_names_instead_of_failing(tmp_path: Path) -
     assert "duplicate names (first kept): 1" in done.stdout
     assert "does not pay off" in done.stdout
     assert done.stderr == ""  # the skipped entries are in the report, not repeated as warnings
+
+
+def test_catalog_stats_counts_tokens_with_the_core_not_the_demo() -> None:
+    from tests.test_layering import graph
+
+    edges = graph()
+    for module in ("bot_toolsearch._cli.catalog", "bot_toolsearch._demo.run"):
+        assert "bot_toolsearch._core.token_count" in edges[module], module
+    assert not [d for d in edges["bot_toolsearch._cli.catalog"] if "._demo" in d]
