@@ -58,7 +58,7 @@ class _Figures:
 def run_demo(args: argparse.Namespace) -> int:
     """Run the demo; returns the exit status (errors are one line on stderr)."""
     if args.model_url and not args.model:
-        print("bot-toolsearch demo: error: --model-url needs --model NAME", file=sys.stderr)
+        print("error: --model-url needs --model NAME", file=sys.stderr)
         return 2
     try:
         return asyncio.run(_main(args))
@@ -95,14 +95,14 @@ async def _run(args: argparse.Namespace, base_url: str, model: str, api_key: str
             print(f"  reply: {result.reply}")
             results.append((question, result))
     except openai.AuthenticationError:
-        print(f"bot-toolsearch demo: error: {base_url} rejected the API key", file=sys.stderr)
+        print(f"error: {base_url} rejected the API key", file=sys.stderr)
         return 1
     except openai.APIConnectionError:
-        print(f"bot-toolsearch demo: error: cannot reach {base_url}", file=sys.stderr)
+        print(f"error: cannot reach {base_url}", file=sys.stderr)
         return 1
     except openai.APIStatusError as exc:
         print(
-            f"bot-toolsearch demo: error: {base_url} answered HTTP {exc.status_code}",
+            f"error: {base_url} answered HTTP {exc.status_code}",
             file=sys.stderr,
         )
         return 1

@@ -5,21 +5,15 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-import sys
 
 from bot_toolsearch._demo._width import display_width
 from bot_toolsearch._demo.run import QUESTIONS
 from bot_toolsearch.testing import ErrorTurn, ModelRequest, ScriptedOpenAIServer, error
+from tests._cli_runner import run_cli
 
 
 def demo(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bot_toolsearch", "demo", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    return run_cli("demo", *args)
 
 
 def test_offline_demo_runs_every_question_and_prints_the_figures() -> None:
@@ -55,15 +49,13 @@ def test_unreachable_endpoint_is_one_line_and_nonzero() -> None:
         port = sock.getsockname()[1]
     done = demo("--model-url", f"http://127.0.0.1:{port}/v1", "--model", "x", "--api-key", "k")
     assert done.returncode == 1
-    assert done.stderr.strip().splitlines() == [
-        f"bot-toolsearch demo: error: cannot reach http://127.0.0.1:{port}/v1"
-    ]
+    assert done.stderr.strip().splitlines() == [f"error: cannot reach http://127.0.0.1:{port}/v1"]
 
 
 def test_model_url_needs_a_model_name() -> None:
     done = demo("--model-url", "http://127.0.0.1:9/v1")
     assert done.returncode == 2
-    assert "needs --model" in done.stderr
+    assert done.stderr == "error: --model-url needs --model NAME\n"
     assert "Traceback" not in done.stderr
 
 
@@ -75,6 +67,4 @@ def test_bad_api_key_is_one_line_and_nonzero() -> None:
         done = demo("--model-url", server.base_url, "--model", "gpt-x", "--api-key", "bad")
         server.reset()  # the rejections were the point, not failures of the server
     assert done.returncode == 1
-    assert done.stderr.strip().splitlines() == [
-        f"bot-toolsearch demo: error: {server.base_url} rejected the API key"
-    ]
+    assert done.stderr.strip().splitlines() == [f"error: {server.base_url} rejected the API key"]
