@@ -41,10 +41,10 @@ def test_bot_py_runs_offline_and_searches(tmp_path: Path) -> None:
         out.count('  round 1: sent 3 tools; tool_search({"query":"convert km miles"}) -> answered')
         == 1
     )
-    assert "  round 2: sent 8 tools; notes.add(…) -> ran" in out
-    assert "  reply: notes.add: saved: add note buy milk; count: 1" in out
-    assert "  round 2: sent 8 tools; shop.stock(…) -> ran" in out
-    assert "6.213712" in done.stdout
+    assert '  round 2: sent 8 tools; notes.add({"text":"buy milk"}) -> ran' in out
+    assert "  reply: Here is what I found: saved: buy milk; count: 1." in out
+    assert any(line.startswith("  round 2: sent 8 tools; shop.stock(") for line in out)
+    assert "10 km is 6.21371 mi." in done.stdout
 
 
 class Chat:

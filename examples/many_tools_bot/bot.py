@@ -43,7 +43,7 @@ async def model_client() -> AsyncIterator[openai.AsyncOpenAI | None]:
 def show(result: AskResult) -> None:
     for round_ in result.trace:
         calls = ", ".join(
-            f"{c.name}({c.arguments if c.name == 'tool_search' else '…'}) -> {c.outcome}"
+            f"{c.name}({c.arguments if c.name != 'send_message' else '…'}) -> {c.outcome}"
             for c in round_.calls
         )
         print(f"  round {round_.index}: sent {len(round_.tool_names)} tools; {calls}")

@@ -63,10 +63,7 @@ def folder(tmp_path: Path) -> Path:
 def test_ask_prints_the_reply_and_exits_0(folder: Path) -> None:
     done = run("ask", "Convert 10 km to miles", "--tools", DEMO_TOOLS, cwd=folder)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines() == [
-        "units.convert_length: value: 10; from_unit: km; to_unit: mi; result: 6.213712; "
-        "category: length"
-    ]
+    assert done.stdout.strip().splitlines() == ["10 km is 6.21371 mi."]
     assert "EMBEDDED OFFLINE MODEL" in done.stderr  # labelled, and kept off stdout
     assert "Traceback" not in done.stderr
 
@@ -79,11 +76,11 @@ def test_config_may_follow_the_text_and_defaults_to_cwd(folder: Path, tmp_path: 
         str(folder / "config.toml"), cwd=elsewhere,
     )  # fmt: skip
     assert explicit.returncode == 0, explicit.stderr
-    assert "6.213712" in explicit.stdout
+    assert "6.21371" in explicit.stdout
     # No ./config.toml: the defaults and the environment, said in one line.
     on_defaults = run("ask", "Convert 10 km to miles", "--tools", DEMO_TOOLS, cwd=elsewhere)
     assert on_defaults.returncode == 0, on_defaults.stderr
-    assert "6.213712" in on_defaults.stdout
+    assert "6.21371" in on_defaults.stdout
     notes = [line for line in on_defaults.stderr.splitlines() if "config" in line]
     assert notes == [
         "note: no ./config.toml here: running on the defaults and the environment "
@@ -106,7 +103,7 @@ def test_trace_shows_the_tool_search_round_and_the_loaded_tools_round(folder: Pa
     assert lines[4].startswith("    call units.convert_length(")
     assert lines[4].endswith("-> ran")
     assert '"result": 6.213712' in lines[5]
-    assert done.stdout.startswith("units.convert_length: value: 10")
+    assert done.stdout == "10 km is 6.21371 mi.\n"
     assert done.stdout.count("\n") == 1
 
 
@@ -135,7 +132,7 @@ def test_offline_flag_wins_over_a_configured_endpoint(tmp_path: Path) -> None:
     )
     done = run("ask", "Convert 10 km to miles", "--offline", "--tools", DEMO_TOOLS, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "6.213712" in done.stdout
+    assert "6.21371" in done.stdout
 
 
 def test_chat_answers_each_line_and_exits_0_at_eof(folder: Path) -> None:
@@ -145,9 +142,9 @@ def test_chat_answers_each_line_and_exits_0_at_eof(folder: Path) -> None:
     assert "Traceback" not in done.stderr
     replies = [part for part in done.stdout.split("you> ") if part.strip()]
     assert len(replies) == 2
-    assert replies[0].startswith("bot> units.convert_length:")
-    assert "6.213712" in replies[0]
-    assert replies[1].startswith("bot> time.now: timezone: Asia/Tokyo")
+    assert replies[0].startswith("bot> 10 km is 6.21371 mi.")
+    assert "6.21371" in replies[0]
+    assert replies[1].startswith("bot> Here is what I found: timezone: Asia/Tokyo")
     assert done.stdout.endswith("you> \n")  # EOF ends the prompt line
 
 

@@ -66,7 +66,7 @@ def test_ask_json_prints_the_whole_result(tmp_path: Path) -> None:
     done = run_cli("ask", "Convert 10 km to miles", "--json", "--tools", DEMO_TOOLS, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert "6.213712" in result["reply"]
+    assert result["reply"] == "10 km is 6.21371 mi."
     assert result["finish_reason"] == "end"
     assert result["rounds"] == len(result["trace"]) == 4
     assert result["trace"][0]["calls"][0]["name"] == "tool_search"
@@ -110,4 +110,4 @@ def test_chat_edits_lines_with_readline_on_a_terminal(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
         os.close(leader)
-    assert seen.count(b"bot> units.convert_length") == 2, seen
+    assert seen.count(b"bot> 10 km is 6.21371 mi.") == 2, seen
