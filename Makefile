@@ -21,8 +21,9 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy --strict bot_toolsearch
 
+# On every core (pytest-xdist); a single file runs fastest as `.venv/bin/pytest tests/x.py`.
 pytest: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist worksteal
 
 demo: $(STAMP)
 	$(BIN)/bot-toolsearch demo

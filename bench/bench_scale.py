@@ -51,7 +51,7 @@ def _token_counter() -> tuple[Callable[[str], int], str]:
 
     Private to the package, so imported here: a move of the module is a one-line fix.
     """
-    from bot_toolsearch._demo.tokens import count_text, counter_label
+    from bot_toolsearch._core.token_count import count_text, counter_label
 
     return count_text, counter_label()
 

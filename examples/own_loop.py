@@ -21,9 +21,7 @@ from bot_toolsearch import (
     WireNames,
     render_deferred_tools,
 )
-from bot_toolsearch._demo.catalog import demo_tools  # example data: 178 tools
-from bot_toolsearch._demo.planner import OFFLINE_MODEL_NAME, OfflinePlanner
-from bot_toolsearch.testing import ScriptedOpenAIServer
+from bot_toolsearch.offline import OFFLINE_MODEL_NAME, demo_tools, offline_server
 
 TOOLS = {tool.name: tool for tool in demo_tools()}
 CATALOG = ToolCatalog([tool.schema() for tool in TOOLS.values()])  # built once, reused
@@ -71,7 +69,7 @@ async def main() -> None:
     parser.add_argument("--model-url")
     parser.add_argument("--model", default=OFFLINE_MODEL_NAME)
     args = parser.parse_args()
-    with ScriptedOpenAIServer(responder=OfflinePlanner()) as server:  # the embedded model
+    with offline_server() as server:  # the embedded offline model (not an LLM)
         url, key = (args.model_url, None) if args.model_url else (server.base_url, "offline")
         async with openai.AsyncOpenAI(base_url=url, api_key=key, max_retries=0) as client:
             for question in ["Convert 10 km to miles", "帮我看看群成员“小明”的头像"]:

@@ -41,14 +41,15 @@ def test_bot_py_runs_offline_and_searches(tmp_path: Path) -> None:
         out.count('  round 1: sent 3 tools; tool_search({"query":"convert km miles"}) -> answered')
         == 1
     )
-    assert "  round 2: sent 8 tools; notes.add(…) -> ran" in out
-    assert "  reply: notes.add: saved: add note buy milk; count: 1" in out
-    assert "  round 2: sent 8 tools; shop.stock(…) -> ran" in out
-    assert "6.213712" in done.stdout
+    assert '  round 2: sent 8 tools; notes.add({"text":"buy milk"}) -> ran' in out
+    assert "  reply: Here is what I found: saved: buy milk; count: 1." in out
+    assert any(line.startswith("  round 2: sent 8 tools; shop.stock(") for line in out)
+    assert "10 km is 6.21371 mi." in done.stdout
 
 
 class Chat:
-    """A running ``bot-toolsearch chat --trace`` whose output is read line by line."""
+    """A running ``bot-toolsearch chat --trace`` whose output (stdout and stderr, where the trace
+    goes, in one pipe) is read line by line; status lines are kept apart in ``notices``."""
 
     def __init__(self, config: Path) -> None:
         self.proc = subprocess.Popen(
@@ -59,10 +60,12 @@ class Chat:
             env=clean_env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
         )  # fmt: skip
         self.lines: queue.Queue[str] = queue.Queue()
+        self.notices: list[str] = []
+        self.seen: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -78,13 +81,17 @@ class Chat:
         self.proc.stdin.flush()
         got: list[str] = []
         while not got or "bot> " not in got[-1]:
-            got.append(self.lines.get(timeout=TIMEOUT).removeprefix("you> ").rstrip("\n"))
+            line = self.lines.get(timeout=TIMEOUT).removeprefix("you> ").rstrip("\n")
+            self.seen.append(line)
+            if line.startswith(("chat: ", "config: ")):
+                self.notices.append(line)
+            else:
+                got.append(line)
         return got
 
     def close(self) -> tuple[int, str]:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
-        assert self.proc.stderr is not None
         self.proc.stdin.close()  # EOF: chat exits
         try:
             status = self.proc.wait(timeout=TIMEOUT)
@@ -93,8 +100,10 @@ class Chat:
                 self.proc.kill()
                 self.proc.wait()
         self.reader.join(timeout=TIMEOUT)  # stdout reaches EOF once the process is gone
-        with self.proc.stdout, self.proc.stderr:
-            return status, self.proc.stderr.read()
+        with self.proc.stdout:
+            while not self.lines.empty():
+                self.seen.append(self.lines.get())
+        return status, "\n".join(self.seen)
 
 
 def round_2(lines: list[str]) -> str:
@@ -154,7 +163,25 @@ def test_hot_editing_skills_while_chat_runs(tmp_path: Path) -> None:
         assert refused.returncode == 1
         assert "expected an integer" in refused.stderr
         assert "tool_search_max_results = 3" in config.read_text(encoding="utf-8")
+
+        # An editor saving a broken file: the chat says so between prompts, plainly.
+        config.write_text(config.read_text(encoding="utf-8") + "\n[skills\n", encoding="utf-8")
+        deadline = time.monotonic() + TIMEOUT
+        while not any("edit not applied" in n for n in chat.notices):
+            assert time.monotonic() < deadline, chat.notices
+            chat.ask("Convert 10 km to miles")
     finally:
-        status, stderr = chat.close()
+        status, output = chat.close()
     assert status == 0
-    assert "Traceback" not in stderr
+    assert "Traceback" not in output
+    assert chat.notices[0] == (
+        f"chat: {config}; 201 tools; tool search on; model: the EMBEDDED OFFLINE MODEL "
+        "(a deterministic planner, not an LLM). Ctrl-D quits, Ctrl-C stops an answer."
+    )
+    reloaded = f"config: {config} reloaded; the next message uses it"
+    assert chat.notices.count(reloaded) >= 2  # max_results, then tool search off
+    refusal = next(n for n in chat.notices if "edit not applied" in n)
+    assert refusal.startswith(f"config: edit not applied ({config}:")
+    assert refusal.endswith("); the previous settings stay")
+    assert "generation" not in output  # no internal terms, and no library log line instead
+    assert "ERROR" not in output

@@ -23,7 +23,7 @@ def test_own_loop_searches_loads_and_answers() -> None:
     assert lines[1] == "  sending 1 tools"
     assert lines[2].startswith('  tool_search -> {"loaded":[')
     assert "  sending 6 tools" in lines
-    assert "result: 6.213712" in done.stdout
-    assert "reply: group.get_member_avatar" in done.stdout
+    assert "reply: 10 km is 6.21371 mi." in done.stdout
+    assert "reply: 查到了（示例数据）：nickname：小明" in done.stdout  # noqa: RUF001
     assert "小明" in done.stdout
     assert "Traceback" not in done.stderr

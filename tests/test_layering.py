@@ -29,7 +29,7 @@ RANKS: dict[str, int] = {
     "_demo": 6,
     "_cli": 7,
 }
-DOORS = {"__init__", "__main__", "config"}  # public doors: may import any layer
+DOORS = {"__init__", "__main__", "config", "offline"}  # public doors: may import any layer
 CORE_FORBIDDEN = {"openai", "pydantic_settings", "tomlkit", "watchdog", "mcp", "uvicorn"}
 
 

@@ -1,8 +1,9 @@
-"""``bot-toolsearch catalog``: ``catalog stats`` of a tool catalog file, and ``catalog list``.
+"""``bot-toolsearch catalog``: ``stats`` of a tool catalog file, ``list`` and ``export``.
 
 ``catalog stats`` shows what the wire encoding changes, which names are unusable, and what the
 first request costs with and without tool search. ``catalog list`` shows the merged tool catalog
-a model will be offered (code tools, tool folders and MCP servers of a config).
+a model will be offered (the built-ins, ``--tools`` code tools, tool folders and MCP servers of
+a config); ``catalog export`` writes its schemas as JSON, for ``search --catalog``.
 """
 
 from __future__ import annotations
@@ -17,24 +18,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot_toolsearch._core import token_count as tokens
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog, invalid_name_reason
 from bot_toolsearch._core.prompt import TOOL_SEARCH_RULES, render_deferred_tools
 from bot_toolsearch._core.session import ToolSearchSession
-from bot_toolsearch._errors import ConfigError, ToolSearchError
+from bot_toolsearch._errors import ToolSearchError
+from bot_toolsearch._runtime.toolset import BUILTINS, ToolSet
 from bot_toolsearch._tools.registry import ToolRegistry
 from bot_toolsearch._tools.source import ToolSetSnapshot
+from bot_toolsearch._tools.tool import Agent, Tool
 from bot_toolsearch._transports.names import DEFAULT_DOT_DELIMITER, WireNames, encode_name
 
-from .options import add_config_option
+from .options import USAGE, CliConfig, CliError, add_config_option, load_cli_config, plural
 
 __all__ = [
     "CatalogFileError",
     "CatalogStats",
+    "MergedCatalog",
     "add_catalog_list_command",
     "add_catalog_subparser",
+    "add_tools_option",
     "catalog_list",
     "catalog_stats",
     "load_catalog_file",
+    "merged_catalog",
 ]
 
 
@@ -86,7 +93,7 @@ class CatalogStats:
 
 def catalog_stats(schemas: Sequence[Mapping[str, Any]], dot_delimiter: str) -> CatalogStats:
     """Compute the ``catalog stats`` figures for a list of schemas."""
-    from bot_toolsearch._demo import tokens
+    from bot_toolsearch._core import token_count as tokens
 
     entries = len(schemas)
     raw_names = [(e.get("function") or {}).get("name") for e in schemas]
@@ -137,36 +144,45 @@ def _print_list(title: str, rows: Sequence[str], limit: int = 20) -> None:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from bot_toolsearch._demo import tokens
-
     library = logging.getLogger("bot_toolsearch")
     level = library.level
     try:
-        schemas = load_catalog_file(args.catalog)
         encode_name("x", args.dot_delimiter)  # validates the delimiter
+    except ValueError as exc:
+        raise CliError(f"--dot-delimiter: {exc}", USAGE) from None
+    try:
+        schemas = load_catalog_file(args.catalog)
         # The skipped-entry warnings would repeat what the report lists.
         library.setLevel(logging.ERROR)
         stats = catalog_stats(schemas, args.dot_delimiter)
     except (ToolSearchError, ValueError) as exc:
-        print(f"bot-toolsearch catalog stats: error: {exc}", file=sys.stderr)
-        return 2
+        raise CliError(str(exc)) from None
     finally:
         library.setLevel(level)
-    print(f"tools: {stats.usable} usable of {stats.entries} entries")
+    print(f"tools: {stats.usable} usable of {plural(stats.entries, 'entry', 'entries')}")
     _print_list("names the wire encoding changes", [f"{a} -> {b}" for a, b in stats.renamed])
     _print_list("invalid names (skipped)", [f"{n}: {r}" for n, r in stats.invalid])
     _print_list("duplicate names (first kept)", list(stats.duplicates))
     _print_list("case-variant names", [", ".join(g) for g in stats.case_variants])
-    saved = stats.full_tokens - stats.projected_tokens
-    share = saved / stats.full_tokens * 100 if stats.full_tokens else 0.0
     print(f"tokens ({tokens.counter_label()}):")
     print(f"  full tools list:                      {stats.full_tokens:>8}")
     print(f"  first request with tool search:       {stats.projected_tokens:>8}")
     print("    (always-loaded tools + tool_search + directory and rules message)")
-    print(f"  saved:                                {saved:>8} ({share:.1f}%)")
-    if saved <= 0:
+    print(f"  {_saving_line(stats.full_tokens, stats.projected_tokens)}")
+    if stats.projected_tokens >= stats.full_tokens:
         print("  (this catalog is small enough to send whole: tool search does not pay off)")
     return 0
+
+
+def _saving_line(full: int, projected: int) -> str:
+    """``saved: 1,234 tokens (91.2%)`` or, when tool search costs more, ``costs N more``."""
+    difference = full - projected
+    share = abs(difference) / full * 100 if full else 0.0
+    if difference > 0:
+        return f"saved:                                {difference:>8} ({share:.1f}% fewer)"
+    if difference < 0:
+        return f"tool search costs more:               {-difference:>8} ({share:.1f}% more)"
+    return f"saved:                                {0:>8} (the same)"
 
 
 def add_catalog_subparser(
@@ -200,31 +216,40 @@ def catalog_list(
     return [(snapshot.sources[name], name, wire.to_wire(name)) for name in names]
 
 
-def add_catalog_list_command(
-    catalog_subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> None:
-    """Add ``list`` to the ``catalog`` command group's subparsers."""
-    parser = catalog_subparsers.add_parser(
-        "list", help="print every tool the bot offers: source, canonical name, wire name"
-    )
-    add_config_option(parser)
-    parser.add_argument("--json", action="store_true", help="print a JSON array instead")
-    parser.set_defaults(func=_list)
+@dataclass(frozen=True, slots=True)
+class MergedCatalog:
+    """The tool set a bot of this config would offer, and what could not be reached."""
+
+    toolset: ToolSet
+    """The built-ins, code tools, agents, folder and MCP tools, as the bot indexes them."""
+    sources: dict[str, str]
+    """Canonical name -> ``built-in``, ``code``, ``agent``, ``folder:...`` or ``mcp:NAME``."""
+    unavailable: dict[str, str]
+    """MCP server -> why it could not be reached (its tools are missing)."""
+
+    def rows(self, dot_delimiter: str) -> list[tuple[str, str, str]]:
+        """``(source, canonical name, wire name)`` per tool, in catalog order."""
+        wire = self.toolset.wire_names(dot_delimiter)
+        return [(self.sources[n], n, wire.to_wire(n)) for n in self.toolset.catalog.names]
 
 
-def _list(args: argparse.Namespace) -> int:
-    from bot_toolsearch._config.file import load_settings
+def merged_catalog(
+    config: CliConfig, tools: Sequence[Tool], agents: Sequence[Agent]
+) -> MergedCatalog:
+    """Connect the config's tool sources once and merge them as a bot would.
 
-    path = Path(args.config)
-    try:
-        settings = load_settings(path)
-    except ConfigError as err:
-        sys.stderr.write(f"error: {err}\n")
-        return 1
-    tools = settings.tools
+    Raises:
+        CliError: two tools share a name, or a source tool uses a built-in's name.
+    """
+    settings = config.loaded.settings.tools
+    base = config.path.resolve().parent if config.path is not None else Path.cwd()
     registry = ToolRegistry(
-        tools.dirs, mcp_servers=tools.mcp_servers, base_dir=path.resolve().parent
+        settings.dirs, extra_tools=tools, mcp_servers=settings.mcp_servers, base_dir=base
     )
+    # An unreachable server is reported once below, not as the registry's retry warnings.
+    mcp_log = logging.getLogger("bot_toolsearch.mcp")
+    level = mcp_log.level
+    mcp_log.setLevel(logging.ERROR)
 
     async def collect() -> tuple[ToolSetSnapshot, dict[str, tuple[str, str | None]]]:
         await registry.start()
@@ -233,18 +258,102 @@ def _list(args: argparse.Namespace) -> int:
         finally:
             await registry.aclose()
 
-    snapshot, status = asyncio.run(collect())
-    rows = catalog_list(snapshot, dot_delimiter=tools.dot_delimiter)
-    for server, (state, error) in status.items():
-        if state != "ready":
-            sys.stderr.write(f"warning: MCP server {server!r} is unavailable: {error}\n")
+    try:
+        snapshot, status = asyncio.run(collect())
+        toolset = ToolSet.from_snapshot(snapshot, agents)
+    except ToolSearchError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        mcp_log.setLevel(level)
+    sources = {b.name: "built-in" for b in BUILTINS}
+    sources.update((a.name, "agent") for a in agents)
+    sources.update(snapshot.sources)
+    unavailable = {
+        server: error or state for server, (state, error) in status.items() if state != "ready"
+    }
+    return MergedCatalog(toolset, sources, unavailable)
+
+
+def add_tools_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--tools MODULE:ATTR`` (code tools, as for ``chat``)."""
+    parser.add_argument(
+        "--tools",
+        metavar="MODULE:ATTR",
+        help="code tools to include: a sequence of Tool (or a callable returning one), named as "
+        "package.module:attribute or path/to/file.py:attribute",
+    )
+
+
+def load_merged(args: argparse.Namespace) -> tuple[CliConfig, MergedCatalog]:
+    """The config of ``--config`` and its merged catalog with the ``--tools`` code tools."""
+    from .chat import load_tools
+
+    try:
+        tools, agents = load_tools(args.tools) if args.tools else ((), ())
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    config = load_cli_config(args)
+    return config, merged_catalog(config, tools, agents)
+
+
+def add_catalog_list_command(
+    catalog_subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """Add ``list`` and ``export`` to the ``catalog`` command group's subparsers."""
+    parser = catalog_subparsers.add_parser(
+        "list", help="print every tool the bot offers: source, canonical name, wire name"
+    )
+    add_config_option(parser)
+    add_tools_option(parser)
+    parser.add_argument("--json", action="store_true", help="print a JSON array instead")
+    parser.set_defaults(func=_list)
+    export = catalog_subparsers.add_parser(
+        "export", help="write the merged catalog's tool schemas as JSON (for search --catalog)"
+    )
+    add_config_option(export)
+    add_tools_option(export)
+    export.add_argument(
+        "-o", "--output", metavar="FILE", help="write to FILE instead of standard output"
+    )
+    export.set_defaults(func=_export)
+
+
+def _unavailable(merged: MergedCatalog) -> int:
+    """Report unreachable MCP servers in one line; the exit status (1 if any)."""
+    if not merged.unavailable:
+        return 0
+    servers = "; ".join(f"{name!r}: {why}" for name, why in merged.unavailable.items())
+    noun = "server" if len(merged.unavailable) == 1 else "servers"
+    sys.stdout.flush()
+    sys.stderr.write(f"error: MCP {noun} unavailable, tools missing from the list: {servers}\n")
+    return 1
+
+
+def _list(args: argparse.Namespace) -> int:
+    config, merged = load_merged(args)
+    rows = merged.rows(config.loaded.settings.tools.dot_delimiter)
     if args.json:
         payload = [{"source": s, "canonical": c, "wire": w} for s, c, w in rows]
         sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
-        return 0
+        return _unavailable(merged)
     header = ("SOURCE", "CANONICAL", "WIRE")
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(2)]
     for source, canonical, wire in [header, *rows]:
         sys.stdout.write(f"{source:<{widths[0]}}  {canonical:<{widths[1]}}  {wire}\n")
-    sys.stdout.write(f"{len(rows)} tools\n")
-    return 0
+    sys.stdout.write(f"{plural(len(rows), 'tool')}\n")
+    return _unavailable(merged)
+
+
+def _export(args: argparse.Namespace) -> int:
+    _, merged = load_merged(args)
+    catalog = merged.toolset.catalog
+    text = json.dumps(catalog.schemas(catalog.names), ensure_ascii=False, indent=2) + "\n"
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"{args.output}: cannot write: {exc.strerror}") from None
+        sys.stderr.write(f"wrote {plural(len(catalog), 'tool schema')} to {args.output}\n")
+    else:
+        sys.stdout.write(text)
+    return _unavailable(merged)

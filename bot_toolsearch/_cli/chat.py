@@ -10,23 +10,37 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import importlib
 import importlib.util
+import json
+import logging
 import os
+import queue
+import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NoReturn, TextIO
 
 import openai
 
-from bot_toolsearch._config.file import load_settings
 from bot_toolsearch._config.settings import BotSettings
-from bot_toolsearch._errors import ToolSearchError
+from bot_toolsearch._errors import ConfigError, ToolSearchError
 from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
 from bot_toolsearch._tools.tool import Agent, Tool
 
-from .options import add_config_option
+from .options import (
+    INTERRUPTED,
+    CliConfig,
+    CliError,
+    add_config_option,
+    load_cli_config,
+    plural,
+    report_error,
+)
 
 __all__ = ["INSTRUCTIONS", "add_chat_subparsers", "load_tools", "print_trace"]
 
@@ -39,17 +53,7 @@ INSTRUCTIONS = (
 _PROMPT = "you> "
 _RESULT_WIDTH = 100
 _NAMES_SHOWN = 8
-
-
-_Body = Callable[[asyncio.Runner, Bot, argparse.Namespace], int]
-
-
-class _CliError(Exception):
-    """One line for stderr and the exit status; never a traceback."""
-
-    def __init__(self, message: str, status: int = 1) -> None:
-        super().__init__(message)
-        self.status = status
+_CLOSE_TIMEOUT = 3.0  # seconds to close the bot after Ctrl-C before leaving anyway
 
 
 def add_chat_subparsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,12 +64,17 @@ def add_chat_subparsers(subparsers: argparse._SubParsersAction[argparse.Argument
     ask = subparsers.add_parser("ask", help="ask the configured bot one question")
     ask.add_argument("text", metavar="TEXT", help="the user message")
     _add_common(ask)
+    ask.add_argument(
+        "--json", action="store_true", help="print the whole result (reply, trace, stats) as JSON"
+    )
     ask.set_defaults(func=_ask)
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     add_config_option(parser)
-    parser.add_argument("--trace", action="store_true", help="print the round-by-round trace")
+    parser.add_argument(
+        "--trace", action="store_true", help="print each round on stderr as it happens"
+    )
     parser.add_argument(
         "--tools",
         metavar="MODULE:ATTR",
@@ -144,43 +153,101 @@ def _chat(args: argparse.Namespace) -> int:
     return _run(args, _interactive)
 
 
-def _run(args: argparse.Namespace, body: _Body) -> int:
-    name = f"bot-toolsearch {args.command}"
-    try:
+class _Interrupted(Exception):
+    """Ctrl-C cancelled the running ask."""
+
+
+@dataclass(slots=True)
+class _Session:
+    """What a ``chat`` or ``ask`` body works with: the loop, the bot and its config."""
+
+    runner: asyncio.Runner
+    bot: Bot
+    args: argparse.Namespace
+    config: CliConfig
+    offline: bool
+    interrupted: bool = False
+    notices: queue.SimpleQueue[str] = field(default_factory=queue.SimpleQueue)
+
+    def ask(self, text: str, *, fatal: bool) -> AskResult | None:
+        """One ask; ``None`` when Ctrl-C cancelled it or (unless ``fatal``) an HTTP error."""
+        context = {"on_round": _print_round} if self.args.trace else None
         try:
-            tools, agents = load_tools(args.tools) if args.tools else ((), ())
-        except ValueError as exc:
-            raise _CliError(str(exc)) from None
-        if not Path(args.config).exists():
-            raise _CliError(f"{args.config}: config file not found (pass --config PATH)")
-        settings = load_settings(args.config)
-        with asyncio.Runner() as runner, _model(args, settings) as client:
-            bot = Bot.from_config(
-                args.config, tools, agents, client=client, instructions=INSTRUCTIONS
-            )
-            if client is not None:  # said once the bot is up, so errors stay one line
-                print(
-                    f"model: EMBEDDED OFFLINE MODEL at {client.base_url} (a deterministic "
-                    "planner, not an LLM; set [model] base_url or OPENAI_API_KEY for a real one)",
-                    file=sys.stderr,
-                )
+            return _ask_bot(self.runner, self.bot.ask(text, context=context), fatal=fatal)
+        except _Interrupted:
+            self.interrupted = True
+            print("interrupted: the answer was cancelled", file=sys.stderr, flush=True)
+            return None
+
+    def flush_notices(self) -> None:
+        """Print the config reload notices that arrived meanwhile (never over the prompt)."""
+        while True:
             try:
-                return body(runner, bot, args)
-            finally:
-                with contextlib.suppress(KeyboardInterrupt):
-                    runner.run(bot.aclose())
-                    if client is not None:
-                        runner.run(client.close())
-    except KeyboardInterrupt:
-        print(file=sys.stderr)
-        # Leaving a chat with Ctrl-C is normal; an interrupted one-shot ask did not finish.
-        return 0 if args.command == "chat" else 130
-    except _CliError as exc:
-        print(f"{name}: error: {exc}", file=sys.stderr)
-        return exc.status
-    except ToolSearchError as exc:  # ConfigError (file:line:column), CatalogError
-        print(f"{name}: error: {exc}", file=sys.stderr)
-        return 1
+                line = self.notices.get_nowait()
+            except queue.Empty:
+                return
+            print(line, file=sys.stderr, flush=True)
+
+
+def _run(args: argparse.Namespace, body: Callable[[_Session], int]) -> int:
+    try:
+        tools, agents = load_tools(args.tools) if args.tools else ((), ())
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    config = load_cli_config(args)
+    with asyncio.Runner() as runner, _model(args, config.loaded.settings) as client:
+        try:
+            bot = _build_bot(config, tools, agents, client)
+        except ToolSearchError as exc:  # CatalogError (a duplicate name), ConfigError
+            raise CliError(str(exc)) from None
+        session = _Session(runner, bot, args, config, offline=client is not None)
+        status = INTERRUPTED
+        try:
+            status = body(session)
+        except CliError as exc:
+            report_error(exc)
+            status = exc.status
+        finally:
+            _close(session, client)
+        if session.interrupted:
+            # A cancelled synchronous tool may still run in a worker thread, which Python
+            # would wait for at exit: leave now, as the user asked.
+            _exit_now(status)
+        return status
+
+
+def _build_bot(
+    config: CliConfig,
+    tools: Sequence[Tool],
+    agents: Sequence[Agent],
+    client: openai.AsyncOpenAI | None,
+) -> Bot:
+    if config.path is None:  # no file: the defaults and the environment
+        return Bot(config.loaded.settings, tools, agents, client=client, instructions=INSTRUCTIONS)
+    return Bot.from_config(config.path, tools, agents, client=client, instructions=INSTRUCTIONS)
+
+
+def _close(session: _Session, client: openai.AsyncOpenAI | None) -> None:
+    """Close the bot and the offline client; after Ctrl-C, briefly and Ctrl-C leaves at once."""
+    if session.interrupted:
+        with contextlib.suppress(ValueError):  # not the main thread
+            signal.signal(signal.SIGINT, lambda *_: _exit_now(INTERRUPTED))
+
+    async def close() -> None:
+        async with asyncio.timeout(_CLOSE_TIMEOUT if session.interrupted else None):
+            await session.bot.aclose()
+            if client is not None:
+                await client.close()
+
+    with contextlib.suppress(KeyboardInterrupt, TimeoutError):
+        session.runner.run(close())
+
+
+def _exit_now(status: int) -> NoReturn:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
 
 
 @contextlib.contextmanager
@@ -200,55 +267,164 @@ def _model(args: argparse.Namespace, settings: BotSettings) -> Iterator[openai.A
         yield openai.AsyncOpenAI(base_url=server.base_url, api_key="offline-demo", max_retries=0)
 
 
-def _one_shot(runner: asyncio.Runner, bot: Bot, args: argparse.Namespace) -> int:
-    result = _ask_bot(runner, bot, args.text, fatal=True)
-    assert result is not None  # fatal=True raises instead
-    if args.trace:
-        print_trace(result.trace)
-    print(result.reply)
+def _model_label(session: _Session) -> str:
+    if session.offline:
+        return "the EMBEDDED OFFLINE MODEL (a deterministic planner, not an LLM)"
+    model = session.config.loaded.settings.model
+    where = model.base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com"
+    return f"{model.name} at {where}"
+
+
+def _one_shot(session: _Session) -> int:
+    if session.offline:  # said once, on stderr, so stdout holds only the answer
+        print(f"model: {_model_label(session)}", file=sys.stderr)
+    result = session.ask(session.args.text, fatal=True)
+    if result is None:
+        return INTERRUPTED
+    if session.args.json:
+        print(json.dumps(dataclasses.asdict(result), ensure_ascii=False, indent=2))
+    else:
+        print(result.reply)
     return 0
 
 
-def _interactive(runner: asyncio.Runner, bot: Bot, args: argparse.Namespace) -> int:
-    while True:
-        try:
-            line = input(_PROMPT)
-        except EOFError:
-            print()  # end the prompt line
-            return 0
-        if not line.strip():
-            continue
-        result = _ask_bot(runner, bot, line, fatal=False)
-        if result is None:
-            continue
-        if args.trace:
-            print_trace(result.trace)
-        print(f"bot> {result.reply}", flush=True)
+def _interactive(session: _Session) -> int:
+    _enable_line_editing()
+    bot, runner = session.bot, session.runner
+    runner.run(bot.start())  # MCP servers connect now, so the tool count is right
+    settings = session.config.loaded.settings
+    search = settings.skills.tool_search_enabled and "tool_search" in settings.plugins.enabled
+    print(
+        f"chat: {session.config.describe()}; {plural(len(bot.toolset.catalog), 'tool')}; "
+        f"tool search {'on' if search else 'off'}; model: {_model_label(session)}. "
+        "Ctrl-D quits, Ctrl-C stops an answer.",
+        file=sys.stderr,
+        flush=True,
+    )
+    with _reload_notices(session):
+        while True:
+            session.flush_notices()
+            try:
+                line = input(_PROMPT)
+            except EOFError:
+                print()  # end the prompt line
+                return 0
+            except KeyboardInterrupt:
+                print(file=sys.stderr)
+                return 0  # leaving a chat with Ctrl-C at the prompt is normal
+            if not line.strip():
+                continue
+            result = session.ask(line, fatal=False)
+            session.flush_notices()
+            if result is not None:
+                print(f"bot> {result.reply}", flush=True)
 
 
-def _ask_bot(runner: asyncio.Runner, bot: Bot, text: str, *, fatal: bool) -> AskResult | None:
-    """One ask; endpoint and key problems are fatal, other HTTP errors only with ``fatal``."""
+def _enable_line_editing() -> None:
+    """Line editing and history at the prompt (stdlib ``readline``), on a terminal only."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return
+    with contextlib.suppress(ImportError):  # not on every platform
+        import readline  # noqa: F401 - importing it is what makes input() edit lines
+
+
+@contextlib.contextmanager
+def _reload_notices(session: _Session) -> Iterator[None]:
+    """Queue a line for each config reload (applied or refused), printed between prompts.
+
+    The library's own reload log lines are held back meanwhile: they say the same in terms of
+    snapshot generations, from the watcher thread, over whatever the prompt shows.
+    """
+    reloader = session.bot.reloader
+    if reloader is None:
+        yield
+        return
+    path = reloader.path
+
+    def applied(_: BotSettings) -> None:
+        session.notices.put(f"config: {path} reloaded; the next message uses it")
+
+    def refused(error: ConfigError) -> None:
+        session.notices.put(f"config: edit not applied ({error}); the previous settings stay")
+
+    config_log = logging.getLogger("bot_toolsearch.config")
+    hush = _ReloadLogFilter()
+    config_log.addFilter(hush)
+    undo = reloader.subscribe(applied, on_error=refused)
     try:
-        return runner.run(bot.ask(text))
+        yield
+    finally:
+        undo()
+        config_log.removeFilter(hush)
+
+
+class _ReloadLogFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.module != "reload"
+
+
+def _ask_bot(
+    runner: asyncio.Runner, asking: Coroutine[Any, Any, AskResult], *, fatal: bool
+) -> AskResult | None:
+    """One ask; endpoint and key problems are fatal, other HTTP errors only with ``fatal``.
+
+    Raises:
+        _Interrupted: Ctrl-C cancelled it.
+    """
+    try:
+        return _run_cancellable(runner, asking)
     except openai.AuthenticationError as exc:
-        raise _CliError(
+        raise CliError(
             f"{_where(exc)} rejected the API key (HTTP 401: {_message(exc)}); "
             "check [model] api_key or OPENAI_API_KEY"
         ) from None
     except openai.APITimeoutError as exc:
-        raise _CliError(f"{_where(exc)} did not answer in time ([model] timeout)") from None
+        raise CliError(f"{_where(exc)} did not answer in time ([model] timeout)") from None
     except openai.APIConnectionError as exc:
-        raise _CliError(
+        raise CliError(
             f"cannot reach the model endpoint {_where(exc)}; check [model] base_url"
         ) from None
     except openai.APIStatusError as exc:
         message = f"{_where(exc)} answered HTTP {exc.status_code}: {_message(exc)}"
         if fatal:
-            raise _CliError(message) from None
-        print(f"bot-toolsearch chat: error: {message}", file=sys.stderr, flush=True)
+            raise CliError(message) from None
+        report_error(message)
         return None
     except openai.OpenAIError as exc:  # e.g. no API key at all when the client is built
-        raise _CliError(" ".join(str(exc).split())) from None
+        raise CliError(" ".join(str(exc).split())) from None
+
+
+def _run_cancellable(runner: asyncio.Runner, asking: Coroutine[Any, Any, AskResult]) -> AskResult:
+    """Run the ask; the first Ctrl-C cancels it (`_Interrupted`), a second one exits at once."""
+    loop = runner.get_loop()
+    task = loop.create_task(asking)
+    presses = 0
+
+    def on_sigint(*_: object) -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 1:
+            _exit_now(INTERRUPTED)
+        print("\nstopping the answer (Ctrl-C again quits at once)", file=sys.stderr, flush=True)
+        loop.call_soon_threadsafe(task.cancel)
+
+    try:
+        previous = signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread: no signal handling of our own
+        previous = None
+    try:
+        return runner.run(_wait(task))
+    except asyncio.CancelledError:
+        if presses:
+            raise _Interrupted from None
+        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+async def _wait(task: asyncio.Task[AskResult]) -> AskResult:
+    return await task
 
 
 def _where(exc: openai.APIError | openai.APIConnectionError) -> str:
@@ -268,20 +444,27 @@ def _message(exc: openai.APIStatusError) -> str:
     return " ".join(exc.message.split())
 
 
-def print_trace(trace: Sequence[RoundTrace]) -> None:
+def print_trace(trace: Sequence[RoundTrace], file: TextIO | None = None) -> None:
     """Print each round: the tools sent, the calls with their outcomes, results truncated."""
     for round_ in trace:
-        names = round_.tool_names
-        shown = ", ".join(names[:_NAMES_SHOWN])
-        if len(names) > _NAMES_SHOWN:
-            shown += f", … (+{len(names) - _NAMES_SHOWN} more)"
-        print(f"  round {round_.index}: sent {len(names)} tools: {shown}")
-        for call in round_.calls:
-            why = f" ({call.reason})" if call.reason else ""
-            print(f"    call {call.name}({_cut(call.arguments)}) -> {call.outcome}{why}")
-            print(f"      result: {_cut(call.result)}")
-        if round_.text:
-            print(f"    text: {_cut(round_.text)}")
+        _print_round(round_, file)
+
+
+def _print_round(round_: RoundTrace, file: TextIO | None = None) -> None:
+    """One round of the trace, on stderr by default, as soon as the round is over."""
+    out = sys.stderr if file is None else file
+    names = round_.tool_names
+    shown = ", ".join(names[:_NAMES_SHOWN])
+    if len(names) > _NAMES_SHOWN:
+        shown += f", … (+{len(names) - _NAMES_SHOWN} more)"
+    print(f"  round {round_.index}: sent {plural(len(names), 'tool')}: {shown}", file=out)
+    for call in round_.calls:
+        why = f" ({call.reason})" if call.reason else ""
+        print(f"    call {call.name}({_cut(call.arguments)}) -> {call.outcome}{why}", file=out)
+        print(f"      result: {_cut(call.result)}", file=out)
+    if round_.text:
+        print(f"    text: {_cut(round_.text)}", file=out)
+    out.flush()
 
 
 def _cut(text: str) -> str:

@@ -1,44 +1,64 @@
-"""``bot-toolsearch config show|get|set|validate``: read and edit ``config.toml`` safely."""
+"""``bot-toolsearch config init|show|get|set|validate``: write, read and edit ``config.toml``.
+
+``init`` writes the documented example (shipped in the package); ``show`` and ``get`` work
+without a file (the defaults and the environment); ``set`` creates the file when it is missing.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.resources
+import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import tomlkit
 from pydantic import BaseModel
 
-from bot_toolsearch._config.edit import get_value, set_value, split_key
+from bot_toolsearch._config.edit import set_value, split_key
 from bot_toolsearch._config.file import TABLES, check_config, load_config, read_config_text
 from bot_toolsearch._errors import ConfigError
 
-__all__ = ["add_config_subparser", "parse_cli_value", "render_value"]
+from .options import CliError, add_config_option, config_argument, load_cli_config
+
+__all__ = [
+    "EXAMPLE_CONFIG",
+    "add_config_subparser",
+    "example_config",
+    "parse_cli_value",
+    "render_value",
+]
 
 _SECRET_KEYS = frozenset({"api_key"})
-_DEFAULT_PATH = "config.toml"
+EXAMPLE_CONFIG = "config.example.toml"
+"""The documented example config, shipped inside the package (a copy of the repository's)."""
+
+
+def example_config() -> str:
+    """The text of the documented example config that ``config init`` writes."""
+    resource = importlib.resources.files("bot_toolsearch").joinpath(EXAMPLE_CONFIG)
+    return resource.read_text(encoding="utf-8")
 
 
 def add_config_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``config`` command group to a CLI's subparsers."""
-    config = subparsers.add_parser("config", help="show, get, set or validate config.toml values")
-    config.add_argument(
-        "--config",
-        default=_DEFAULT_PATH,
-        metavar="PATH",
-        help=f"config file (default: ./{_DEFAULT_PATH})",
+    config = subparsers.add_parser(
+        "config", help="write, show, get, set or validate config.toml values"
     )
+    add_config_option(config)
     actions = config.add_subparsers(dest="config_action", metavar="ACTION", required=True)
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
         parser = actions.add_parser(name, help=help_text)
         # Accepted after the action too; SUPPRESS keeps the group's value when omitted here.
-        parser.add_argument(
-            "--config", default=argparse.SUPPRESS, metavar="PATH", help="config file"
-        )
+        add_config_option(parser, suppress=True)
         return parser
 
+    init = action("init", "write the documented example config (every key, with comments)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    init.set_defaults(func=_init)
     show = action("show", "every effective value and where it comes from (default, file, env)")
     show.set_defaults(func=_show)
     get = action("get", "print one effective value as TOML")
@@ -97,15 +117,25 @@ def _err(text: object) -> None:
 
 
 def _fail(message: object) -> int:
-    _err(f"bot-toolsearch config: {message}")
-    return 1
+    raise CliError(str(message))
+
+
+def _init(args: argparse.Namespace) -> int:
+    path, _ = config_argument(args)
+    text = example_config()
+    try:
+        with open(path, "w" if args.force else "x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError:
+        return _fail(f"{path} already exists; keeping it (--force overwrites it)")
+    except OSError as exc:
+        return _fail(f"{path}: cannot write: {exc.strerror}")
+    _out(f"wrote {path}: every key with its default and what it does; edit what you need")
+    return 0
 
 
 def _show(args: argparse.Namespace) -> int:
-    try:
-        loaded = load_config(args.config)
-    except ConfigError as err:
-        return _fail(err)
+    loaded = load_cli_config(args).loaded
     lines = []
     for table in TABLES:
         section = getattr(loaded.settings, table)
@@ -121,9 +151,11 @@ def _show(args: argparse.Namespace) -> int:
 
 def _get(args: argparse.Namespace) -> int:
     try:
-        value = get_value(args.config, args.key)
+        table, name = split_key(args.key)
     except ConfigError as err:
         return _fail(err)
+    settings = load_cli_config(args, announce=False).loaded.settings
+    value = getattr(getattr(settings, table), name)
     if value is None:
         return _fail(f"{args.key} is not set")
     _out(render_value(value))
@@ -131,22 +163,39 @@ def _get(args: argparse.Namespace) -> int:
 
 
 def _set(args: argparse.Namespace) -> int:
+    path, _ = config_argument(args)
     try:
-        split_key(args.key)
-        set_value(args.config, args.key, parse_cli_value(args.value))
-        value = get_value(args.config, args.key)
+        table, name = split_key(args.key)
+        with _created_if_missing(path) as created:
+            set_value(path, args.key, parse_cli_value(args.value))
+        value = getattr(getattr(load_cli_config(args).loaded.settings, table), name)
     except ConfigError as err:
         return _fail(err)
     except OSError as exc:
-        return _fail(f"{args.config}: cannot write: {exc.strerror}")
-    table, name = split_key(args.key)
+        return _fail(f"{path}: cannot write: {exc.strerror}")
     shown = render_value(value, mask=name in _SECRET_KEYS)
-    _out(f"{args.config}: set {table}.{name} = {shown}")
+    _out(f"{path}: {'created with' if created else 'set'} {table}.{name} = {shown}")
     return 0
 
 
+@contextlib.contextmanager
+def _created_if_missing(path: Path) -> Iterator[bool]:
+    """Create an empty ``path`` if it is missing; remove it again if the block fails."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        yield False
+        return
+    try:
+        yield True
+    except BaseException:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise
+
+
 def _validate(args: argparse.Namespace) -> int:
-    path = args.path or args.config
+    path = args.path or str(config_argument(args)[0])
     try:
         read_config_text(Path(path))
     except ConfigError as err:
@@ -164,5 +213,4 @@ def _validate(args: argparse.Namespace) -> int:
     for problem in errors:
         _err(problem)
     count = len(errors)
-    _err(f"{path}: {count} error{'s' * (count > 1)}")
-    return 1
+    raise CliError(f"{path}: {count} error{'s' * (count > 1)}")

@@ -1,7 +1,8 @@
 """Command-line entry point ``bot-toolsearch`` (``python -m bot_toolsearch``).
 
 Each command group adds itself with one ``add_*_subparser(subparsers)`` function that sets
-``func`` (``args -> exit status``) as its parser default; `main` only dispatches.
+``func`` (``args -> exit status``) as its parser default; `main` only dispatches, and prints a
+`CliError` the one way every command does (``error: ...`` on stderr; see ``options``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 
 from .chat import add_chat_subparsers
 from .config import add_config_subparser
+from .options import INTERRUPTED, USAGE, CliError, CliParser, report_error
 from .search import add_catalog_subparser, add_search_subparser
 
 __all__ = ["add_demo_subparser", "build_parser", "main"]
@@ -33,11 +35,21 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bot-toolsearch")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree never installed
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``bot-toolsearch`` argument parser with every command group."""
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = CliParser(
         prog="bot-toolsearch", description="On-demand tool loading (tool search) for chat bots."
     )
+    parser.add_argument("--version", action="version", version=f"bot-toolsearch {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_demo_subparser(subparsers)
     add_chat_subparsers(subparsers)
@@ -48,15 +60,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the process exit status."""
+    """Run the CLI; returns the process exit status (0, 1 failure, 2 usage, 130 Ctrl-C)."""
     parser = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    except SystemExit as exc:  # --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else USAGE
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
-        return 2
+        return USAGE
     # Library warnings (e.g. an env fallback in use) go to stderr as one plain line each.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
-    status: int = args.func(args)
+    try:
+        status: int = args.func(args)
+    except CliError as exc:
+        report_error(exc)
+        return exc.status
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")
+        return INTERRUPTED
     return status
 
 

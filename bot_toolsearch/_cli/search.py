@@ -1,23 +1,33 @@
 """``bot-toolsearch search``: why can the model not find my tool?
 
-It runs a ``tool_search`` query over a JSON list of tool schemas (read by `catalog`) and
-shows rank, score and the query terms each tool matched, by field.
+It runs a ``tool_search`` query over a JSON list of tool schemas (``--catalog``, read by
+`catalog`) or over the merged catalog of a config (``--config``, ``--tools``), and shows rank,
+score and the words each tool matched, by field.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.index import split_tier
 from bot_toolsearch._core.query import KeywordQuery, parse_query
 from bot_toolsearch._core.session import ToolSearchSession
+from bot_toolsearch._core.tokens import _words, index_terms
 from bot_toolsearch._errors import ToolSearchError
 
-from .catalog import CatalogFileError, add_catalog_subparser, catalog_stats, load_catalog_file
+from .catalog import (
+    CatalogFileError,
+    add_catalog_subparser,
+    add_tools_option,
+    catalog_stats,
+    load_catalog_file,
+    load_merged,
+)
+from .options import USAGE, CliError, add_config_option, plural
 
 # The catalog names are re-exported: the CLI and older imports find them here.
 __all__ = [
@@ -44,7 +54,38 @@ class Match:
     score: float | None
     """Index score; ``None`` for ``select:`` and exact-name hits, which are not scored."""
     matched: Mapping[str, tuple[str, ...]]
-    """Field → query terms that hit it (``term~indexterm`` for a prefix match)."""
+    """Field → the tool's words that a query word hit, as written in the tool (``temp~
+    temperature`` for a prefix match: the query's word, then the tool's)."""
+
+
+def _spellings(texts: Iterable[str]) -> dict[str, str]:
+    """Index term (a stem) → the word it came from, first seen; CJK terms stand for themselves."""
+    out: dict[str, str] = {}
+    for text in texts:
+        for word in _words(text):
+            if word.isascii():
+                for term in index_terms(word):
+                    out.setdefault(term, word)
+    return out
+
+
+def _schema_texts(schema: Mapping[str, Any]) -> list[str]:
+    """Every text of a schema the index reads: name, description, parameter names and texts."""
+    function = schema.get("function") or {}
+    texts = [str(function.get("name", "")), str(function.get("description") or "")]
+    stack: list[object] = [function.get("parameters")]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            for key, sub in node.items():
+                texts.append(str(key))
+                if isinstance(sub, str):
+                    texts.append(sub)
+                else:
+                    stack.append(sub)
+    return texts
 
 
 def explain_search(
@@ -65,30 +106,52 @@ def explain_search(
     if isinstance(parsed, KeywordQuery) and parsed.terms and parsed.text not in catalog:
         terms = parsed.terms
         scores = catalog.index.scores(parsed.terms, parsed.required)
+    asked = _spellings([query])
     matches = []
     for rank, name in enumerate(result.loaded, 1):
+        schema = catalog.schema(name) or {}
+        written = _spellings(_schema_texts(schema))
+
+        def word(hit: str, written: dict[str, str] = written) -> str:
+            ours, _, theirs = hit.partition("~")
+            if theirs:
+                return f"{asked.get(ours, ours)}~{written.get(theirs, theirs)}"
+            return written.get(ours, ours)
+
         hits = catalog.index.explain(terms, catalog.document(name))
-        matched = dict(zip(_FIELDS, hits, strict=True))
+        matched = {
+            label: tuple(dict.fromkeys(word(hit) for hit in field_hits))
+            for label, field_hits in zip(_FIELDS, hits, strict=True)
+        }
         score = scores.get(catalog.rank(name)) if scores else None
         matches.append(Match(rank, name, score, {k: v for k, v in matched.items() if v}))
     return matches, result.truncated, result.not_found
 
 
-def _build_catalog(path: str) -> ToolCatalog:
-    return ToolCatalog(load_catalog_file(path))
+def _build_catalog(args: argparse.Namespace) -> ToolCatalog:
+    if args.catalog is not None:
+        if args.config is not None or args.tools is not None:
+            raise CliError("give --catalog FILE, or --config/--tools, not both", USAGE)
+        return ToolCatalog(load_catalog_file(args.catalog))
+    _, merged = load_merged(args)
+    if merged.unavailable:
+        servers = "; ".join(f"{name!r}: {why}" for name, why in merged.unavailable.items())
+        raise CliError(f"MCP server unavailable, its tools cannot be searched: {servers}")
+    return merged.toolset.catalog
 
 
 def _search(args: argparse.Namespace) -> int:
     try:
-        catalog = _build_catalog(args.catalog)
+        catalog = _build_catalog(args)
         matches, truncated, not_found = explain_search(catalog, args.query, args.max_results)
     except (ToolSearchError, ValueError) as exc:
-        print(f"bot-toolsearch search: error: {exc}", file=sys.stderr)
-        return 2
-    if not_found:
+        raise CliError(str(exc)) from None
+    keyword = isinstance(parse_query(args.query), KeywordQuery)
+    if not_found and not keyword:  # select: and exact names; keywords simply match nothing
         print(f"not in the catalog: {', '.join(not_found)}")
     if not matches:
-        print(f"no tool matches {args.query!r} ({len(catalog)} tools searched)")
+        searched = plural(len(catalog), "tool")
+        print(f"no tool matches {args.query!r} ({searched} searched)")
         return 1
     tiered = any(m.score is not None and split_tier(m.score)[0] for m in matches)
     if tiered and args.explain:
@@ -106,12 +169,19 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def add_search_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``search QUERY --catalog tools.json [--max-results N] [--explain]``."""
+    """Add ``search QUERY [--catalog tools.json | --config PATH --tools M:A] [--explain]``."""
     parser = subparsers.add_parser(
-        "search", help="search a tool catalog file offline, as tool_search would"
+        "search", help="search a tool catalog offline, as tool_search would"
     )
     parser.add_argument("query", help='a tool_search query, e.g. "weather forecast" or select:a,b')
-    parser.add_argument("--catalog", required=True, help="JSON list of OpenAI tool schemas")
+    parser.add_argument(
+        "--catalog",
+        metavar="FILE",
+        help="JSON list of OpenAI tool schemas (e.g. from catalog export); default: the merged "
+        "catalog of --config and --tools",
+    )
+    add_config_option(parser)
+    add_tools_option(parser)
     parser.add_argument("--max-results", type=_positive, default=5, help="results (default 5)")
     parser.add_argument("--explain", action="store_true", help="show the terms each tool matched")
     parser.set_defaults(func=_search)

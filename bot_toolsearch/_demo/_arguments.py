@@ -287,6 +287,10 @@ def _fallback(prop: Mapping[str, Any], message: str) -> Any:
     if kind == "boolean":
         return False
     if kind == "string" and not prop.get("enum"):
+        # "Add a note: buy milk" -> "buy milk", as a model would pass it.
+        after = message.rpartition(":")[2].strip()
+        if after and after != message.strip():
+            return after
         words = content_words(message)
         return " ".join(words) if words else message.strip()
     if kind == "string":

@@ -31,6 +31,10 @@ _STOP_WORDS = (
 _STOP = frozenset(_STOP_WORDS.split())
 # Chinese filler that carries no topic ("help me", "please", "a bit", particles).
 _ZH_FILLER = re.compile(r"帮我|请|一下|看看|查查|给我|我们|我的|吗|呢|吧|了|的|是|你|我|把|告诉")
+# Everyday words whose topic a model names when it searches: "will it rain" asks for the
+# weather forecast. The stand-in model's vocabulary, not the search engine's.
+_RAIN_WORDS = ("rain", "raining", "rainy", "snow", "snowing", "sunny", "umbrella", "storm")
+_IMPLIED: dict[str, tuple[str, ...]] = dict.fromkeys(_RAIN_WORDS, ("weather", "forecast"))
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|[\u3400-\u9fff]+")
 QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|「([^」]+)」|'([^']{2,})'")
 DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b")
@@ -71,12 +75,15 @@ def content_words(text: str, limit: int = 6) -> list[str]:
     """The message's topic words in order, without stop words and Chinese filler."""
     # A model asked to work out a formula looks for a calculator, whatever the formula says.
     words: list[str] = ["calculate", "expression"] if has_expression(text) else []
+    implied: list[str] = []
     for word in _WORD.findall(QUOTED.sub(" ", text)):
         if word[0] >= "\u3400":
             words.extend(_ZH_FILLER.sub(" ", word).split())
         elif word.lower() not in _STOP and len(word) > 1:
             words.append(word.lower())
-    return list(dict.fromkeys(words))[:limit]
+            implied.extend(_IMPLIED.get(word.lower(), ()))
+    # The topic a model would search for comes first ("rain" is a weather question).
+    return list(dict.fromkeys([*implied, *words]))[:limit]
 
 
 def score_tool(message_terms: set[str], schema: Mapping[str, Any]) -> float:

@@ -18,13 +18,13 @@ from typing import Any
 import openai
 
 from bot_toolsearch._config.settings import BotSettings, ModelSettings, SkillsSettings
+from bot_toolsearch._core import token_count as tokens
 from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
 from bot_toolsearch._runtime.tool_search import directory_message
 from bot_toolsearch.testing import ScriptedOpenAIServer
 
-from . import tokens
 from ._width import fit
 from .catalog import demo_tools
 from .planner import OFFLINE_MODEL_NAME, OfflinePlanner
@@ -58,7 +58,7 @@ class _Figures:
 def run_demo(args: argparse.Namespace) -> int:
     """Run the demo; returns the exit status (errors are one line on stderr)."""
     if args.model_url and not args.model:
-        print("bot-toolsearch demo: error: --model-url needs --model NAME", file=sys.stderr)
+        print("error: --model-url needs --model NAME", file=sys.stderr)
         return 2
     try:
         return asyncio.run(_main(args))
@@ -86,7 +86,10 @@ async def _run(args: argparse.Namespace, base_url: str, model: str, api_key: str
     )
     bot = Bot(settings, demo_tools(), client=client, instructions=INSTRUCTIONS)
     print(f"catalog: {len(bot.toolset.catalog)} tools; tokens: {tokens.counter_label()}")
+    print("(per round: the tools sent and the tokens of their schemas alone)")
     results: list[tuple[str, AskResult]] = []
+    totals: list[tuple[int, int | None]] = []
+    directory = _directory_tokens(bot, settings)
     try:
         for question in QUESTIONS:
             print(f"\nask: {question}")
@@ -94,22 +97,49 @@ async def _run(args: argparse.Namespace, base_url: str, model: str, api_key: str
             _print_rounds(bot, result.trace)
             print(f"  reply: {result.reply}")
             results.append((question, result))
+        if not args.model_url:  # against a real endpoint it would double the requests
+            off = Bot(
+                settings.model_copy(update={"skills": SkillsSettings(tool_search_enabled=False)}),
+                demo_tools(),
+                client=client,
+                instructions=INSTRUCTIONS,
+            )
+            for question, result in results:
+                without = await off.ask(question)
+                totals.append((_ask_tokens(bot, result, directory), _ask_tokens(off, without, 0)))
+        else:
+            totals = [(_ask_tokens(bot, r, directory), None) for _, r in results]
     except openai.AuthenticationError:
-        print(f"bot-toolsearch demo: error: {base_url} rejected the API key", file=sys.stderr)
+        print(f"error: {base_url} rejected the API key", file=sys.stderr)
         return 1
     except openai.APIConnectionError:
-        print(f"bot-toolsearch demo: error: cannot reach {base_url}", file=sys.stderr)
+        print(f"error: cannot reach {base_url}", file=sys.stderr)
         return 1
     except openai.APIStatusError as exc:
         print(
-            f"bot-toolsearch demo: error: {base_url} answered HTTP {exc.status_code}",
+            f"error: {base_url} answered HTTP {exc.status_code}",
             file=sys.stderr,
         )
         return 1
     finally:
         await client.close()
-    _print_table(results, _first_request_figures(bot, settings))
+    _print_table(results, _first_request_figures(bot, settings), totals)
     return 0
+
+
+def _directory_tokens(bot: Bot, settings: BotSettings) -> int:
+    always = settings.skills.tool_search_always_loaded
+    session = ToolSearchSession(bot.toolset.catalog, always_loaded=always)
+    return tokens.messages_tokens([dict(directory_message(session.deferred_tool_names))])
+
+
+def _ask_tokens(bot: Bot, result: AskResult, directory: int) -> int:
+    """Tokens of everything tool-related an ask sent: each round's tool schemas, plus the
+    directory message in every round (0 without tool search)."""
+    return sum(
+        tokens.tools_tokens(_sent_schemas(bot, round_.tool_names)) + directory
+        for round_ in result.trace
+    )
 
 
 def _sent_schemas(bot: Bot, names: Sequence[str]) -> list[dict[str, Any]]:
@@ -129,7 +159,7 @@ def _sent_schemas(bot: Bot, names: Sequence[str]) -> list[dict[str, Any]]:
 def _print_rounds(bot: Bot, trace: Sequence[RoundTrace]) -> None:
     for round_ in trace:
         count, cost = tokens.count_tools(_sent_schemas(bot, round_.tool_names))
-        print(f"  round {round_.index}: sent {count} tools ({cost} tokens)")
+        print(f"  round {round_.index}: sent {count} tools (schemas: {cost} tokens)")
         for call in round_.calls:
             print(f"    call {call.name}({call.arguments}) -> {call.outcome}")
             result = " ".join(call.result.split())
@@ -150,34 +180,47 @@ def _first_request_figures(bot: Bot, settings: BotSettings) -> _Figures:
     return _Figures(len(sent), with_search, len(everything), tokens.tools_tokens(everything))
 
 
-def _print_table(results: Sequence[tuple[str, AskResult]], figures: _Figures) -> None:
+def _print_table(
+    results: Sequence[tuple[str, AskResult]],
+    figures: _Figures,
+    totals: Sequence[tuple[int, int | None]],
+) -> None:
     saved = figures.tokens_without - figures.tokens_with
+    label = tokens.counter_label()
     print("\n== summary " + "=" * 60)
+    print(f"tokens: {label}")
+    print("first request (tool schemas, plus the directory message with tool search):")
+    print(f"  tool search OFF: {figures.tools_without:>4} tools {figures.tokens_without:>7} tokens")
+    print(f"  tool search ON:  {figures.tools_with:>4} tools {figures.tokens_with:>7} tokens")
     print(
-        f"first request, tool search OFF: {figures.tools_without:>4} tools "
-        f"{figures.tokens_without:>7} tokens"
+        f"  saved:                {saved:>12} tokens "
+        f"({saved / max(figures.tokens_without, 1) * 100:.1f}%)"
     )
-    print(
-        f"first request, tool search ON:  {figures.tools_with:>4} tools "
-        f"{figures.tokens_with:>7} tokens (incl. the directory message)"
-    )
-    print(
-        f"saved per first request:        {saved:>12} tokens "
-        f"({saved / max(figures.tokens_without, 1) * 100:.1f}%)  [{tokens.counter_label()}]"
-    )
+    on = sum(t[0] for t in totals)
+    if totals and all(t[1] is not None for t in totals):
+        off = sum(t[1] or 0 for t in totals)
+        print(f"whole asks, every round (the same {len(totals)} questions asked twice):")
+        print(f"  tool search OFF:            {off:>7} tokens")
+        print(f"  tool search ON:             {on:>7} tokens")
+        print(
+            f"  saved:                {off - on:>12} tokens ({(off - on) / max(off, 1) * 100:.1f}%)"
+        )
+    else:
+        print(f"whole asks, every round, tool search ON: {on} tokens (OFF not run here)")
     print()
     header = f"{fit('question', 44)} {'rounds':>6} {'search':>6} {'no-hit':>6} {'loaded':>6} "
-    print(header + f"{'unused':>6} {'refused':>7} {'prompt':>7} {'cached':>7}")
-    for question, result in results:
+    print(header + f"{'unused':>6} {'refused':>7} {'on':>6} {'off':>6}")
+    for (question, result), (with_, without) in zip(results, totals, strict=True):
         stats = result.stats
         print(
             f"{fit(question, 44)} {result.rounds:>6} {stats.searches:>6} "
             f"{stats.zero_result_searches:>6} {len(stats.tools_loaded):>6} "
             f"{len(stats.loaded_never_called):>6} {sum(stats.refused_calls.values()):>7} "
-            f"{stats.prompt_tokens:>7} {stats.cached_tokens:>7}"
+            f"{with_:>6} {'-' if without is None else without:>6}"
         )
     print(
         "(search: tool_search calls; no-hit: searches that found nothing; loaded: tools they\n"
-        " loaded; unused: loaded but never called; refused: calls to tools not loaded)"
+        " loaded; unused: loaded but never called; refused: calls to tools not loaded;\n"
+        " on/off: tokens of the tool schemas and directory the whole ask sent, every round,\n"
+        " with tool search on, and for the same question with it off)"
     )
-    print("(prompt/cached: as reported by the API; the offline server estimates them)")

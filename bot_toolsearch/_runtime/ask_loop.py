@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from .messages import CORRECTION_HINT, INVALID_CALL, end_with_other_calls
 from .middleware import Pipeline, RoundRequest, forward_unanswered, merge_results
 from .toolset import END
 
-__all__ = ["LoopOutcome", "run_batch", "run_rounds", "trace_calls"]
+__all__ = ["LoopOutcome", "report_round", "run_batch", "run_rounds", "trace_calls"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -72,6 +73,7 @@ async def run_rounds(
         if not calls:
             history.append({"role": "assistant", "content": reply.text or ""})
             out.trace.append(RoundTrace(index, sent, (), reply.text, *usage))
+            await report_round(ctx, out.trace[-1])
             if reply.text and reply.text.strip():
                 out.final_text, out.finish = reply.text, "reply"
                 return out
@@ -80,10 +82,27 @@ async def run_rounds(
             continue
         results = await run_batch(ctx, pipeline, calls, history)
         out.trace.append(RoundTrace(index, sent, trace_calls(calls, results), None, *usage))
+        await report_round(ctx, out.trace[-1])
         if ctx.ended:
             out.finish = "end"
             return out
     return out
+
+
+async def report_round(ctx: AskContext, round_: RoundTrace) -> None:
+    """Hand a finished round to ``context["on_round"]`` (sync or async), if the caller set one.
+
+    A hook that raises is logged, never fatal: the ask goes on.
+    """
+    hook = ctx.context.get("on_round")
+    if hook is None:
+        return
+    try:
+        done = hook(round_)
+        if inspect.isawaitable(done):
+            await done
+    except Exception:
+        logger.warning("the on_round hook failed for round %d", round_.index, exc_info=True)
 
 
 def _recover(text: str) -> list[TextToolCall]:

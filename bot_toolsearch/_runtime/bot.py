@@ -156,6 +156,11 @@ class Bot:
         return self._tools.current()
 
     @property
+    def reloader(self) -> ConfigReloader | None:
+        """The `ConfigReloader` `from_config` started (``[bot] hot_reload``), until `aclose`."""
+        return self._reloader
+
+    @property
     def registry(self) -> ToolRegistry | None:
         """The registry `from_config` built from ``[tools]``, if any (the bot owns it)."""
         return self._follower.registry if self._follower is not None else None
@@ -212,8 +217,9 @@ class Bot:
         Args:
             text: the user's message.
             context: per-ask data for the permission hook and the runtime: ``sender`` (a
-                callable that receives every outgoing text, sync or async) and
-                ``easter_egg_silent``.
+                callable that receives every outgoing text, sync or async),
+                ``on_round`` (a callable that receives each `RoundTrace` as soon as its round
+                is over, sync or async) and ``easter_egg_silent``.
 
         Returns:
             The reply, announcements, per-round trace and stats.

@@ -17,8 +17,7 @@ import openai
 from catalog import tools  # this folder's tool catalog (the script's folder is on sys.path)
 
 from bot_toolsearch import AskResult, Bot, load_settings
-from bot_toolsearch._demo.planner import OfflinePlanner  # the embedded offline model
-from bot_toolsearch.testing import ScriptedOpenAIServer
+from bot_toolsearch.offline import offline_client  # the embedded offline model
 
 CONFIG = Path(__file__).resolve().parent / "config.toml"
 QUESTIONS = (
@@ -36,20 +35,15 @@ async def model_client() -> AsyncIterator[openai.AsyncOpenAI | None]:
     if settings.model.base_url or env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
         yield None
         return
-    planner = OfflinePlanner(dot_delimiter=settings.tools.dot_delimiter)
-    with ScriptedOpenAIServer(responder=planner) as server:
-        print(f"model: EMBEDDED OFFLINE MODEL at {server.base_url} (not an LLM)")
-        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="offline", max_retries=0)
-        try:
-            yield client
-        finally:
-            await client.close()
+    async with offline_client(dot_delimiter=settings.tools.dot_delimiter) as client:
+        print(f"model: EMBEDDED OFFLINE MODEL at {client.base_url} (not an LLM)")
+        yield client
 
 
 def show(result: AskResult) -> None:
     for round_ in result.trace:
         calls = ", ".join(
-            f"{c.name}({c.arguments if c.name == 'tool_search' else '…'}) -> {c.outcome}"
+            f"{c.name}({c.arguments if c.name != 'send_message' else '…'}) -> {c.outcome}"
             for c in round_.calls
         )
         print(f"  round {round_.index}: sent {len(round_.tool_names)} tools; {calls}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot_toolsearch import Tool, tool
-from bot_toolsearch._demo.catalog import demo_tools  # example data shipped with the package
+from bot_toolsearch.offline import demo_tools  # example data shipped with the package
 
 _NOTES: list[str] = []
 

@@ -1,56 +1,49 @@
-"""``bot-toolsearch chat`` and ``ask`` as real subprocesses, on the embedded offline model."""
+"""``bot-toolsearch chat`` and ``ask`` on the embedded offline model.
+
+Run in-process (`run_cli`) unless the process itself is the point (Ctrl-C, a terminal).
+"""
 
 from __future__ import annotations
 
-import os
 import queue
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from bot_toolsearch import Tool
 from bot_toolsearch._cli.chat import load_tools
-from bot_toolsearch._config.env import ENV_FALLBACKS
 from bot_toolsearch.testing import ScriptedOpenAIServer, error, text
+from tests._cli_runner import clean_env, run_cli
 
 DEMO_TOOLS = "bot_toolsearch._demo.catalog:demo_tools"
 CONFIG = "[skills]\ntool_search_enabled = true\n\n[bot]\nhot_reload = false\n"
 TIMEOUT = 120
 
 
-def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment without OpenAI endpoint variables or config fallbacks."""
-    drop = {"OPENAI_API_KEY", "OPENAI_BASE_URL", *ENV_FALLBACKS}
-    return {**{k: v for k, v in os.environ.items() if k not in drop}, **(extra or {})}
-
-
 def run(
     *args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bot_toolsearch", *args],
-        cwd=cwd,
-        env=clean_env(env),
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    return run_cli(*args, cwd=cwd, stdin=stdin, env=env)
 
 
 def one_error_line(done: subprocess.CompletedProcess[str], command: str = "ask") -> str:
-    """The single stderr line of a failed run (no traceback)."""
+    """The single ``error:`` line of a failed run (no traceback); a chat's start-up line and
+    the offline model's label may precede it."""
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
-    lines = done.stderr.splitlines()
+    lines = [
+        line
+        for line in done.stderr.splitlines()
+        if not line.startswith(("chat: ", "model: ", "note: "))
+    ]
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith(f"bot-toolsearch {command}: error: ")
+    assert lines[0].startswith("error: ")
     return lines[0]
 
 
@@ -70,10 +63,7 @@ def folder(tmp_path: Path) -> Path:
 def test_ask_prints_the_reply_and_exits_0(folder: Path) -> None:
     done = run("ask", "Convert 10 km to miles", "--tools", DEMO_TOOLS, cwd=folder)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines() == [
-        "units.convert_length: value: 10; from_unit: km; to_unit: mi; result: 6.213712; "
-        "category: length"
-    ]
+    assert done.stdout.strip().splitlines() == ["10 km is 6.21371 mi."]
     assert "EMBEDDED OFFLINE MODEL" in done.stderr  # labelled, and kept off stdout
     assert "Traceback" not in done.stderr
 
@@ -86,15 +76,23 @@ def test_config_may_follow_the_text_and_defaults_to_cwd(folder: Path, tmp_path: 
         str(folder / "config.toml"), cwd=elsewhere,
     )  # fmt: skip
     assert explicit.returncode == 0, explicit.stderr
-    assert "6.213712" in explicit.stdout
-    missing_default = run("ask", "hi", cwd=elsewhere)
-    assert "config.toml: config file not found" in one_error_line(missing_default)
+    assert "6.21371" in explicit.stdout
+    # No ./config.toml: the defaults and the environment, said in one line.
+    on_defaults = run("ask", "Convert 10 km to miles", "--tools", DEMO_TOOLS, cwd=elsewhere)
+    assert on_defaults.returncode == 0, on_defaults.stderr
+    assert "6.21371" in on_defaults.stdout
+    notes = [line for line in on_defaults.stderr.splitlines() if "config" in line]
+    assert notes == [
+        "note: no ./config.toml here: running on the defaults and the environment "
+        "(`bot-toolsearch config init` writes one)"
+    ]
 
 
 def test_trace_shows_the_tool_search_round_and_the_loaded_tools_round(folder: Path) -> None:
     done = run("ask", "Convert 10 km to miles", "--trace", "--tools", DEMO_TOOLS, cwd=folder)
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    # The trace goes to stderr (after the offline model's label); stdout is the reply alone.
+    lines = done.stderr.splitlines()[1:]
     assert lines[0] == "  round 1: sent 3 tools: send_message, end, tool_search"
     assert lines[1] == '    call tool_search({"query":"convert km miles"}) -> answered'
     assert lines[2].startswith('      result: {"loaded":["units.convert_speed"')
@@ -105,14 +103,15 @@ def test_trace_shows_the_tool_search_round_and_the_loaded_tools_round(folder: Pa
     assert lines[4].startswith("    call units.convert_length(")
     assert lines[4].endswith("-> ran")
     assert '"result": 6.213712' in lines[5]
-    assert lines[-1].startswith("units.convert_length: value: 10")  # the reply comes last
+    assert done.stdout == "10 km is 6.21371 mi.\n"
+    assert done.stdout.count("\n") == 1
 
 
 def test_without_tools_the_bot_has_only_the_built_ins(folder: Path) -> None:
     done = run("ask", "Convert 10 km to miles", "--trace", cwd=folder)
     assert done.returncode == 0, done.stderr
     # Nothing is deferred, so tool_search is not even offered.
-    assert done.stdout.splitlines()[0] == "  round 1: sent 2 tools: send_message, end"
+    assert done.stderr.splitlines()[1] == "  round 1: sent 2 tools: send_message, end"
     assert "units.convert_length" not in done.stdout
 
 
@@ -120,7 +119,7 @@ def test_a_long_tool_list_is_shortened_in_the_trace(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text("[bot]\nhot_reload = false\n", encoding="utf-8")
     done = run("ask", "Convert 10 km to miles", "--trace", "--tools", DEMO_TOOLS, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    first = done.stdout.splitlines()[0]
+    first = done.stderr.splitlines()[1]
     assert first.startswith("  round 1: sent 180 tools: send_message, end, ")
     assert first.endswith(", … (+172 more)")
 
@@ -133,7 +132,7 @@ def test_offline_flag_wins_over_a_configured_endpoint(tmp_path: Path) -> None:
     )
     done = run("ask", "Convert 10 km to miles", "--offline", "--tools", DEMO_TOOLS, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "6.213712" in done.stdout
+    assert "6.21371" in done.stdout
 
 
 def test_chat_answers_each_line_and_exits_0_at_eof(folder: Path) -> None:
@@ -143,25 +142,46 @@ def test_chat_answers_each_line_and_exits_0_at_eof(folder: Path) -> None:
     assert "Traceback" not in done.stderr
     replies = [part for part in done.stdout.split("you> ") if part.strip()]
     assert len(replies) == 2
-    assert replies[0].startswith("bot> units.convert_length:")
-    assert "6.213712" in replies[0]
-    assert replies[1].startswith("bot> time.now: timezone: Asia/Tokyo")
+    assert replies[0].startswith("bot> 10 km is 6.21371 mi.")
+    assert "6.21371" in replies[0]
+    assert replies[1].startswith("bot> Here is what I found: timezone: Asia/Tokyo")
     assert done.stdout.endswith("you> \n")  # EOF ends the prompt line
 
 
-def test_chat_trace_precedes_each_reply(folder: Path) -> None:
-    done = run(
-        "chat", "--trace", "--tools", DEMO_TOOLS, cwd=folder, stdin="Convert 10 km to miles\n"
-    )
+PROBE = """
+import sys
+from bot_toolsearch import tool
+
+@tool(name="probe.trace_rounds")
+def trace_rounds(note: str = "") -> str:
+    \"\"\"Trace probe: which rounds of the trace were printed before this tool ran.\"\"\"
+    printed = [line.split(":")[0].strip() for line in sys.stderr.getvalue().splitlines()
+               if line.startswith("  round ")]
+    return "printed before me: " + ", ".join(printed)
+
+TOOLS = [trace_rounds]
+"""
+
+
+@pytest.mark.parametrize("command", ["ask", "chat"])
+def test_the_trace_is_printed_on_stderr_as_each_round_ends(folder: Path, command: str) -> None:
+    (folder / "probe.py").write_text(PROBE, encoding="utf-8")
+    question = "Run the trace probe for rounds"
+    args = ("ask", question) if command == "ask" else ("chat",)
+    done = run(*args, "--trace", "--tools", "probe.py:TOOLS", cwd=folder, stdin=question + "\n")
     assert done.returncode == 0, done.stderr
-    out = done.stdout
-    assert out.index("call tool_search(") < out.index("call units.convert_length(")
-    assert out.index("call units.convert_length(") < out.index("bot> units.convert_length")
+    # Round 1 (the search) was on stderr while round 2's tool ran, and round 2 was not yet.
+    assert "printed before me: round 1" in done.stdout
+    assert "round 2" not in done.stdout.split("printed before me:")[1]
+    assert "  round 2: sent 4 tools: " in done.stderr
+    assert "call probe.trace_rounds(" in done.stderr
+    assert "round " not in done.stdout.replace("rounds", "").split("printed before me:")[0]
 
 
 def test_missing_config_file(tmp_path: Path) -> None:
     line = one_error_line(run("ask", "hi", "--config", "nope.toml", cwd=tmp_path))
-    assert line.endswith("nope.toml: config file not found (pass --config PATH)")
+    # A --config named explicitly must exist: a mistyped path is not silently ignored.
+    assert line == "error: nope.toml: config file not found"
     chat = run("chat", "--config", "nope.toml", cwd=tmp_path, stdin="hi\n")
     assert "config file not found" in one_error_line(chat, "chat")
 
@@ -303,3 +323,83 @@ def test_duplicate_tool_names_are_one_line(folder: Path) -> None:
     )
     line = one_error_line(run("ask", "hi", "--tools", f"{module}:TOOLS", cwd=folder))
     assert "x.ping" in line
+
+
+SLOW = """
+import asyncio, pathlib, time
+from bot_toolsearch import tool
+
+@tool(name="probe.slow_sleep")
+def slow_sleep(note: str = "") -> str:
+    \"\"\"Slow sleep probe: blocks a worker thread for ten minutes.\"\"\"
+    pathlib.Path("started").write_text("yes")
+    time.sleep(600)
+    return "woke up"
+
+@tool(name="probe.stubborn_sleep")
+async def stubborn_sleep(note: str = "") -> str:
+    \"\"\"Stubborn sleep probe: ignores the first cancellation.\"\"\"
+    pathlib.Path("started").write_text("yes")
+    try:
+        await asyncio.sleep(600)
+    except asyncio.CancelledError:
+        pathlib.Path("cancelled").write_text("yes")
+        await asyncio.sleep(600)
+    return "woke up"
+
+TOOLS = [slow_sleep, stubborn_sleep]
+"""
+
+
+def _start_slow_ask(folder: Path, question: str) -> subprocess.Popen[str]:
+    (folder / "slow.py").write_text(SLOW, encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot_toolsearch", "ask", question, "--tools", "slow.py:TOOLS"],
+        cwd=folder,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(folder / "started", proc)
+    return proc
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.05)
+
+
+def _finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    try:
+        # The tools sleep ten minutes: only a prompt cancellation ends the process in time.
+        return proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_ctrl_c_during_a_slow_tool_cancels_the_ask_and_exits_130(folder: Path) -> None:
+    proc = _start_slow_ask(folder, "Run the slow sleep probe")
+    proc.send_signal(signal.SIGINT)
+    out, err = _finish(proc)
+    assert proc.returncode == 130, err
+    assert out == ""  # no reply: the ask did not finish
+    assert "stopping the answer (Ctrl-C again quits at once)" in err
+    assert "interrupted: the answer was cancelled" in err
+    assert "Traceback" not in err
+
+
+def test_a_second_ctrl_c_exits_at_once(folder: Path) -> None:
+    proc = _start_slow_ask(folder, "Run the stubborn sleep probe")
+    proc.send_signal(signal.SIGINT)
+    _wait_for(folder / "cancelled", proc)  # the tool swallowed the first cancellation
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    _, err = _finish(proc)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err

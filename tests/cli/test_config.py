@@ -1,15 +1,16 @@
-"""``python -m bot_toolsearch config ...`` as a real subprocess."""
+"""``bot-toolsearch config ...``, run in-process (`run_cli`) against real files."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from bot_toolsearch._config.env import ENV_FALLBACKS
+from bot_toolsearch._cli.config import example_config
+from tests._cli_runner import run_cli
+
+REPO = Path(__file__).resolve().parents[2]
 
 ORIGINAL = "# mine\n[skills]\ntool_search_enabled = true  # on\n\n[tools]\ndot_delimiter = '__'\n"
 
@@ -17,16 +18,7 @@ ORIGINAL = "# mine\n[skills]\ntool_search_enabled = true  # on\n\n[tools]\ndot_d
 def run(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in ENV_FALLBACKS}
-    return subprocess.run(
-        [sys.executable, "-m", "bot_toolsearch", *args],
-        cwd=cwd,
-        env={**clean, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_cli(*args, cwd=cwd, env=env)
 
 
 @pytest.fixture
@@ -118,13 +110,58 @@ def test_config_option_before_or_after_the_action(folder: Path) -> None:
     assert "max_rounds = 4" in other.read_text(encoding="utf-8")
 
 
-def test_missing_file_is_one_line_and_nonzero(tmp_path: Path) -> None:
-    for args in (("show",), ("get", "model.name"), ("set", "model.name", "x"), ("validate",)):
-        result = run("config", *args, cwd=tmp_path)
-        assert result.returncode == 1, args
-        assert result.stderr.strip().endswith("config file not found"), args
-        assert "Traceback" not in result.stderr
+def test_without_a_file_show_and_get_use_the_defaults_and_validate_fails(tmp_path: Path) -> None:
+    show = run("config", "show", cwd=tmp_path, env={"TOOL_SEARCH_MAX_RESULTS": "9"})
+    assert show.returncode == 0, show.stderr
+    assert "skills.tool_search_max_results = 9" in show.stdout
+    assert "model.max_rounds = 16" in show.stdout
+    notes = [line for line in show.stderr.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        "note: no ./config.toml here: running on the defaults and the environment "
+        "(`bot-toolsearch config init` writes one)"
+    ]
+    got = run("config", "get", "model.name", cwd=tmp_path)
+    assert (got.returncode, got.stdout) == (0, '"gpt-4o-mini"\n')
+    validate = run("config", "validate", cwd=tmp_path)
+    assert validate.returncode == 1
+    assert validate.stderr == "error: config.toml: config file not found\n"
+    named = run("config", "show", "--config", "nope.toml", cwd=tmp_path)
+    assert (named.returncode, named.stderr) == (1, "error: nope.toml: config file not found\n")
     assert not (tmp_path / "config.toml").exists()
+
+
+def test_set_creates_a_missing_file_and_leaves_none_on_a_bad_value(tmp_path: Path) -> None:
+    bad = run("config", "set", "skills.tool_search_max_results", "0", cwd=tmp_path)
+    assert bad.returncode == 1
+    assert "must be at least 1" in bad.stderr
+    assert not (tmp_path / "config.toml").exists()
+    made = run("config", "set", "skills.tool_search_enabled", "true", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout == "config.toml: created with skills.tool_search_enabled = true\n"
+    text = (tmp_path / "config.toml").read_text(encoding="utf-8")
+    assert text == "[skills]\ntool_search_enabled = true\n"
+
+
+def test_init_writes_the_documented_example_once(tmp_path: Path) -> None:
+    done = run("config", "init", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = (tmp_path / "config.toml").read_text(encoding="utf-8")
+    assert written == (REPO / "config.example.toml").read_text(encoding="utf-8")
+    assert run("config", "validate", cwd=tmp_path).returncode == 0
+    (tmp_path / "config.toml").write_text("# mine\n", encoding="utf-8")
+    again = run("config", "init", cwd=tmp_path)
+    assert again.returncode == 1
+    assert again.stderr == "error: config.toml already exists; keeping it (--force overwrites it)\n"
+    assert (tmp_path / "config.toml").read_text(encoding="utf-8") == "# mine\n"
+    forced = run("config", "init", "--force", "--config", "other.toml", cwd=tmp_path)
+    assert forced.returncode == 0
+    assert (tmp_path / "other.toml").read_text(encoding="utf-8") == written
+
+
+def test_the_package_ships_the_repository_example() -> None:
+    # bot_toolsearch/config.example.toml is the copy in the wheel; the repository's root file is
+    # the one people read and edit. After editing it: cp config.example.toml bot_toolsearch/
+    assert example_config() == (REPO / "config.example.toml").read_text(encoding="utf-8")
 
 
 def test_validate(folder: Path) -> None:
@@ -137,7 +174,7 @@ def test_validate(folder: Path) -> None:
     lines = result.stderr.splitlines()
     assert lines[0].startswith(f"{bad}:2:23: skills.tool_search_enabled: expected true or false")
     assert lines[1].startswith(f"{bad}:3:1: skills.max_results: unknown key 'max_results'")
-    assert lines[-1] == f"{bad}: 2 errors"
+    assert lines[-1] == f"error: {bad}: 2 errors"
 
 
 def test_validate_reports_a_bad_environment_variable(folder: Path) -> None:
@@ -153,3 +190,4 @@ def test_usage_errors(tmp_path: Path) -> None:
     missing_action = run("config", cwd=tmp_path)
     assert missing_action.returncode == 2
     assert "Traceback" not in missing_action.stderr
+    assert missing_action.stderr.splitlines()[-1].startswith("error: bot-toolsearch config: ")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from bot_toolsearch._cli.search import (
 )
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._demo.catalog import demo_schemas
+from tests._cli_runner import run_cli
 
 
 @pytest.fixture
@@ -34,13 +34,7 @@ def catalog_file(tmp_path: Path) -> Path:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bot_toolsearch", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_cli(*args)
 
 
 def test_explain_search_reports_scores_and_matched_fields() -> None:
@@ -150,20 +144,21 @@ def test_malformed_catalog_is_one_line_and_nonzero(
     path.write_text(content)
     args = ["search", "x", "--catalog", str(path)] if command == "search" else ["catalog", "stats"]
     done = cli(*args) if command == "search" else cli(*args, str(path))
-    assert done.returncode == 2
+    assert done.returncode == 1  # a bad input file is a failure; 2 is for a bad command line
     assert len(done.stderr.strip().splitlines()) == 1
+    assert done.stderr.startswith("error: ")
     assert str(path) in done.stderr
     assert "Traceback" not in done.stderr
 
 
 def test_missing_catalog_and_reserved_name_are_clear_errors(tmp_path: Path) -> None:
     missing = cli("catalog", "stats", str(tmp_path / "nope.json"))
-    assert missing.returncode == 2
+    assert missing.returncode == 1
     assert "no such file" in missing.stderr
     reserved = tmp_path / "reserved.json"
     reserved.write_text(json.dumps([{"type": "function", "function": {"name": "tool_search"}}]))
     done = cli("search", "x", "--catalog", str(reserved))
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert "reserved" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -203,3 +198,71 @@ def test_search_selects_a_wire_spelling(
     out = capsys.readouterr().out
     assert "weather.forecast" in out
     assert "not in the catalog" not in out
+
+
+def test_catalog_stats_counts_tokens_with_the_core_not_the_demo() -> None:
+    from tests.test_layering import graph
+
+    edges = graph()
+    for module in ("bot_toolsearch._cli.catalog", "bot_toolsearch._demo.run"):
+        assert "bot_toolsearch._core.token_count" in edges[module], module
+    assert not [d for d in edges["bot_toolsearch._cli.catalog"] if "._demo" in d]
+
+
+def test_a_keyword_query_without_hits_is_no_match_not_a_missing_name(
+    catalog_file: Path,
+) -> None:
+    done = cli("search", "xyzzy frobnicate", "--catalog", str(catalog_file))
+    assert done.returncode == 1
+    assert "not in the catalog" not in done.stdout
+    assert (
+        done.stdout
+        == f"no tool matches 'xyzzy frobnicate' ({len(demo_schemas()) + 1} tools searched)\n"
+    )
+
+
+def test_explain_shows_the_words_not_their_stems(catalog_file: Path) -> None:
+    done = cli("search", "converting temperatures", "--catalog", str(catalog_file), "--explain")
+    assert done.returncode == 0, done.stderr
+    why = done.stdout.splitlines()[1]
+    assert "name: convert, temperature" in why
+    assert "temperatur," not in why
+    assert "temperatur;" not in why
+    prefix = cli("search", "temp", "--catalog", str(catalog_file), "--explain")
+    assert "temp~temperature" in prefix.stdout  # the query's word, then the tool's
+
+
+def test_catalog_stats_of_a_tiny_catalog_is_honest_about_the_cost(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.json"
+    path.write_text(
+        json.dumps([{"type": "function", "function": {"name": "a", "description": "A."}}])
+    )
+    done = cli("catalog", "stats", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "tools: 1 usable of 1 entry\n" in done.stdout
+    cost = re.search(r"tool search costs more: +(\d+) \((\d+\.\d)% more\)", done.stdout)
+    assert cost is not None, done.stdout
+    full = int(re.search(r"full tools list: +(\d+)", done.stdout).group(1))  # type: ignore[union-attr]
+    first = int(re.search(r"with tool search: +(\d+)", done.stdout).group(1))  # type: ignore[union-attr]
+    assert int(cost.group(1)) == first - full > 0
+    assert float(cost.group(2)) == round((first - full) / full * 100, 1)
+    assert "saved" not in done.stdout
+    assert "-" not in cost.group(0)
+
+
+def test_catalog_export_feeds_search_and_search_takes_the_config(tmp_path: Path) -> None:
+    tools = "bot_toolsearch._demo.catalog:demo_tools"
+    exported = run_cli("catalog", "export", "--tools", tools, "-o", "tools.json", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    schemas = json.loads((tmp_path / "tools.json").read_text(encoding="utf-8"))
+    names = [s["function"]["name"] for s in schemas]
+    assert names[:2] == ["send_message", "end"]  # the built-ins a model is offered too
+    assert len(names) == len(demo_schemas()) + 2
+    from_file = run_cli("search", "convert km miles", "--catalog", "tools.json", cwd=tmp_path)
+    merged = run_cli("search", "convert km miles", "--tools", tools, cwd=tmp_path)
+    assert from_file.returncode == merged.returncode == 0, merged.stderr
+    assert from_file.stdout == merged.stdout
+    assert "units.convert_length" in merged.stdout
+    both = run_cli("search", "x", "--catalog", "tools.json", "--tools", tools, cwd=tmp_path)
+    assert both.returncode == 2
+    assert both.stderr == "error: give --catalog FILE, or --config/--tools, not both\n"

@@ -78,7 +78,7 @@ def test_searches_then_calls_then_answers_then_ends() -> None:
     (send,) = calls(planner(chat(history, ("units.convert_length",))))
     assert send.name == "send_message"
     assert isinstance(send.arguments, dict)
-    assert "6.213712" in send.arguments["text"]
+    assert send.arguments["text"] == "The result is 6.21371."
     history += [assistant(send), {"role": "tool", "tool_call_id": send.id, "content": "sent"}]
     (end,) = calls(planner(chat(history, ("units.convert_length",))))
     assert (end.name, end.arguments) == ("end", {})
@@ -267,3 +267,11 @@ def test_glossary_gives_english_topic_words_in_glossary_order() -> None:
     assert english_glosses("北京现在几点") == ["time", "now"]
     assert english_glosses("明天天气") == ["weather", "forecast"]
     assert english_glosses("hello") == []
+
+
+def test_free_text_is_what_follows_the_colon_as_a_model_would_pass_it() -> None:
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    assert extract_arguments(schema, "Add a note: buy milk") == {"text": "buy milk"}
+    assert extract_arguments(schema, "Remember to water the plants") == {
+        "text": "remember water plants"
+    }

@@ -8,8 +8,6 @@ import asyncio
 import json
 import logging
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import openai
@@ -17,6 +15,7 @@ import pytest
 
 from bot_toolsearch import Bot, BotSettings, CatalogError, Tool, ToolRegistry
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
+from tests._cli_runner import run_cli
 from tests._helpers import write_config
 
 TIMEOUT = 10.0
@@ -224,21 +223,16 @@ def test_catalog_list_prints_the_merged_catalog(tmp_path: Path) -> None:
     write_tool(tmp_path / "more", "notes", "y")
     config = tmp_path / "config.toml"
     config.write_text('[tools]\ndirs = ["tools", "more"]\ndot_delimiter = "__"\n', encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "bot_toolsearch", "catalog", "list", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        check=False,
-    )
+    done = run_cli("catalog", "list", "--config", str(config), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     rows = [line.split() for line in done.stdout.splitlines()]
     assert rows == [
         ["SOURCE", "CANONICAL", "WIRE"],
+        ["built-in", "send_message", "send_message"],
+        ["built-in", "end", "end"],
         ["folder:tools/music/search_songs", "music.search_songs", "music__search_songs"],
         ["folder:more/notes", "notes", "notes"],
-        ["2", "tools"],
+        ["4", "tools"],
     ]
 
 

@@ -1,4 +1,6 @@
-"""Token counts for the demo's figures, with an offline OpenAI BPE when one is installed.
+"""Token counts of tools lists and messages, with an offline OpenAI BPE when one is installed.
+
+What tool search saves is counted here, once, for ``catalog stats``, the demo and the benchmarks.
 
 ``bpe-openai`` ships the ``o200k_base`` and ``cl100k_base`` vocabularies inside the package, so
 counting works with no network. We use ``o200k_base``, the encoding of the GPT-4o family. When

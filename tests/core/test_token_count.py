@@ -1,10 +1,10 @@
-"""Token counting for the demo: the offline BPE, tools lists and messages."""
+"""Token counting (used by the CLI, the demo and bench): offline BPE, tools lists, messages."""
 
 from __future__ import annotations
 
 import json
 
-from bot_toolsearch._demo import tokens
+from bot_toolsearch._core import token_count as tokens
 from bot_toolsearch._demo.catalog import demo_schemas
 
 
