@@ -45,6 +45,7 @@ from bot_toolsearch._tools.registry import ToolRegistry
 from bot_toolsearch._tools.source import ToolSetSnapshot, ToolSource
 from bot_toolsearch._tools.tool import Agent, Tool, ToolImportError, tool
 from bot_toolsearch._transports.names import WireNames
+from bot_toolsearch._wrap.client import wrap_openai
 
 from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameCollisionError
 
@@ -95,6 +96,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "render_deferred_tools",
     "set_value",
     "tool",
+    "wrap_openai",
 ]
 
 
