@@ -235,3 +235,79 @@ def test_sync_client_does_the_same(server: ScriptedOpenAIServer) -> None:
     assert server.requests[1].tool_names == ["tool_search", "get_weather"]
     assert client.models.list().data[0].id == "scripted-model"
     client.close()
+
+
+def _collect(chunks: list[Any]) -> tuple[str, list[tuple[str, str, str]], list[str | None]]:
+    content = ""
+    calls: dict[int, list[str]] = {}
+    finishes: list[str | None] = []
+    for chunk in chunks:
+        for choice in chunk.choices:
+            content += choice.delta.content or ""
+            for delta in choice.delta.tool_calls or ():
+                entry = calls.setdefault(delta.index, ["", "", ""])
+                entry[0] += delta.id or ""
+                entry[1] += delta.function.name or ""
+                entry[2] += delta.function.arguments or ""
+            if choice.finish_reason is not None:
+                finishes.append(choice.finish_reason)
+    return content, [tuple(calls[i]) for i in sorted(calls)], finishes  # type: ignore[misc]
+
+
+async def test_streaming_hides_search_rounds_and_sums_usage(
+    server: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    server.script(
+        ToolCallsTurn((call("tool_search", query="select:get_weather"),), usage=Usage(50, 5)),
+        ToolCallsTurn((call("get_weather", city="Oslo", id="w1"),), usage=Usage(60, 6)),
+    )
+    client = make()
+    stream = await client.chat.completions.create(
+        model="m",
+        messages=[USER],
+        tools=chat_tools(),
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = [chunk async for chunk in stream]
+    content, calls, finishes = _collect(chunks)
+    assert calls == [("w1", "get_weather", '{"city":"Oslo"}')]
+    assert finishes == ["tool_calls"]
+    assert content == ""
+    assert len({chunk.id for chunk in chunks}) == 1
+    usage = chunks[-1].usage
+    assert chunks[-1].choices == []
+    assert (usage.prompt_tokens, usage.completion_tokens) == (110, 11)
+    assert [r.tool_names for r in server.requests] == [
+        ["tool_search"],
+        ["tool_search", "get_weather"],
+    ]
+
+
+async def test_streaming_text_passes_through(
+    server: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    server.script(call("tool_search", query="weather"), text("Sunny in Oslo."))
+    client = make()
+    stream = await client.chat.completions.create(
+        model="m", messages=[USER], tools=chat_tools(), stream=True
+    )
+    async with stream:
+        chunks = [chunk async for chunk in stream]
+    content, calls, finishes = _collect(chunks)
+    assert (content, calls, finishes) == ("Sunny in Oslo.", [], ["stop"])
+    assert sum(1 for c in chunks if c.choices and c.choices[0].delta.role) == 1
+    assert all(c.usage is None for c in chunks)
+
+
+def test_sync_streaming(server: ScriptedOpenAIServer) -> None:
+    server.script(call("tool_search", query="select:play_music"), call("play_music", title="x"))
+    inner = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+    client = wrap_openai(inner)
+    stream = client.chat.completions.create(
+        model="m", messages=[USER], tools=chat_tools(), stream=True
+    )
+    _, calls, finishes = _collect(list(stream))
+    assert [c[1] for c in calls] == ["play_music"]
+    assert finishes == ["tool_calls"]
+    client.close()

@@ -155,3 +155,26 @@ async def test_pydantic_ai(
     assert seen == ["get_weather"]
     _check_upstream(server)
     assert all(r.api == api for r in server.requests)
+
+
+async def test_openai_agents_sdk_streamed(
+    server: ScriptedOpenAIServer, wrapped: openai.AsyncOpenAI
+) -> None:
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+
+    set_tracing_disabled(True)
+    _script(server)
+    ran: list[str] = []
+    model = OpenAIChatCompletionsModel(model="scripted-model", openai_client=wrapped)
+    agent = Agent(name="assistant", instructions="Be brief.", model=model, tools=_agents_tools(ran))
+    result = Runner.run_streamed(agent, "Weather in Oslo?")
+    names = [
+        getattr(event.item.raw_item, "name", None)
+        async for event in result.stream_events()
+        if event.type == "run_item_stream_event" and event.name == "tool_called"
+    ]
+    assert ran == ["Oslo"]
+    assert names == ["get_weather"]
+    assert result.final_output == "It is sunny in Oslo."
+    _check_upstream(server)
+    assert all(r.body.get("stream") is True for r in server.requests)
