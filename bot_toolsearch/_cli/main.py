@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from .chat import add_chat_subparsers
 from .config import add_config_subparser
 from .search import add_catalog_subparser, add_search_subparser
+from .serve import add_serve_subparser
 
 __all__ = ["add_demo_subparser", "build_parser", "main"]
 
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_subparser(subparsers)
     add_search_subparser(subparsers)
     add_catalog_subparser(subparsers)
+    add_serve_subparser(subparsers)
     return parser
 
 
