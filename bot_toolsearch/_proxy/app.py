@@ -87,8 +87,9 @@ class ProxyApp:
         self.upstream = upstream.rstrip("/")
         # The SDK's own HTTP client class (httpx or httpx2, by SDK version), for forwarding too.
         self._http = openai.DefaultAsyncHttpxClient(timeout=timeout)
+        # One retry: a pooled keep-alive connection the upstream closed meanwhile fails once.
         inner = openai.AsyncOpenAI(
-            base_url=self.upstream, api_key="unset", max_retries=0, http_client=self._http
+            base_url=self.upstream, api_key="unset", max_retries=1, http_client=self._http
         )
         self._client = wrap_openai(inner, config=config, settings=settings)
 
@@ -212,7 +213,7 @@ def _error_body(exc: openai.APIStatusError) -> dict[str, Any]:
 
 
 async def _upstream_failed(send: _Send, exc: openai.APIError) -> None:
-    logger.warning("proxy: upstream failed: %s", type(exc).__name__)
+    logger.warning("proxy: upstream failed: %s (%r)", type(exc).__name__, exc.__cause__)
     await _error(send, 502, f"upstream failed: {exc.message}", "upstream_error")
 
 

@@ -167,7 +167,7 @@ class ToolsCache:
                     and entry.elements == elements
                 ):
                     return entry.tools
-        names = tuple(tool_name(tool, api) for tool in elements)
+        names = _names(elements, api)
         key = (api, dot_delimiter, names)
         with self._lock:
             found = self._entries.get(key)
@@ -184,6 +184,20 @@ class ToolsCache:
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
         return built
+
+
+def _names(elements: tuple[Any, ...], api: Api) -> tuple[str | None, ...]:
+    """Every entry's function name (``None`` for other entries), plain dicts the fast way."""
+    try:
+        if api == "chat":
+            names = tuple(tool["function"]["name"] for tool in elements)
+        else:
+            names = tuple(tool["name"] for tool in elements)
+    except (KeyError, TypeError, IndexError):
+        return tuple(tool_name(tool, api) for tool in elements)
+    if all(type(name) is str for name in names):
+        return names
+    return tuple(tool_name(tool, api) for tool in elements)
 
 
 def _delimiter(entry: _Entry) -> str:
