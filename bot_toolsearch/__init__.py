@@ -57,6 +57,7 @@ from bot_toolsearch._tools.tool import (
 )
 from bot_toolsearch._transports.base import ModelReplyError
 from bot_toolsearch._transports.names import WireNames
+from bot_toolsearch._wrap.client import wrap_openai
 
 from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameCollisionError
 
@@ -120,6 +121,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "render_deferred_tools",
     "set_value",
     "tool",
+    "wrap_openai",
 ]
 
 

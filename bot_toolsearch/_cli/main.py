@@ -16,6 +16,7 @@ from .chat import add_chat_subparsers
 from .config import add_config_subparser
 from .options import INTERRUPTED, USAGE, CliError, CliParser, report_error
 from .search import add_catalog_subparser, add_search_subparser
+from .serve import add_serve_subparser
 
 __all__ = ["add_demo_subparser", "build_parser", "main"]
 
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_subparser(subparsers)
     add_search_subparser(subparsers)
     add_catalog_subparser(subparsers)
+    add_serve_subparser(subparsers)
     return parser
 
 

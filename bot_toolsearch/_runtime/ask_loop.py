@@ -23,7 +23,14 @@ from .messages import CORRECTION_HINT, INVALID_CALL, end_with_other_calls
 from .middleware import Pipeline, RoundRequest, forward_unanswered, merge_results
 from .toolset import END
 
-__all__ = ["LoopOutcome", "report_round", "run_batch", "run_rounds", "trace_calls"]
+__all__ = [
+    "LoopOutcome",
+    "recover_text_calls",
+    "report_round",
+    "run_batch",
+    "run_rounds",
+    "trace_calls",
+]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -62,7 +69,7 @@ async def run_rounds(
         usage = (reply.prompt_tokens, reply.cached_tokens)
         calls = from_native(reply.tool_calls, ctx.permitted)
         if not calls and reply.text and reply.text.strip():
-            recovered = _recover(reply.text)
+            recovered = recover_text_calls(reply.text)
             if recovered:
                 calls = from_text(recovered, names, ctx.permitted)
                 state.force_stateless()  # the server never saw these call ids
@@ -105,7 +112,8 @@ async def report_round(ctx: AskContext, round_: RoundTrace) -> None:
         logger.warning("the on_round hook failed for round %d", round_.index, exc_info=True)
 
 
-def _recover(text: str) -> list[TextToolCall]:
+def recover_text_calls(text: str) -> list[TextToolCall]:
+    """The tool calls a model wrote as text; ``[]`` for prose and for a malformed envelope."""
     try:
         return parse_text_tool_calls(text)
     except TextToolCallError as exc:

@@ -15,19 +15,19 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._config.settings import BlindCallPolicy, BotSettings
 from bot_toolsearch._core.prompt import TOOL_SEARCH_NAME, TOOL_SEARCH_RULES, render_deferred_tools
 from bot_toolsearch._core.query import select_items
 from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._transports.names import WireNames
 
 from .announce import announce_calls
-from .calls import CallRequest, CallResult
+from .calls import CallRequest, CallResult, RefusalReason
 from .context import AskContext
 from .messages import (
     BLIND_CALL_LOADED,
@@ -38,7 +38,14 @@ from .messages import (
 )
 from .middleware import CallHandler, Middleware, RoundRequest, forward_unanswered
 
-__all__ = ["ToolSearchMiddleware", "ToolSearchPlugin", "directory_message", "plugin"]
+__all__ = [
+    "ToolSearchMiddleware",
+    "ToolSearchPlugin",
+    "canonical_query",
+    "directory_message",
+    "plugin",
+    "refusal",
+]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -154,7 +161,7 @@ class ToolSearchMiddleware:
             arguments = dict(call.arguments)
             query = arguments.get("query")
             if isinstance(query, str):
-                arguments["query"] = _canonical_query(
+                arguments["query"] = canonical_query(
                     query, state.names, ctx.permitted, state.session
                 )
         result = state.session.run(arguments)
@@ -166,31 +173,51 @@ class ToolSearchMiddleware:
         return CallResult(call.id, call.name, result.to_json(), "answered")
 
     def _refuse(self, ctx: AskContext, state: _AskState, call: CallRequest) -> CallResult:
-        session, name = state.session, call.name
-        if name not in ctx.permitted or not session.has_tool(name):
-            logger.warning("refused call to unknown tool name=%s id=%s", shown_name(name), call.id)
-            text = no_such_tool(name)
-            return CallResult(call.id, name, text, "refused", "unknown")
+        text, reason = refusal(
+            state.session,
+            call.name,
+            call.id,
+            ctx.permitted,
+            blind_call=ctx.settings.skills.tool_search_blind_call,
+        )
+        if reason == "blind_call_loaded":
+            ctx.stats.blind_call_loads += 1
+            ctx.stats.loaded.append(call.name)
+        return CallResult(call.id, call.name, text, "refused", reason)
+
+
+def refusal(
+    session: ToolSearchSession,
+    name: str,
+    call_id: str,
+    permitted: Collection[str],
+    *,
+    blind_call: BlindCallPolicy,
+) -> tuple[str, RefusalReason]:
+    """The refusal of a call to ``name``, which this round does not expose: text and reason.
+
+    No such (permitted) tool, loaded this round, or not loaded yet; under
+    ``blind_call == "load"`` a never-loaded tool is loaded into ``session`` for the next round.
+    Shared by the middleware and the drop-in client wrapper, so both say exactly the same.
+    """
+    if name not in permitted or not session.has_tool(name):
+        logger.warning("refused call to unknown tool name=%s id=%s", shown_name(name), call_id)
+        return no_such_tool(name), "unknown"
+    if name in session.loaded_tool_names:
+        return LOADED_THIS_ROUND.format(name=name), "loaded_this_round"
+    if blind_call == "load":
+        # A bare full name is an exact lookup in the core (no select: comma splitting).
+        session.search(name)
         if name in session.loaded_tool_names:
-            text = LOADED_THIS_ROUND.format(name=name)
-            return CallResult(call.id, name, text, "refused", "loaded_this_round")
-        if ctx.settings.skills.tool_search_blind_call == "load":
-            # A bare full name is an exact lookup in the core (no select: comma splitting).
-            session.search(name)
-            if name in session.loaded_tool_names:
-                ctx.stats.blind_call_loads += 1
-                ctx.stats.loaded.append(name)
-                text = BLIND_CALL_LOADED.format(name=name)
-                return CallResult(call.id, name, text, "refused", "blind_call_loaded")
-        logger.warning("refused call to unloaded tool name=%r id=%s", name, call.id)
-        text = NOT_LOADED_YET.format(name=name)
-        return CallResult(call.id, name, text, "refused", "not_loaded")
+            return BLIND_CALL_LOADED.format(name=name), "blind_call_loaded"
+    logger.warning("refused call to unloaded tool name=%r id=%s", name, call_id)
+    return NOT_LOADED_YET.format(name=name), "not_loaded"
 
 
-def _canonical_query(
+def canonical_query(
     query: str,
     names: WireNames,
-    permitted: frozenset[str],
+    permitted: Collection[str],
     session: ToolSearchSession | None = None,
 ) -> str:
     """``query`` with wire spellings of permitted tools turned canonical (``select:`` items or

@@ -27,6 +27,7 @@ __all__ = [
     "ToolFilter",
     "ToolSet",
     "ToolView",
+    "pattern_filter",
     "permitted_names",
 ]
 
@@ -183,12 +184,7 @@ class ToolSet:
         key = (tuple(allow), tuple(deny))
         names = self._patterns.get(key)
         if names is None:
-            names = self.names
-            if allow:
-                builtins = {b.name for b in BUILTINS}
-                names = frozenset(n for n in names if n in builtins or _matches(n, allow))
-            if deny:
-                names = frozenset(n for n in names if not _matches(n, deny))
+            names = pattern_filter(self.names, allow, deny, keep={b.name for b in BUILTINS})
             with self._lock:
                 if len(self._patterns) >= _CACHE_SIZE:
                     self._patterns.pop(next(iter(self._patterns)))
@@ -277,6 +273,25 @@ def _strings(values: object) -> Collection[str]:
     if isinstance(values, str) or not isinstance(values, Iterable):
         raise TypeError("tool_filter must return an iterable of tool names")
     return {v for v in values if isinstance(v, str)}
+
+
+def pattern_filter(
+    names: frozenset[str],
+    allow: Sequence[str],
+    deny: Sequence[str],
+    *,
+    keep: Collection[str] = (),
+) -> frozenset[str]:
+    """The ``names`` that ``[tools] allow``/``deny`` (fnmatch, case-sensitive) leave.
+
+    A non-empty ``allow`` keeps only matching names, and the ``keep`` names (the host's
+    built-ins); ``deny`` then removes every match. Empty patterns return ``names`` itself.
+    """
+    if allow:
+        names = frozenset(n for n in names if n in keep or _matches(n, allow))
+    if deny:
+        names = frozenset(n for n in names if not _matches(n, deny))
+    return names
 
 
 def _matches(name: str, patterns: Sequence[str]) -> bool:

@@ -30,7 +30,13 @@ from .base import (
     token_count,
 )
 
-__all__ = ["is_missing_call_output_error", "read_responses", "send_responses", "to_input_items"]
+__all__ = [
+    "flat_tool",
+    "is_missing_call_output_error",
+    "read_responses",
+    "send_responses",
+    "to_input_items",
+]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -54,7 +60,7 @@ async def send_responses(
         str(m.get("content") or "") for m in messages if m.get("role") == "system"
     )
     conversation = [m for m in messages if m.get("role") != "system"]
-    flat_tools = [_flat_tool(tool) for tool in tools]
+    flat_tools = [flat_tool(tool) for tool in tools]
     previous = state.previous_response_id
     stateful = (
         previous is not None and not state.stateless and not model.responses_force_stateless_replay
@@ -161,7 +167,8 @@ def to_input_items(conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
-def _flat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+def flat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """A Chat Completions function tool in the Responses (flat) shape."""
     function = tool["function"]
     return {
         "type": "function",

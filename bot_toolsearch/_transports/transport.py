@@ -21,7 +21,7 @@ from .chat import send_chat
 from .names import WireNames, encode_foreign_name
 from .responses import send_responses
 
-__all__ = ["Transport"]
+__all__ = ["Transport", "encode_message"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ class Transport:
                 came back unusable raises the subclass `ModelReplyError`.
         """
         wire_tools = [_encode_tool(tool, names) for tool in tools]
-        wire_messages = [_encode_message(message, names) for message in messages]
+        wire_messages = [encode_message(message, names) for message in messages]
         send = _mode(self.model.api)
         raw = await send(self.client, self.model, wire_messages, wire_tools, state)
         calls = tuple(
@@ -71,7 +71,11 @@ def _encode_tool(tool: Mapping[str, Any], names: WireNames) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def _encode_message(message: Mapping[str, Any], names: WireNames) -> dict[str, Any]:
+def encode_message(message: Mapping[str, Any], names: WireNames) -> dict[str, Any]:
+    """A chat message with the names of its ``tool_calls`` in wire spelling (a new dict).
+
+    A call marked ``foreign`` (no permitted tool) keeps the model's spelling, made wire-legal.
+    """
     out = dict(message)
     content = out.get("content")
     if isinstance(content, str):

@@ -11,6 +11,7 @@ from typing import Any, TypeAlias
 
 from ._cache import PromptCache, PromptCacheModel, render_prompt
 from ._request import Api, ModelRequest, input_items
+from ._stream import chat_stream
 from ._turns import ErrorTurn, ScriptEntry, TextTurn, ToolCallsTurn, Turn, as_turn
 from ._wire import (
     chat_completion,
@@ -90,17 +91,21 @@ def app_for(state: ScriptState) -> ASGIApp:
         if scope["type"] != "http":  # lifespan is off; nothing else is served
             return
         status, payload, headers = await _handle(state, scope, receive)
-        try:
-            raw = json.dumps(payload, ensure_ascii=False).encode()
-        except UnicodeEncodeError:
-            # A scripted lone surrogate goes out as the JSON escape a real model would send.
-            raw = json.dumps(payload).encode()
+        sse = isinstance(payload, bytes)
+        if isinstance(payload, bytes):
+            raw = payload
+        else:
+            try:
+                raw = json.dumps(payload, ensure_ascii=False).encode()
+            except UnicodeEncodeError:
+                # A scripted lone surrogate goes out as the JSON escape a real model would send.
+                raw = json.dumps(payload).encode()
         await send(
             {
                 "type": "http.response.start",
                 "status": status,
                 "headers": [
-                    (b"content-type", b"application/json"),
+                    (b"content-type", b"text/event-stream" if sse else b"application/json"),
                     (b"content-length", str(len(raw)).encode()),
                     *headers,
                 ],
@@ -111,7 +116,8 @@ def app_for(state: ScriptState) -> ASGIApp:
     return app
 
 
-_Answer: TypeAlias = tuple[int, dict[str, Any], list[tuple[bytes, bytes]]]
+_Answer: TypeAlias = tuple[int, dict[str, Any] | bytes, list[tuple[bytes, bytes]]]
+"""Status, a JSON body (or the raw bytes of a server-sent event stream), extra headers."""
 _NO_RETRY = [(b"x-should-retry", b"false")]
 
 
@@ -150,9 +156,9 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
             f"Previous response with id '{request.previous_response_id}' not found.",
             param="previous_response_id",
         )
-    if body.get("stream"):
+    if body.get("stream") and api != "chat_completions":
         state.fail(f"streaming request: {request.describe()}", request)
-        return _error(400, "ScriptedOpenAIServer does not support stream=true.", param="stream")
+        return _error(400, "ScriptedOpenAIServer streams Chat Completions only.", param="stream")
     if state.validate:
         problem = (
             check_chat_tool_messages(request)
@@ -183,6 +189,10 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
         prompt_tokens=prompt_tokens,
         cached_tokens=cached_tokens,
     )
+    if body.get("stream"):
+        options = body.get("stream_options")
+        usage = isinstance(options, dict) and options.get("include_usage") is True
+        return 200, chat_stream(body_out, include_usage=usage), []
     return 200, body_out, []
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from bot_toolsearch import Tool
 from bot_toolsearch._runtime.messages import BLIND_CALL_LOADED, NO_SUCH_TOOL, NOT_LOADED_YET
-from bot_toolsearch._runtime.tool_search import _canonical_query, directory_message
+from bot_toolsearch._runtime.tool_search import canonical_query, directory_message
 from bot_toolsearch._runtime.toolset import ToolSet
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
@@ -24,13 +24,13 @@ def wire_names() -> WireNames:
 def test_select_items_and_bare_names_are_made_canonical_only_when_permitted() -> None:
     names = wire_names()
     permitted = frozenset({"music.play", "send_message", "end"})
-    assert _canonical_query("select:music-_-play, end", names, permitted) == (
+    assert canonical_query("select:music-_-play, end", names, permitted) == (
         "select:music.play,end"
     )
-    assert _canonical_query("music-_-play", names, permitted) == "music.play"
+    assert canonical_query("music-_-play", names, permitted) == "music.play"
     # A forbidden tool keeps the model's spelling, so not_found cannot reveal the real name.
-    assert _canonical_query("select:secret-_-tool", names, permitted) == "select:secret-_-tool"
-    assert _canonical_query("play a song", names, permitted) == "play a song"
+    assert canonical_query("select:secret-_-tool", names, permitted) == "select:secret-_-tool"
+    assert canonical_query("play a song", names, permitted) == "play a song"
 
 
 def test_directory_message_is_cached_and_byte_identical() -> None:

@@ -434,15 +434,43 @@ def test_unused_turns_are_reported(server: ScriptedOpenAIServer, client: openai.
     assert "2 scripted turn(s) unused" in str(exc_info.value)
 
 
-def test_streaming_is_refused(server: ScriptedOpenAIServer, client: openai.OpenAI) -> None:
+def test_responses_streaming_is_refused(
+    server: ScriptedOpenAIServer, client: openai.OpenAI
+) -> None:
     server.script(text("x"))
     with pytest.raises(openai.BadRequestError, match="stream") as exc_info:
-        client.chat.completions.create(model="m", messages=USER, stream=True)
+        client.responses.create(model="m", input="hi", stream=True)
     assert exc_info.value.param == "stream"
     assert server.remaining == [text("x")]
     [failure] = server.failures
     assert "streaming" in failure
     server.reset()
+
+
+def test_chat_streaming_sends_chunks_and_usage(
+    server: ScriptedOpenAIServer, client: openai.OpenAI
+) -> None:
+    server.script(text("hello there"), [call("end", id="c1"), call("send_message", text="hi")])
+    stream = client.chat.completions.create(
+        model="m", messages=USER, stream=True, stream_options={"include_usage": True}
+    )
+    chunks = list(stream)
+    pieces = [
+        c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content
+    ]
+    assert pieces == ["hello", " there"]
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].choices == []
+    assert chunks[-1].usage is not None
+    calls: dict[int, list[str]] = {}
+    for c in client.chat.completions.create(model="m", messages=USER, stream=True):
+        for delta in c.choices[0].delta.tool_calls or ():
+            entry = calls.setdefault(delta.index, ["", "", ""])
+            entry[0] += delta.id or ""
+            entry[1] += delta.function.name or ""
+            entry[2] += delta.function.arguments or ""
+        assert c.usage is None
+    assert calls == {0: ["c1", "end", "{}"], 1: ["call_1", "send_message", '{"text":"hi"}']}
 
 
 def test_unknown_endpoint_is_a_failure(server: ScriptedOpenAIServer, client: openai.OpenAI) -> None:

@@ -1,0 +1,1 @@
+"""The OpenAI-compatible HTTP proxy over the wrapped client (``bot-toolsearch serve``)."""

@@ -1,0 +1,188 @@
+"""Chat Completions under the wrapper: one caller ``create`` call, any number of hidden rounds.
+
+The caller's messages go upstream unchanged, with the directory as one system message right
+after the caller's own leading system (or developer) messages, byte-identical in every round
+and every call. A round whose calls the wrapper answers entirely (``tool_search``, refusals)
+is hidden: its assistant turn and results are appended to the upstream messages only, and the
+model is asked again. The first round with a call the caller must run, or with none, is
+returned, holding only the caller's calls, with ``usage`` summed over every round.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from openai.types.chat import ChatCompletion
+from openai.types.chat.chat_completion_message_function_tool_call import (
+    ChatCompletionMessageFunctionToolCall,
+    Function,
+)
+
+from bot_toolsearch._runtime.calls import CallRequest, history_calls
+from bot_toolsearch._transports.names import WireNames, encode_foreign_name
+from bot_toolsearch._transports.transport import encode_message
+
+from .plan import Setup, UsageSum, given, read_calls
+
+__all__ = ["ChatPlan", "called_tools", "insert_directory"]
+
+logger = logging.getLogger("bot_toolsearch")
+
+_SYSTEM_ROLES = ("system", "developer")
+
+
+def called_tools(messages: Sequence[Any]) -> list[str]:
+    """The tool names the assistant turns of ``messages`` called, in order (repeats kept)."""
+    names: list[str] = []
+    for message in messages:
+        if not isinstance(message, Mapping) or message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, Mapping) else None
+            name = function.get("name") if isinstance(function, Mapping) else None
+            if isinstance(name, str):
+                names.append(name)
+    return names
+
+
+def insert_directory(messages: list[Any], directory: str) -> list[Any]:
+    """``messages`` with the directory as a system message after the leading system ones."""
+    at = 0
+    while (
+        at < len(messages)
+        and isinstance(messages[at], Mapping)
+        and messages[at].get("role") in _SYSTEM_ROLES
+    ):
+        at += 1
+    return [*messages[:at], {"role": "system", "content": directory}, *messages[at:]]
+
+
+def _wire_message(message: Any, names: WireNames, known: Mapping[str, object]) -> Any:
+    """A caller message with the names of its tool calls in wire spelling."""
+    if not isinstance(message, Mapping) or not message.get("tool_calls"):
+        return message
+    calls = []
+    for call in message["tool_calls"]:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if not isinstance(name, str) or not isinstance(function, Mapping):
+            calls.append(call)
+            continue
+        wire = names.to_wire(name) if name in known else encode_foreign_name(name)
+        calls.append({**call, "function": {**function, "name": wire}})
+    return {**message, "tool_calls": calls}
+
+
+class ChatPlan:
+    """The hidden rounds of one ``chat.completions.create`` call (sans-IO).
+
+    Args:
+        setup: the call's settings, tools and projection.
+        kwargs: the caller's keyword arguments to ``create``.
+    """
+
+    def __init__(self, setup: Setup, kwargs: Mapping[str, Any]) -> None:
+        self._setup = setup
+        self._kwargs = {k: v for k, v in kwargs.items() if k not in ("messages", "tools")}
+        tools = setup.tools
+        messages = list(kwargs.get("messages") or ())
+        if not tools.plain:
+            messages = [_wire_message(m, tools.names, tools.entries) for m in messages]
+        assert setup.projection.directory is not None
+        self.messages = insert_directory(messages, setup.projection.directory)
+        options = kwargs.get("stream_options")
+        self.stream_options: object = options if given(options) else None
+        """The caller's ``stream_options`` (``include_usage`` asks for the summed usage)."""
+        self.rounds = 0
+        self.usage = UsageSum()
+
+    def request(self) -> dict[str, Any]:
+        """The keyword arguments of the next upstream ``create``."""
+        self.rounds += 1
+        tools = self._setup.projection.round_tools()
+        return {**self._kwargs, "messages": self.messages, "tools": tools}
+
+    def feed(self, completion: ChatCompletion) -> ChatCompletion | None:
+        """Read one upstream completion: the caller's answer, or ``None`` to send `request`."""
+        self.usage.add(completion.usage, "chat")
+        if not completion.choices:
+            return self._finish(completion)
+        choice = completion.choices[0]
+        message = choice.message
+        native = [
+            (c.id, c.function.name or "", c.function.arguments or "")
+            for c in message.tool_calls or ()
+            if isinstance(c, ChatCompletionMessageFunctionToolCall)
+        ]
+        others = [
+            c
+            for c in message.tool_calls or ()
+            if not isinstance(c, ChatCompletionMessageFunctionToolCall)
+        ]
+        projection = self._setup.projection
+        calls, recovered = read_calls(
+            native, message.content, self._setup.tools, projection.permitted
+        )
+        if not calls:
+            return self._finish(completion)
+        answered = projection.answer(calls)
+        mine = [call for i, call in enumerate(calls) if i not in answered]
+        if mine or others or self.rounds >= self._setup.settings.model.max_rounds:
+            if answered:
+                if mine or others:
+                    logger.info(
+                        "a response mixed the caller's calls with %d the wrapper answered; "
+                        "only the caller's are returned",
+                        len(answered),
+                    )
+                else:
+                    logger.warning(
+                        "[model] max_rounds (%d) reached with only tool_search calls; "
+                        "returning the reply without them",
+                        self.rounds,
+                    )
+            if answered or recovered or not self._setup.tools.plain or native != _ids(calls):
+                message.tool_calls = [*others, *(_tool_call(c) for c in mine)] or None
+                if recovered:
+                    message.content = None
+                if not message.tool_calls:
+                    message.content = message.content or ""
+                    choice.finish_reason = "stop"
+                else:
+                    choice.finish_reason = "tool_calls"
+            return self._finish(completion)
+        self._hide(calls, answered)
+        return None
+
+    def _hide(self, calls: Sequence[CallRequest], answered: Mapping[int, str]) -> None:
+        tools = self._setup.tools
+        permitted = self._setup.projection.permitted
+        assistant = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": history_calls(calls, permitted),
+        }
+        results = [
+            {"role": "tool", "tool_call_id": call.id, "content": answered[i]}
+            for i, call in enumerate(calls)
+        ]
+        self.messages = [*self.messages, encode_message(assistant, tools.names), *results]
+
+    def _finish(self, completion: ChatCompletion) -> ChatCompletion:
+        if self.usage.requests > 1:
+            completion.usage = self.usage.chat_usage()
+        return completion
+
+
+def _ids(calls: Sequence[CallRequest]) -> list[tuple[str, str, str]]:
+    return [(c.id, c.name, c.arguments_raw) for c in calls]
+
+
+def _tool_call(call: CallRequest) -> ChatCompletionMessageFunctionToolCall:
+    return ChatCompletionMessageFunctionToolCall(
+        id=call.id,
+        type="function",
+        function=Function(name=call.name, arguments=call.arguments_raw),
+    )

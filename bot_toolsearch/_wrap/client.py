@@ -1,0 +1,288 @@
+"""`wrap_openai`: an ``openai`` client whose ``create`` calls do tool search, nothing else.
+
+The wrapped client is a real ``openai.AsyncOpenAI`` (or ``openai.OpenAI``) sharing the given
+client's configuration and HTTP connection pool, so ``isinstance`` checks and every other
+resource (``models``, ``files``, ``embeddings`` ...) behave as the given client's. Only
+``chat.completions.create`` and ``responses.create`` are wrapped; ``with_options``/``copy``
+return wrapped copies. ``with_raw_response`` and ``with_streaming_response`` are the given
+client's own (no tool search).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, overload
+
+import openai
+
+from bot_toolsearch._config.settings import BotSettings
+
+from .chat import ChatPlan
+from .engine import Engine
+from .responses import ResponsesPlan
+from .streaming import AsyncChatStream, SyncChatStream
+
+__all__ = ["wrap_openai"]
+
+
+class _Delegate:
+    """Every attribute not defined here is the wrapped object's."""
+
+    def __init__(self, inner: Any, engine: Engine) -> None:
+        self._inner = inner
+        self._engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _AsyncCompletions(_Delegate):
+    async def create(self, **kwargs: Any) -> Any:
+        """``chat.completions.create`` with tool search (see `wrap_openai`)."""
+        plan = self._engine.chat_plan(kwargs)
+        if plan is None:
+            return await self._inner.create(**kwargs)
+        if kwargs.get("stream") is True:
+            return await AsyncChatStream.start(self._inner.create, plan)
+        return await _run_chat_async(self._inner.create, plan)
+
+
+async def _run_chat_async(create: Any, plan: ChatPlan) -> Any:
+    while True:
+        done = plan.feed(await create(**plan.request()))
+        if done is not None:
+            return done
+
+
+class _AsyncChat(_Delegate):
+    @property
+    def completions(self) -> _AsyncCompletions:
+        return _AsyncCompletions(self._inner.completions, self._engine)
+
+
+class _AsyncResponses(_Delegate):
+    async def create(self, **kwargs: Any) -> Any:
+        """``responses.create`` with tool search (see `wrap_openai`)."""
+        plan = self._engine.responses_plan(kwargs)
+        if plan is None or kwargs.get("stream") is True:
+            return await self._inner.create(**kwargs)
+        request = plan.request()
+        while True:
+            try:
+                response = await self._inner.create(**request)
+            except openai.BadRequestError as exc:
+                retry = plan.retry(exc)
+                if retry is None:
+                    raise
+                request = retry
+                continue
+            done = plan.feed(response)
+            if done is not None:
+                return done
+            request = plan.request()
+
+
+class _SyncCompletions(_Delegate):
+    def create(self, **kwargs: Any) -> Any:
+        """``chat.completions.create`` with tool search (see `wrap_openai`)."""
+        plan = self._engine.chat_plan(kwargs)
+        if plan is None:
+            return self._inner.create(**kwargs)
+        if kwargs.get("stream") is True:
+            return SyncChatStream.start(self._inner.create, plan)
+        while True:
+            done = plan.feed(self._inner.create(**plan.request()))
+            if done is not None:
+                return done
+
+
+class _SyncChat(_Delegate):
+    @property
+    def completions(self) -> _SyncCompletions:
+        return _SyncCompletions(self._inner.completions, self._engine)
+
+
+class _SyncResponses(_Delegate):
+    def create(self, **kwargs: Any) -> Any:
+        """``responses.create`` with tool search (see `wrap_openai`)."""
+        plan = self._engine.responses_plan(kwargs)
+        if plan is None or kwargs.get("stream") is True:
+            return self._inner.create(**kwargs)
+        return _run_responses_sync(self._inner.create, plan)
+
+
+def _run_responses_sync(create: Any, plan: ResponsesPlan) -> Any:
+    request = plan.request()
+    while True:
+        try:
+            response = create(**request)
+        except openai.BadRequestError as exc:
+            retry = plan.retry(exc)
+            if retry is None:
+                raise
+            request = retry
+            continue
+        done = plan.feed(response)
+        if done is not None:
+            return done
+        request = plan.request()
+
+
+_OWN = ("_ts_inner", "_ts_engine", "_ts_owner")
+
+
+def _adopt(cls: type[Any], client: Any, engine: Engine, owner: bool) -> Any:
+    """An instance of ``cls`` (a subclass of the client's class) sharing ``client``'s state."""
+    wrapped = object.__new__(cls)
+    state = dict(client.__dict__)
+    # Resources cached on the given client would hand out its own (unwrapped) ``create``.
+    for name in ("chat", "responses", "with_raw_response", "with_streaming_response"):
+        state.pop(name, None)
+    wrapped.__dict__.update(state)
+    wrapped.__dict__.update(zip(_OWN, (client, engine, owner), strict=True))
+    return wrapped
+
+
+class ToolSearchAsyncOpenAI(openai.AsyncOpenAI):
+    """An ``openai.AsyncOpenAI`` whose ``create`` calls do tool search; made by `wrap_openai`."""
+
+    _ts_inner: openai.AsyncOpenAI
+    _ts_engine: Engine
+    _ts_owner: bool
+
+    @property
+    def chat(self) -> Any:
+        """``chat``, with ``completions.create`` doing tool search."""
+        return _AsyncChat(self._ts_inner.chat, self._ts_engine)
+
+    @property
+    def responses(self) -> Any:
+        """``responses``, with ``create`` doing tool search."""
+        return _AsyncResponses(self._ts_inner.responses, self._ts_engine)
+
+    @property
+    def with_raw_response(self) -> Any:
+        """The given client's ``with_raw_response`` (no tool search)."""
+        return self._ts_inner.with_raw_response
+
+    @property
+    def with_streaming_response(self) -> Any:
+        """The given client's ``with_streaming_response`` (no tool search)."""
+        return self._ts_inner.with_streaming_response
+
+    def copy(self, *args: Any, **kwargs: Any) -> Any:
+        """A wrapped copy of the given client's ``copy(...)``, sharing the settings."""
+        return _adopt(type(self), self._ts_inner.copy(*args, **kwargs), self._ts_engine, False)
+
+    with_options = copy
+
+    async def close(self) -> None:
+        """Close the HTTP client and stop watching ``config.toml``."""
+        if self._ts_owner:
+            self._ts_engine.close()
+        await self._ts_inner.close()
+
+
+class ToolSearchOpenAI(openai.OpenAI):
+    """An ``openai.OpenAI`` whose ``create`` calls do tool search; made by `wrap_openai`."""
+
+    _ts_inner: openai.OpenAI
+    _ts_engine: Engine
+    _ts_owner: bool
+
+    @property
+    def chat(self) -> Any:
+        """``chat``, with ``completions.create`` doing tool search."""
+        return _SyncChat(self._ts_inner.chat, self._ts_engine)
+
+    @property
+    def responses(self) -> Any:
+        """``responses``, with ``create`` doing tool search."""
+        return _SyncResponses(self._ts_inner.responses, self._ts_engine)
+
+    @property
+    def with_raw_response(self) -> Any:
+        """The given client's ``with_raw_response`` (no tool search)."""
+        return self._ts_inner.with_raw_response
+
+    @property
+    def with_streaming_response(self) -> Any:
+        """The given client's ``with_streaming_response`` (no tool search)."""
+        return self._ts_inner.with_streaming_response
+
+    def copy(self, *args: Any, **kwargs: Any) -> Any:
+        """A wrapped copy of the given client's ``copy(...)``, sharing the settings."""
+        return _adopt(type(self), self._ts_inner.copy(*args, **kwargs), self._ts_engine, False)
+
+    with_options = copy
+
+    def close(self) -> None:
+        """Close the HTTP client and stop watching ``config.toml``."""
+        if self._ts_owner:
+            self._ts_engine.close()
+        self._ts_inner.close()
+
+
+@overload
+def wrap_openai(
+    client: openai.AsyncOpenAI,
+    *,
+    config: str | os.PathLike[str] | None = None,
+    settings: BotSettings | None = None,
+) -> openai.AsyncOpenAI: ...
+
+
+@overload
+def wrap_openai(
+    client: openai.OpenAI,
+    *,
+    config: str | os.PathLike[str] | None = None,
+    settings: BotSettings | None = None,
+) -> openai.OpenAI: ...
+
+
+def wrap_openai(
+    client: openai.AsyncOpenAI | openai.OpenAI,
+    *,
+    config: str | os.PathLike[str] | None = None,
+    settings: BotSettings | None = None,
+) -> openai.AsyncOpenAI | openai.OpenAI:
+    """Tool search underneath any framework: a client to hand it instead of ``client``.
+
+    ``chat.completions.create(...)`` and ``responses.create(...)`` send the model only the
+    always-loaded tools, the tools loaded so far and ``tool_search``, with the
+    ``<available_deferred_tools>`` directory and the rules (the texts and placement of the
+    `Bot`). The caller keeps passing its full ``tools`` list. When the model calls
+    ``tool_search``, the wrapper answers it and asks the model again within the same
+    ``create`` call (at most ``[model] max_rounds`` requests), so the caller only ever sees
+    calls of its own tools. The loaded set is re-derived from the history the caller resends
+    (the tools it already called, in first-call order); the wrapper keeps no conversation
+    state. ``usage`` is summed over every upstream request of the call. A request without
+    ``tools``, with a caller tool named ``tool_search``, or with tool search off in the
+    settings is passed through untouched; upstream errors raise the ``openai`` exceptions
+    the client itself raises.
+
+    Args:
+        client: an ``openai.AsyncOpenAI`` or ``openai.OpenAI``; it stays usable on its own.
+        config: a ``config.toml`` path, hot-reloaded (the next call sees a valid edit).
+        settings: fixed settings instead of a file. With neither, the ``[skills]`` defaults
+            with tool search on.
+
+    Returns:
+        A client of the same kind, sharing the given one's configuration and connections.
+
+    Raises:
+        TypeError: ``client`` is not an openai client, or both ``config`` and ``settings``.
+        ConfigError: ``config`` cannot be read or is invalid.
+    """
+    engine = Engine(config=config, settings=settings)
+    if isinstance(client, openai.AsyncOpenAI):
+        wrapped: openai.AsyncOpenAI = _adopt(ToolSearchAsyncOpenAI, client, engine, True)
+        return wrapped
+    if isinstance(client, openai.OpenAI):
+        sync: openai.OpenAI = _adopt(ToolSearchOpenAI, client, engine, True)
+        return sync
+    engine.close()
+    raise TypeError(
+        f"wrap_openai needs an openai.AsyncOpenAI or openai.OpenAI, got {type(client).__name__}"
+    )

@@ -1,0 +1,184 @@
+"""What both API plans share: the call's settings and tools, reading calls, summing usage.
+
+A plan is sans-IO: it says which request to send next and reads each reply; the async and the
+sync client drive the same plan, so both behave identically.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._runtime.ask_loop import recover_text_calls
+from bot_toolsearch._runtime.calls import CallRequest, from_native, from_text, unique_ids
+from bot_toolsearch._transports.base import ModelToolCall
+
+from .caller_tools import Api, CallerTools, ToolsCache
+from .projection import Projection, requested_tool
+
+__all__ = ["Setup", "UsageSum", "given", "mapping_get", "read_calls", "setup"]
+
+logger = logging.getLogger("bot_toolsearch")
+
+
+def given(value: object) -> bool:
+    """Whether an SDK argument was given (not ``None``, ``NOT_GIVEN`` or ``omit``)."""
+    return value is not None and not isinstance(value, openai.NotGiven | openai.Omit)
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """Everything one ``create`` call with tool search needs before its first request."""
+
+    settings: BotSettings
+    tools: CallerTools
+    projection: Projection
+
+
+def setup(
+    settings: BotSettings,
+    cache: ToolsCache,
+    *,
+    tools: object,
+    called: list[str],
+    tool_choice: object,
+    api: Api,
+) -> Setup | None:
+    """The call's tool search, or ``None`` to pass the request through untouched.
+
+    Passes through when tool search is off, the request has no tool list, a caller tool is
+    named ``tool_search``, or no permitted tool is left to defer.
+    """
+    if not settings.skills.tool_search_enabled or not given(tools):
+        return None
+    if not isinstance(tools, list | tuple):
+        tools = _as_list(tools)
+        if tools is None:
+            return None
+    indexed = cache.get(tools, api, settings.tools.dot_delimiter)
+    if indexed.catalog is None:
+        return None
+    forced = requested_tool(tool_choice, api)
+    if forced is not None:
+        called = [*called, forced]
+    projection = Projection(indexed, settings, called)
+    if not projection.active:
+        return None
+    return Setup(settings, indexed, projection)
+
+
+def _as_list(tools: object) -> list[Any] | None:
+    if isinstance(tools, str | bytes | Mapping):
+        return None
+    try:
+        items: list[Any] = list(tools)  # type: ignore[call-overload]  # any iterable
+    except TypeError:
+        return None
+    return items
+
+
+def read_calls(
+    native: Sequence[tuple[str, str, str]],
+    text: str | None,
+    tools: CallerTools,
+    permitted: frozenset[str],
+) -> tuple[list[CallRequest], bool]:
+    """The calls of one reply with canonical names, and whether they were recovered from text.
+
+    ``native`` holds ``(id, wire_name, arguments)`` per native call. Without native calls, a
+    text that is a tool-call envelope gives the calls (as the `Bot` recovers them).
+    """
+    names = tools.names
+    calls = from_native(
+        [
+            ModelToolCall(call_id, names.to_canonical(wire) or wire, wire, arguments)
+            for call_id, wire, arguments in native
+        ],
+        permitted,
+    )
+    recovered = False
+    if not calls and text and text.strip():
+        found = recover_text_calls(text)
+        if found:
+            calls = from_text(found, names, permitted)
+            recovered = True
+    calls, renamed = unique_ids(calls)
+    if renamed:
+        logger.warning("the model repeated a tool-call id in one response; renamed the repeats")
+    return calls, recovered
+
+
+class UsageSum:
+    """Token usage summed over every upstream request of one ``create`` call."""
+
+    __slots__ = ("cached", "input", "output", "reasoning", "requests", "total")
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.input = self.output = self.total = self.cached = self.reasoning = 0
+
+    def add(self, usage: object, api: Api) -> None:
+        """Add one response's ``usage`` (absent usage counts zero)."""
+        self.requests += 1
+        if usage is None:
+            return
+        if api == "chat":
+            self.input += int(getattr(usage, "prompt_tokens", 0) or 0)
+            self.output += int(getattr(usage, "completion_tokens", 0) or 0)
+            details = getattr(usage, "prompt_tokens_details", None)
+            out_details = getattr(usage, "completion_tokens_details", None)
+        else:
+            self.input += int(getattr(usage, "input_tokens", 0) or 0)
+            self.output += int(getattr(usage, "output_tokens", 0) or 0)
+            details = getattr(usage, "input_tokens_details", None)
+            out_details = getattr(usage, "output_tokens_details", None)
+        self.total += int(getattr(usage, "total_tokens", 0) or 0)
+        self.cached += int(getattr(details, "cached_tokens", 0) or 0)
+        self.reasoning += int(getattr(out_details, "reasoning_tokens", 0) or 0)
+
+    def chat_usage(self) -> openai.types.CompletionUsage:
+        """The sum as a Chat Completions ``usage`` object."""
+        from openai.types.completion_usage import (
+            CompletionTokensDetails,
+            CompletionUsage,
+            PromptTokensDetails,
+        )
+
+        return CompletionUsage(
+            prompt_tokens=self.input,
+            completion_tokens=self.output,
+            total_tokens=self.total,
+            prompt_tokens_details=PromptTokensDetails(cached_tokens=self.cached),
+            completion_tokens_details=CompletionTokensDetails(reasoning_tokens=self.reasoning),
+        )
+
+    def responses_usage(self) -> Any:
+        """The sum as a Responses ``usage`` object."""
+        from openai.types.responses.response_usage import (
+            InputTokensDetails,
+            OutputTokensDetails,
+            ResponseUsage,
+        )
+
+        # model_construct: the details gain fields across SDK versions; ours are the summed ones.
+        return ResponseUsage.model_construct(
+            input_tokens=self.input,
+            output_tokens=self.output,
+            total_tokens=self.total,
+            input_tokens_details=InputTokensDetails.model_construct(cached_tokens=self.cached),
+            output_tokens_details=OutputTokensDetails.model_construct(
+                reasoning_tokens=self.reasoning
+            ),
+        )
+
+
+def mapping_get(item: object, key: str) -> Any:
+    """``item[key]`` for a mapping, ``item.key`` for an SDK object, else ``None``."""
+    if isinstance(item, Mapping):
+        return item.get(key)
+    return getattr(item, key, None)

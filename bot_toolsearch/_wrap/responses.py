@@ -1,0 +1,258 @@
+"""The Responses API under the wrapper: hidden rounds chained as the `Bot` chains them.
+
+The directory and the rules follow the caller's ``instructions`` (a blank line between), as the
+`Bot` sends its system messages as ``instructions``. A hidden round continues from its own
+response with ``previous_response_id`` and only the ``function_call_output`` items, unless
+the caller sent ``store=False`` or the calls were recovered from text (then the whole input is
+resent); when the server has lost the calls (HTTP 400 "No tool call found ..."), the round is
+resent statelessly once, as in the `Bot`.
+
+The loaded set is derived from the ``function_call`` items of the ``input`` the caller sends.
+A caller that continues a stored conversation with ``previous_response_id`` and only new
+items (usually ``function_call_output``) sends no calls, so only this call's searches load
+tools: the model reloads what it needs with ``select:``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import openai
+from openai.types.responses import Response, ResponseFunctionToolCall
+
+from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
+from bot_toolsearch._runtime.calls import CallRequest
+from bot_toolsearch._transports.names import encode_foreign_name
+from bot_toolsearch._transports.responses import is_missing_call_output_error
+
+from .plan import Setup, UsageSum, given, mapping_get, read_calls
+
+__all__ = ["ResponsesPlan", "called_in_input"]
+
+logger = logging.getLogger("bot_toolsearch")
+
+CALLER_ITEMS = frozenset(
+    {
+        "custom_tool_call",
+        "computer_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+        "mcp_approval_request",
+    }
+)
+"""Output items other than function calls that the caller must act on."""
+
+
+def called_in_input(input_: object) -> list[str]:
+    """The names of the ``function_call`` items of a Responses ``input``, in order."""
+    if not isinstance(input_, list | tuple):
+        return []
+    names: list[str] = []
+    for item in input_:
+        if mapping_get(item, "type") == "function_call":
+            name = mapping_get(item, "name")
+            if isinstance(name, str):
+                names.append(name)
+    return names
+
+
+def _as_dict(item: object) -> Any:
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_none=True, mode="json")
+    return item
+
+
+class ResponsesPlan:
+    """The hidden rounds of one ``responses.create`` call (sans-IO).
+
+    Args:
+        setup: the call's settings, tools and projection.
+        kwargs: the caller's keyword arguments to ``create``.
+    """
+
+    def __init__(self, setup: Setup, kwargs: Mapping[str, Any]) -> None:
+        self._setup = setup
+        skip = ("input", "tools", "instructions", "previous_response_id")
+        self._kwargs = {k: v for k, v in kwargs.items() if k not in skip}
+        raw = kwargs.get("input")
+        items: list[Any]
+        if isinstance(raw, str):
+            items = [{"role": "user", "content": raw}]
+        elif isinstance(raw, list | tuple):
+            items = list(raw)
+        else:
+            items = []
+        tools = setup.tools
+        if not tools.plain:
+            items = [self._wire_item(item) for item in items]
+        self._original_input: Any = raw if isinstance(raw, str) and tools.plain else items
+        self._items = items
+        previous = kwargs.get("previous_response_id")
+        self._previous: str | None = previous if given(previous) else None
+        directory = setup.projection.directory
+        assert directory is not None
+        instructions = kwargs.get("instructions")
+        self._instructions = (
+            f"{instructions}\n\n{directory}"
+            if given(instructions) and isinstance(instructions, str) and instructions
+            else directory
+        )
+        self._stateless = (
+            kwargs.get("store") is False or setup.settings.model.responses_force_stateless_replay
+        )
+        self._extended = False
+        self._chain: tuple[str, list[Any]] | None = None
+        self._last: dict[str, Any] | None = None
+        self.rounds = 0
+        self.usage = UsageSum()
+
+    def _wire_item(self, item: Any) -> Any:
+        if mapping_get(item, "type") != "function_call":
+            return item
+        tools = self._setup.tools
+        name = mapping_get(item, "name")
+        if not isinstance(name, str):
+            return item
+        wire = tools.names.to_wire(name) if name in tools.entries else encode_foreign_name(name)
+        return {**_as_dict(item), "name": wire}
+
+    def request(self) -> dict[str, Any]:
+        """The keyword arguments of the next upstream ``create``."""
+        self.rounds += 1
+        request = {
+            **self._kwargs,
+            "tools": self._setup.projection.round_tools(),
+            "instructions": self._instructions,
+        }
+        if self._chain is not None:
+            request["previous_response_id"], request["input"] = self._chain
+        else:
+            if self._previous is not None:
+                request["previous_response_id"] = self._previous
+            request["input"] = self._items if self._extended else self._original_input
+        self._last = request
+        return request
+
+    def retry(self, exc: openai.BadRequestError) -> dict[str, Any] | None:
+        """The stateless resend of a chained round whose calls the server lost, or ``None``."""
+        if self._chain is None or self._last is None or not is_missing_call_output_error(exc):
+            return None
+        logger.warning(
+            "responses: the server lost the calls of response %s; resending statelessly "
+            "for the rest of this call",
+            self._chain[0],
+        )
+        self._chain = None
+        self._stateless = True
+        self.rounds -= 1
+        return self.request()
+
+    def feed(self, response: Response) -> Response | None:
+        """Read one upstream response: the caller's answer, or ``None`` to send `request`."""
+        self.usage.add(response.usage, "responses")
+        output = list(response.output or ())
+        native = [
+            (item.call_id, item.name or "", item.arguments or "")
+            for item in output
+            if isinstance(item, ResponseFunctionToolCall)
+        ]
+        others = [item for item in output if getattr(item, "type", None) in CALLER_ITEMS]
+        text = "".join(
+            getattr(part, "text", "") or ""
+            for item in output
+            if getattr(item, "type", None) == "message"
+            for part in getattr(item, "content", None) or ()
+        )
+        projection = self._setup.projection
+        calls, recovered = read_calls(native, text, self._setup.tools, projection.permitted)
+        if not calls:
+            return self._finish(response)
+        answered = projection.answer(calls)
+        mine = [call for i, call in enumerate(calls) if i not in answered]
+        if mine or others or self.rounds >= self._setup.settings.model.max_rounds:
+            if not (mine or others):
+                logger.warning(
+                    "[model] max_rounds (%d) reached with only tool_search calls; "
+                    "returning the reply without them",
+                    self.rounds,
+                )
+            if answered or recovered or not self._setup.tools.plain:
+                response.output = self._caller_output(output, calls, answered, recovered)
+            return self._finish(response)
+        self._hide(response, output, calls, answered, recovered)
+        return None
+
+    def _caller_output(
+        self,
+        output: list[Any],
+        calls: Sequence[CallRequest],
+        answered: Mapping[int, str],
+        recovered: bool,
+    ) -> list[Any]:
+        keep = {call.id: call for i, call in enumerate(calls) if i not in answered}
+        out: list[Any] = []
+        for item in output:
+            if isinstance(item, ResponseFunctionToolCall):
+                call = keep.get(item.call_id)
+                if call is not None:
+                    item.name = call.name
+                    out.append(item)
+            elif not (recovered and getattr(item, "type", None) == "message"):
+                out.append(item)
+        if recovered:
+            out.extend(
+                ResponseFunctionToolCall(
+                    type="function_call",
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=call.arguments_raw,
+                    status="completed",
+                )
+                for call in keep.values()
+            )
+        return out
+
+    def _hide(
+        self,
+        response: Response,
+        output: list[Any],
+        calls: Sequence[CallRequest],
+        answered: Mapping[int, str],
+        recovered: bool,
+    ) -> None:
+        results = [
+            {"type": "function_call_output", "call_id": call.id, "output": answered[i]}
+            for i, call in enumerate(calls)
+        ]
+        if recovered:
+            tools = self._setup.tools
+            known = self._setup.projection.permitted | {TOOL_SEARCH_NAME}
+            said: list[Any] = [
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": tools.names.to_wire(call.name)
+                    if call.name in known
+                    else encode_foreign_name(call.name),
+                    "arguments": call.arguments_raw,
+                }
+                for call in calls
+            ]
+            self._stateless = True  # the server never saw these call ids
+        else:
+            said = [_as_dict(item) for item in output]
+        self._items = [*self._items, *said, *results]
+        self._extended = True
+        if self._stateless or not response.id:
+            self._chain = None
+        else:
+            self._chain = (response.id, results)
+
+    def _finish(self, response: Response) -> Response:
+        if self.usage.requests > 1:
+            response.usage = self.usage.responses_usage()
+        return response
