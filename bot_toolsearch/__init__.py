@@ -10,6 +10,7 @@ from bot_toolsearch._config.reload import ConfigReloader
 from bot_toolsearch._config.settings import (
     BotSection,
     BotSettings,
+    ConversationSettings,
     EasterEggSettings,
     ModelSettings,
     PluginSettings,
@@ -32,6 +33,13 @@ from bot_toolsearch._runtime.ask_result import (
 from bot_toolsearch._runtime.bot import Bot
 from bot_toolsearch._runtime.calls import CallRequest, CallResult
 from bot_toolsearch._runtime.context import AskContext
+from bot_toolsearch._runtime.conversations import (
+    ConversationHistory,
+    ConversationStore,
+    ConversationTurn,
+    MemoryConversationStore,
+    SQLiteConversationStore,
+)
 from bot_toolsearch._runtime.middleware import (
     LoggingMiddleware,
     Middleware,
@@ -46,7 +54,13 @@ from bot_toolsearch._tools.source import ToolSetSnapshot, ToolSource
 from bot_toolsearch._tools.tool import Agent, Tool, ToolImportError, tool
 from bot_toolsearch._transports.names import WireNames
 
-from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameCollisionError
+from ._errors import (
+    CatalogError,
+    ConfigError,
+    ConversationStoreError,
+    ToolSearchError,
+    ToolSearchNameCollisionError,
+)
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "Agent",
@@ -62,9 +76,15 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "CatalogError",
     "ConfigError",
     "ConfigReloader",
+    "ConversationHistory",
+    "ConversationSettings",
+    "ConversationStore",
+    "ConversationStoreError",
+    "ConversationTurn",
     "EasterEggSettings",
     "LoggingMiddleware",
     "MCPServerConfig",
+    "MemoryConversationStore",
     "Middleware",
     "ModelSettings",
     "OutboundMessage",
@@ -72,6 +92,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "PluginSettings",
     "RoundRequest",
     "RoundTrace",
+    "SQLiteConversationStore",
     "SkillsSettings",
     "TOOL_SEARCH_NAME",
     "TOOL_SEARCH_RULES",
