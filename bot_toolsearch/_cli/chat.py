@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import openai
 
 from bot_toolsearch._config.file import load_settings
 from bot_toolsearch._config.settings import BotSettings
-from bot_toolsearch._errors import ToolSearchError
+from bot_toolsearch._errors import ConversationStoreError, ToolSearchError
 from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
 from bot_toolsearch._tools.tool import Agent, Tool
@@ -56,10 +57,12 @@ def add_chat_subparsers(subparsers: argparse._SubParsersAction[argparse.Argument
     """Add the ``chat`` (interactive) and ``ask`` (one shot) commands."""
     chat = subparsers.add_parser("chat", help="chat with the configured bot (Ctrl-D to quit)")
     _add_common(chat)
+    _add_conversation_option(chat, chat=True)
     chat.set_defaults(func=_chat)
     ask = subparsers.add_parser("ask", help="ask the configured bot one question")
     ask.add_argument("text", metavar="TEXT", help="the user message")
     _add_common(ask)
+    _add_conversation_option(ask, chat=False)
     ask.set_defaults(func=_ask)
 
 
@@ -201,7 +204,12 @@ def _model(args: argparse.Namespace, settings: BotSettings) -> Iterator[openai.A
 
 
 def _one_shot(runner: asyncio.Runner, bot: Bot, args: argparse.Namespace) -> int:
-    result = _ask_bot(runner, bot, args.text, fatal=True)
+    try:
+        result = _ask_bot(runner, bot, args.text, fatal=True, conversation=args.conversation)
+    except ConversationStoreError as exc:
+        if isinstance(exc.result, AskResult):  # answered; only storing the turn failed
+            print(exc.result.reply)
+        raise
     assert result is not None  # fatal=True raises instead
     if args.trace:
         print_trace(result.trace)
@@ -210,6 +218,8 @@ def _one_shot(runner: asyncio.Runner, bot: Bot, args: argparse.Namespace) -> int
 
 
 def _interactive(runner: asyncio.Runner, bot: Bot, args: argparse.Namespace) -> int:
+    session = _ChatSession(args.conversation or _fresh_id())
+    print(session.banner(bot), file=sys.stderr, flush=True)
     while True:
         try:
             line = input(_PROMPT)
@@ -218,7 +228,9 @@ def _interactive(runner: asyncio.Runner, bot: Bot, args: argparse.Namespace) -> 
             return 0
         if not line.strip():
             continue
-        result = _ask_bot(runner, bot, line, fatal=False)
+        if session.command(runner, bot, line):
+            continue
+        result = session.ask(runner, bot, line)
         if result is None:
             continue
         if args.trace:
@@ -226,10 +238,12 @@ def _interactive(runner: asyncio.Runner, bot: Bot, args: argparse.Namespace) -> 
         print(f"bot> {result.reply}", flush=True)
 
 
-def _ask_bot(runner: asyncio.Runner, bot: Bot, text: str, *, fatal: bool) -> AskResult | None:
+def _ask_bot(
+    runner: asyncio.Runner, bot: Bot, text: str, *, fatal: bool, conversation: str | None = None
+) -> AskResult | None:
     """One ask; endpoint and key problems are fatal, other HTTP errors only with ``fatal``."""
     try:
-        return runner.run(bot.ask(text))
+        return runner.run(bot.ask(text, conversation=conversation))
     except openai.AuthenticationError as exc:
         raise _CliError(
             f"{_where(exc)} rejected the API key (HTTP 401: {_message(exc)}); "
@@ -249,6 +263,123 @@ def _ask_bot(runner: asyncio.Runner, bot: Bot, text: str, *, fatal: bool) -> Ask
         return None
     except openai.OpenAIError as exc:  # e.g. no API key at all when the client is built
         raise _CliError(" ".join(str(exc).split())) from None
+
+
+# -- conversations (issue 15): --conversation, /reset, /history, /tools ----------------------
+
+_COMMANDS = "/reset (forget this conversation), /history, /tools (what is loaded)"
+
+
+def _add_conversation_option(parser: argparse.ArgumentParser, *, chat: bool) -> None:
+    parser.add_argument(
+        "--conversation",
+        metavar="ID",
+        help="the conversation to continue, kept in [conversations] store "
+        + ("(default: a fresh one per session, printed at start)" if chat else "(default: none)"),
+    )
+
+
+def _fresh_id() -> str:
+    return f"chat-{uuid.uuid4().hex[:12]}"
+
+
+class _ChatSession:
+    """One ``chat`` session's conversation and its slash commands."""
+
+    def __init__(self, conversation: str) -> None:
+        self.conversation: str | None = conversation
+        self.last: AskResult | None = None
+
+    def banner(self, bot: Bot) -> str:
+        return (
+            f"conversation: {self.conversation} (kept in {bot.conversations.location}; "
+            f"--conversation {self.conversation} continues it); commands: {_COMMANDS}"
+        )
+
+    def ask(self, runner: asyncio.Runner, bot: Bot, text: str) -> AskResult | None:
+        """One ask in the conversation; a store failure leaves the chat single-shot."""
+        try:
+            result = _ask_bot(runner, bot, text, fatal=False, conversation=self.conversation)
+        except ConversationStoreError as exc:
+            self._lost(exc)
+            kept = exc.result
+            if isinstance(kept, AskResult):  # answered, but the turn could not be stored
+                self.last = kept
+                return kept
+            result = _ask_bot(runner, bot, text, fatal=False)
+        if result is not None:
+            self.last = result
+        return result
+
+    def command(self, runner: asyncio.Runner, bot: Bot, line: str) -> bool:
+        """Run ``line`` if it is a slash command; whether it was one."""
+        word = line.strip()
+        if word not in ("/reset", "/history", "/tools"):
+            if word.startswith("/") and word[1:].isalpha():
+                print(f"unknown command {word}; commands: {_COMMANDS}", flush=True)
+                return True
+            return False
+        try:
+            if word == "/reset":
+                self._reset(runner, bot)
+            elif word == "/history":
+                self._history(runner, bot)
+            else:
+                self._tools(runner, bot)
+        except ConversationStoreError as exc:
+            self._lost(exc)
+        return True
+
+    def _lost(self, exc: ConversationStoreError) -> None:
+        if self.conversation is not None:
+            print(
+                f"bot-toolsearch chat: error: {exc}; going on without conversation memory",
+                file=sys.stderr,
+                flush=True,
+            )
+        self.conversation = None
+
+    def _reset(self, runner: asyncio.Runner, bot: Bot) -> None:
+        if self.conversation is not None:
+            runner.run(bot.reset_conversation(self.conversation))
+        self.last = None
+        print(f"conversation {self.conversation} forgotten", flush=True)
+
+    def _history(self, runner: asyncio.Runner, bot: Bot) -> None:
+        if self.conversation is None:
+            print("(no conversation memory)", flush=True)
+            return
+        history = runner.run(bot.conversations.load(self.conversation))
+        if not history.turns:
+            print("(no turns yet)", flush=True)
+        for turn in history.turns:
+            print(f"[{turn.seq}] you> {_cut(turn.user_text)}", flush=True)
+            print(f"[{turn.seq}] bot> {_cut(turn.reply)}", flush=True)
+
+    def _tools(self, runner: asyncio.Runner, bot: Bot) -> None:
+        settings = bot.settings
+        skills = settings.skills
+        names = set(bot.toolset.names)
+        always = [n for n in skills.tool_search_always_loaded if n in names]
+        if not skills.tool_search_enabled:
+            print(f"tool search is off: every tool is sent ({len(names)} tools)", flush=True)
+            return
+        print(f"always loaded: {', '.join(always) or '(none)'}", flush=True)
+        kept: tuple[str, ...] = ()
+        if skills.tool_search_keep_loaded == "conversation" and self.conversation is not None:
+            history = runner.run(bot.conversations.load(self.conversation, max_turns=1))
+            permitted = bot.toolset.pattern_permitted(settings.tools.allow, settings.tools.deny)
+            kept = tuple(n for n in history.tools_called if n in permitted and n not in always)
+            print(f"kept for this conversation: {', '.join(kept) or '(none yet)'}", flush=True)
+        else:
+            print(
+                'loaded per message (tool_search_keep_loaded = "ask"): the next message '
+                "starts from the always-loaded tools",
+                flush=True,
+            )
+        if self.last is not None:
+            loaded = self.last.stats.tools_loaded
+            print(f"the last message loaded: {', '.join(loaded) or '(none)'}", flush=True)
 
 
 def _where(exc: openai.APIError | openai.APIConnectionError) -> str:

@@ -173,6 +173,11 @@ class Bot:
         return self._tools.current()
 
     @property
+    def settings(self) -> BotSettings:
+        """The current settings snapshot (what the next ask will read)."""
+        return self._snapshot()
+
+    @property
     def conversations(self) -> ConversationStore:
         """Where ``ask(..., conversation=...)`` keeps conversations."""
         return self._store

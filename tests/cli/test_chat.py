@@ -48,7 +48,8 @@ def one_error_line(done: subprocess.CompletedProcess[str], command: str = "ask")
     """The single stderr line of a failed run (no traceback)."""
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
-    lines = done.stderr.splitlines()
+    # chat names its conversation first (issue 15); the error is the one line after it.
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("conversation: ")]
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"bot-toolsearch {command}: error: ")
     return lines[0]
