@@ -129,6 +129,8 @@ class Bot:
         edits of ``[tools]``. Tool folders are read right away; MCP servers connect in
         `start`, which the first ``ask()`` calls if you have not. Call
         ``await bot.aclose()`` (or use ``async with``) to stop watching and disconnect.
+        Conversations are kept in ``[conversations] store`` (SQLite next to the config file by
+        default, opened on first use) unless you pass ``conversations=``.
 
         Raises:
             ConfigError: the file is missing or invalid.
