@@ -334,3 +334,34 @@ async def test_reset_conversation_forgets_it(
     await bot.reset_conversation("c")
     await bot.ask("second", conversation="c")
     assert user_texts(server.requests[1]) == ["second"]
+
+
+async def test_from_config_keeps_conversations_in_sqlite_and_follows_max_turns_edits(
+    server: ScriptedOpenAIServer, tmp_path: Path, api: str
+) -> None:
+    from tests._helpers import write_config
+
+    path = write_config(tmp_path / "config.toml", server.base_url, api)
+    bot = Bot.from_config(path)
+    try:
+        server.script(text("one"), text("two"))
+        await bot.ask("first", conversation="c")
+        await bot.ask("second", conversation="c")
+        write_config(path, server.base_url, api, "[conversations]\nmax_turns = 1\n")
+        reloader = bot._reloader
+        assert reloader is not None
+        await reloader.wait_for_generation(2, timeout=TIMEOUT)
+        server.script(text("three"))
+        await bot.ask("third", conversation="c")
+    finally:
+        await bot.aclose()
+    assert user_texts(server.requests[1]) == ["first", "second"]
+    assert user_texts(server.requests[2]) == ["second", "third"]
+    # A new bot (as after a restart) finds the whole conversation in the file.
+    bot = Bot.from_config(path)
+    try:
+        history = await bot.conversations.load("c")
+    finally:
+        await bot.aclose()
+    assert (tmp_path / "bot.db").is_file()
+    assert [t.user_text for t in history.turns] == ["first", "second", "third"]
