@@ -10,6 +10,7 @@ from bot_toolsearch._config.reload import ConfigReloader, ReloadCallback, Reload
 from bot_toolsearch._config.settings import (
     BotSection,
     BotSettings,
+    ConversationSettings,
     EasterEggSettings,
     ModelSettings,
     PluginSettings,
@@ -34,6 +35,13 @@ from bot_toolsearch._runtime.ask_result import (
 from bot_toolsearch._runtime.bot import Bot, SettingsSource
 from bot_toolsearch._runtime.calls import CallOutcome, CallRequest, CallResult, RefusalReason
 from bot_toolsearch._runtime.context import AskContext
+from bot_toolsearch._runtime.conversations import (
+    ConversationHistory,
+    ConversationStore,
+    ConversationTurn,
+    MemoryConversationStore,
+    SQLiteConversationStore,
+)
 from bot_toolsearch._runtime.middleware import (
     CallHandler,
     LoggingMiddleware,
@@ -59,7 +67,13 @@ from bot_toolsearch._transports.base import ModelReplyError
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch._wrap.client import wrap_openai
 
-from ._errors import CatalogError, ConfigError, ToolSearchError, ToolSearchNameCollisionError
+from ._errors import (
+    CatalogError,
+    ConfigError,
+    ConversationStoreError,
+    ToolSearchError,
+    ToolSearchNameCollisionError,
+)
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "Agent",
@@ -77,12 +91,18 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "CatalogError",
     "ConfigError",
     "ConfigReloader",
+    "ConversationHistory",
+    "ConversationSettings",
+    "ConversationStore",
+    "ConversationStoreError",
+    "ConversationTurn",
     "EasterEggSettings",
     "FinishReason",
     "HandlerThreads",
     "LoggingMiddleware",
     "MAX_SCHEMA_DEPTH",
     "MCPServerConfig",
+    "MemoryConversationStore",
     "Middleware",
     "ModelReplyError",
     "ModelSettings",
@@ -95,6 +115,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "ReloadErrorCallback",
     "RoundRequest",
     "RoundTrace",
+    "SQLiteConversationStore",
     "SettingsSource",
     "SkillsSettings",
     "TOOL_SEARCH_NAME",

@@ -6,12 +6,19 @@ results the model reads. Mistakes made by the *developer* or in the *config* rai
     ToolSearchError
     ├── ToolSearchNameCollisionError (also ValueError)  a real tool is named ``tool_search``
     ├── CatalogError (also ValueError)                   a tool catalog cannot be used as given
-    └── ConfigError (also ValueError)                    a config file or value is invalid
+    ├── ConfigError (also ValueError)                    a config file or value is invalid
+    └── ConversationStoreError                           a conversation store cannot be used
 """
 
 from __future__ import annotations
 
-__all__ = ["CatalogError", "ConfigError", "ToolSearchError", "ToolSearchNameCollisionError"]
+__all__ = [
+    "CatalogError",
+    "ConfigError",
+    "ConversationStoreError",
+    "ToolSearchError",
+    "ToolSearchNameCollisionError",
+]
 
 
 class ToolSearchError(Exception):
@@ -81,3 +88,20 @@ class ConfigError(ToolSearchError, ValueError):
             if self.column is not None:
                 where += f":{self.column}"
         return f"{where}: {self.message}" if where else self.message
+
+
+class ConversationStoreError(ToolSearchError):
+    """A conversation store cannot be read or written (a corrupt or locked database file).
+
+    Asks without a ``conversation`` never touch the store, so the bot still answers them.
+
+    Attributes:
+        path: the store's file (or other location), as given.
+        result: for a failed write after a successful ask, that ask's `AskResult` (the
+            reply is not lost; the conversation was left as it was before the ask).
+    """
+
+    def __init__(self, message: str, *, path: str, result: object = None) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.result = result

@@ -6,6 +6,7 @@ without a runner fails `test_every_python_block_has_a_runner`, so no snippet can
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import inspect
 import json
@@ -44,9 +45,21 @@ def python_blocks(language: str = "python") -> list[tuple[str, str]]:
 
 
 def block(heading: str) -> str:
-    found = [code for h, code in python_blocks() if h == heading]
+    found = blocks(heading)
     assert len(found) == 1, heading
     return found[0]
+
+
+def blocks(heading: str) -> list[str]:
+    return [code for h, code in python_blocks() if h == heading]
+
+
+def run_awaiting(code: str, namespace: dict[str, Any]) -> None:
+    """Run a block written with top-level ``await`` (as in an async function or a notebook)."""
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    done = eval(compile(code, str(README), "exec", flags=flags), namespace)  # our own README
+    if inspect.iscoroutine(done):
+        asyncio.run(done)
 
 
 def run(code: str, **names: Any) -> dict[str, Any]:
@@ -121,8 +134,71 @@ def test_the_folder_name_warning_reads_as_the_readme_quotes_it(
 
 TOOL_FOLDERS = "## Tool folders"
 
+
+def conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot_toolsearch import Bot, BotSettings
+    from bot_toolsearch.offline import demo_tools, offline_client
+
+    seen: list[int] = []
+
+    async def go() -> int:
+        async with offline_client() as client:
+            settings = BotSettings(skills={"tool_search_enabled": True})
+            bot = Bot(settings, demo_tools(), client=client)
+            real_ask = bot.ask
+
+            async def ask(text: str, **kwargs: Any) -> Any:
+                history = await bot.conversations.load(kwargs["conversation"])
+                seen.append(len(history.turns))
+                return await real_ask(text, **kwargs)
+
+            namespace: dict[str, Any] = {"bot": bot}
+            bot.ask = ask  # type: ignore[method-assign]
+            flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+            await eval(
+                compile(block("## Conversations"), str(README), "exec", flags=flags), namespace
+            )
+            left = len((await bot.conversations.load("group-42/alice")).turns)
+            await bot.aclose()
+            return left
+
+    assert asyncio.run(go()) == 0  # reset_conversation forgot it
+    assert seen == [0, 1]  # the follow-up saw the first turn
+
+
+def frameworks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import openai
+    from agents import OpenAIChatCompletionsModel
+    from langchain_openai import ChatOpenAI
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    wrapper, proxy = blocks("## Use it with your framework")
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
+    with bot_toolsearch.testing.ScriptedOpenAIServer() as server:
+        server.script(bot_toolsearch.testing.text("Hello."))
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        namespace: dict[str, Any] = {
+            "openai": openai,
+            "OpenAIChatCompletionsModel": OpenAIChatCompletionsModel,
+            "OpenAIChatModel": OpenAIChatModel,
+            "OpenAIProvider": OpenAIProvider,
+            "messages": [{"role": "user", "content": "hi"}],
+            "all_tools": [tool],
+        }
+        run_awaiting(wrapper, namespace)
+        server.assert_consumed()
+    assert namespace["reply"].choices[0].message.content == "Hello."
+    assert server.requests[0].tool_names == ["tool_search"]  # the projection, not all_tools
+    langchain = run(proxy, ChatOpenAI=ChatOpenAI)
+    assert str(langchain["model"].openai_api_base) == "http://127.0.0.1:8787/v1"
+
+
 RUNNERS: dict[str, Callable[[Path, pytest.MonkeyPatch], None]] = {
     "## Ten lines in your bot": ten_lines,
+    "## Conversations": conversations,
+    "## Use it with your framework": frameworks,
     TOOL_FOLDERS: tool_folders,
     "## The core on its own": core,
     "## Testing your bot": testing_your_bot,
@@ -130,7 +206,7 @@ RUNNERS: dict[str, Callable[[Path, pytest.MonkeyPatch], None]] = {
 
 
 def test_every_python_block_has_a_runner() -> None:
-    assert [heading for heading, _ in python_blocks()] == list(RUNNERS)
+    assert list(dict.fromkeys(heading for heading, _ in python_blocks())) == list(RUNNERS)
 
 
 @pytest.mark.parametrize("heading", list(RUNNERS))

@@ -19,6 +19,7 @@ import os
 import queue
 import signal
 import sys
+import uuid
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any, NoReturn, TextIO
 import openai
 
 from bot_toolsearch._config.settings import BotSettings
-from bot_toolsearch._errors import ConfigError, ToolSearchError
+from bot_toolsearch._errors import ConfigError, ConversationStoreError, ToolSearchError
 from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
 from bot_toolsearch._tools.tool import Agent, Tool
@@ -60,6 +61,7 @@ def add_chat_subparsers(subparsers: argparse._SubParsersAction[argparse.Argument
     """Add the ``chat`` (interactive) and ``ask`` (one shot) commands."""
     chat = subparsers.add_parser("chat", help="chat with the configured bot (Ctrl-D to quit)")
     _add_common(chat)
+    _add_conversation_option(chat, chat=True)
     chat.set_defaults(func=_chat)
     ask = subparsers.add_parser("ask", help="ask the configured bot one question")
     ask.add_argument("text", metavar="TEXT", help="the user message")
@@ -67,6 +69,7 @@ def add_chat_subparsers(subparsers: argparse._SubParsersAction[argparse.Argument
     ask.add_argument(
         "--json", action="store_true", help="print the whole result (reply, trace, stats) as JSON"
     )
+    _add_conversation_option(ask, chat=False)
     ask.set_defaults(func=_ask)
 
 
@@ -168,12 +171,16 @@ class _Session:
     offline: bool
     interrupted: bool = False
     notices: queue.SimpleQueue[str] = field(default_factory=queue.SimpleQueue)
+    conversation: str | None = None
+    """The conversation asks continue (``--conversation``, or chat's fresh one); ``None``:
+    single-shot."""
 
     def ask(self, text: str, *, fatal: bool) -> AskResult | None:
         """One ask; ``None`` when Ctrl-C cancelled it or (unless ``fatal``) an HTTP error."""
         context = {"on_round": _print_round} if self.args.trace else None
+        asking = self.bot.ask(text, context=context, conversation=self.conversation)
         try:
-            return _ask_bot(self.runner, self.bot.ask(text, context=context), fatal=fatal)
+            return _ask_bot(self.runner, asking, fatal=fatal)
         except _Interrupted:
             self.interrupted = True
             print("interrupted: the answer was cancelled", file=sys.stderr, flush=True)
@@ -278,7 +285,13 @@ def _model_label(session: _Session) -> str:
 def _one_shot(session: _Session) -> int:
     if session.offline:  # said once, on stderr, so stdout holds only the answer
         print(f"model: {_model_label(session)}", file=sys.stderr)
-    result = session.ask(session.args.text, fatal=True)
+    session.conversation = session.args.conversation
+    try:
+        result = session.ask(session.args.text, fatal=True)
+    except ConversationStoreError as exc:
+        if isinstance(exc.result, AskResult):  # answered; only storing the turn failed
+            print(exc.result.reply)
+        raise CliError(str(exc)) from None
     if result is None:
         return INTERRUPTED
     if session.args.json:
@@ -301,6 +314,9 @@ def _interactive(session: _Session) -> int:
         file=sys.stderr,
         flush=True,
     )
+    session.conversation = session.args.conversation or _fresh_id()
+    chat = _ChatSession(session)
+    print(chat.banner(bot), file=sys.stderr, flush=True)
     with _reload_notices(session):
         while True:
             session.flush_notices()
@@ -312,9 +328,9 @@ def _interactive(session: _Session) -> int:
             except KeyboardInterrupt:
                 print(file=sys.stderr)
                 return 0  # leaving a chat with Ctrl-C at the prompt is normal
-            if not line.strip():
+            if not line.strip() or chat.command(runner, bot, line):
                 continue
-            result = session.ask(line, fatal=False)
+            result = chat.ask(line)
             session.flush_notices()
             if result is not None:
                 print(f"bot> {result.reply}", flush=True)
@@ -425,6 +441,131 @@ def _run_cancellable(runner: asyncio.Runner, asking: Coroutine[Any, Any, AskResu
 
 async def _wait(task: asyncio.Task[AskResult]) -> AskResult:
     return await task
+
+
+# -- conversations (issue 15): --conversation, /reset, /history, /tools ----------------------
+
+_COMMANDS = "/reset (forget this conversation), /history, /tools (what is loaded)"
+
+
+def _add_conversation_option(parser: argparse.ArgumentParser, *, chat: bool) -> None:
+    parser.add_argument(
+        "--conversation",
+        metavar="ID",
+        help="the conversation to continue, kept in [conversations] store "
+        + ("(default: a fresh one per session, printed at start)" if chat else "(default: none)"),
+    )
+
+
+def _fresh_id() -> str:
+    return f"chat-{uuid.uuid4().hex[:12]}"
+
+
+class _ChatSession:
+    """One ``chat`` session's conversation and its slash commands."""
+
+    def __init__(self, session: _Session) -> None:
+        self.session = session
+        self.last: AskResult | None = None
+
+    @property
+    def conversation(self) -> str | None:
+        return self.session.conversation
+
+    @conversation.setter
+    def conversation(self, value: str | None) -> None:
+        self.session.conversation = value
+
+    def banner(self, bot: Bot) -> str:
+        return (
+            f"conversation: {self.conversation} (kept in {bot.conversations.location}; "
+            f"--conversation {self.conversation} continues it); commands: {_COMMANDS}"
+        )
+
+    def ask(self, text: str) -> AskResult | None:
+        """One ask in the conversation; a store failure leaves the chat single-shot."""
+        try:
+            result = self.session.ask(text, fatal=False)
+        except ConversationStoreError as exc:
+            self._lost(exc)
+            kept = exc.result
+            if isinstance(kept, AskResult):  # answered, but the turn could not be stored
+                self.last = kept
+                return kept
+            result = self.session.ask(text, fatal=False)
+        if result is not None:
+            self.last = result
+        return result
+
+    def command(self, runner: asyncio.Runner, bot: Bot, line: str) -> bool:
+        """Run ``line`` if it is a slash command; whether it was one."""
+        word = line.strip()
+        if word not in ("/reset", "/history", "/tools"):
+            if word.startswith("/") and word[1:].isalpha():
+                print(f"unknown command {word}; commands: {_COMMANDS}", flush=True)
+                return True
+            return False
+        try:
+            if word == "/reset":
+                self._reset(runner, bot)
+            elif word == "/history":
+                self._history(runner, bot)
+            else:
+                self._tools(runner, bot)
+        except ConversationStoreError as exc:
+            self._lost(exc)
+        return True
+
+    def _lost(self, exc: ConversationStoreError) -> None:
+        if self.conversation is not None:
+            print(
+                f"error: {exc}; going on without conversation memory",
+                file=sys.stderr,
+                flush=True,
+            )
+        self.conversation = None
+
+    def _reset(self, runner: asyncio.Runner, bot: Bot) -> None:
+        if self.conversation is not None:
+            runner.run(bot.reset_conversation(self.conversation))
+        self.last = None
+        print(f"conversation {self.conversation} forgotten", flush=True)
+
+    def _history(self, runner: asyncio.Runner, bot: Bot) -> None:
+        if self.conversation is None:
+            print("(no conversation memory)", flush=True)
+            return
+        history = runner.run(bot.conversations.load(self.conversation))
+        if not history.turns:
+            print("(no turns yet)", flush=True)
+        for turn in history.turns:
+            print(f"[{turn.seq}] you> {_cut(turn.user_text)}", flush=True)
+            print(f"[{turn.seq}] bot> {_cut(turn.reply)}", flush=True)
+
+    def _tools(self, runner: asyncio.Runner, bot: Bot) -> None:
+        settings = bot.settings
+        skills = settings.skills
+        names = set(bot.toolset.names)
+        always = [n for n in skills.tool_search_always_loaded if n in names]
+        if not skills.tool_search_enabled:
+            print(f"tool search is off: every tool is sent ({len(names)} tools)", flush=True)
+            return
+        print(f"always loaded: {', '.join(always) or '(none)'}", flush=True)
+        kept: tuple[str, ...] = ()
+        if skills.tool_search_keep_loaded == "conversation" and self.conversation is not None:
+            history = runner.run(bot.conversations.load(self.conversation, max_turns=1))
+            permitted = bot.toolset.pattern_permitted(settings.tools.allow, settings.tools.deny)
+            kept = tuple(n for n in history.tools_called if n in permitted and n not in always)
+            print(f"kept for this conversation: {', '.join(kept) or '(none yet)'}", flush=True)
+        else:
+            print(
+                'loaded per message (tool_search_keep_loaded = "ask"): the next message '
+                "starts from the always-loaded tools",
+                flush=True,
+            )
+        if self.last is not None:
+            loaded = self.last.stats.tools_loaded
+            print(f"the last message loaded: {', '.join(loaded) or '(none)'}", flush=True)
 
 
 def _where(exc: openai.APIError | openai.APIConnectionError) -> str:

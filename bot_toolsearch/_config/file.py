@@ -44,7 +44,7 @@ __all__ = [
 
 
 PLUGIN_GROUP = "bot_toolsearch.plugins"
-TABLES = ("model", "plugins", "skills", "tools", "easter_egg", "bot")
+TABLES = ("model", "plugins", "skills", "tools", "easter_egg", "bot", "conversations")
 
 Source = str
 """``default``, ``file`` or ``env NAME``."""

@@ -43,8 +43,10 @@ __all__ = [
     "BlindCallPolicy",
     "BotSection",
     "BotSettings",
+    "ConversationSettings",
     "EasterEggMode",
     "EasterEggSettings",
+    "KeepLoadedPolicy",
     "McpServerSettings",
     "ModelApi",
     "ModelSettings",
@@ -58,6 +60,10 @@ BlindCallPolicy = Literal["reject", "load"]
 """What a call to a permitted but not yet loaded deferred tool does: ``reject`` refuses it
 (the reference behaviour); ``load`` refuses it this round and loads its schema for the next."""
 EasterEggMode = Literal["none", "agent", "tools", "clean", "all"]
+KeepLoadedPolicy = Literal["ask", "conversation"]
+"""Which tools stay loaded across the asks of one conversation: ``ask`` resets the loaded set
+with every user message (the design); ``conversation`` keeps the tools the conversation has
+already called loaded from round 1, in first-call order, still filtered by permissions."""
 
 DEFAULT_DOT_DELIMITER = "-_-"
 """What replaces each ``.`` of a canonical tool name on the wire unless ``[tools]`` says."""
@@ -166,6 +172,8 @@ class SkillsSettings(_Table):
     """Most tools one ``tool_search`` call loads."""
     tool_search_blind_call: BlindCallPolicy = "reject"
     """What a call to a deferred tool that was never loaded does."""
+    tool_search_keep_loaded: KeepLoadedPolicy = "ask"
+    """In a conversation: reset the loaded set each ask, or keep the tools it has called."""
     prefetch_tools: tuple[_Name, ...] = ()
     """Tools called once before round 1, their results given to the model."""
     prefetch_tools_hide: StrictBool = False
@@ -269,6 +277,22 @@ class BotSection(_Table):
     """Watch ``config.toml`` and apply edits to later asks."""
 
 
+STORE_PATTERN = r"^(memory|sqlite:///.+)$"
+"""``[conversations] store``: ``memory``, or ``sqlite:///<path>`` (a relative path is relative to
+the config file's folder; ``sqlite:////abs/bot.db`` is absolute, as in SQLAlchemy URLs)."""
+
+
+class ConversationSettings(_Table):
+    """``[conversations]``: where conversations are kept and how much of one an ask sees."""
+
+    store: Annotated[StrictStr, Field(pattern=STORE_PATTERN)] = "sqlite:///bot.db"
+    """Where ``Bot.from_config`` keeps conversations; read when the bot starts."""
+    max_turns: StrictInt = Field(default=20, ge=1)
+    """Most earlier turns (user message and everything the ask did) one ask sees."""
+    max_tokens: StrictInt = Field(default=8000, ge=0)
+    """Estimated tokens of earlier turns one ask sees (whole turns, newest first); 0: no bound."""
+
+
 class BotSettings(_Table):
     """One immutable snapshot of every setting; an ``ask()`` reads one at its start."""
 
@@ -278,6 +302,7 @@ class BotSettings(_Table):
     tools: ToolsSettings = ToolsSettings()
     easter_egg: EasterEggSettings = EasterEggSettings()
     bot: BotSection = BotSection()
+    conversations: ConversationSettings = ConversationSettings()
     generation: StrictInt = Field(default=0, ge=0)
     """Increases by one with every successful reload; 0 for settings built in code."""
 

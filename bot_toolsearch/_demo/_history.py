@@ -1,4 +1,8 @@
-"""The offline planner's view of one ask: the user's text and the tool calls made since."""
+"""The offline planner's view of one ask: the user's text and the tool calls made since.
+
+A follow-up that leans on the previous user message ("and in Paris?") is read as that message
+with the new place put in, the way a model reads a conversation.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,40 @@ from typing import Any
 from bot_toolsearch.testing import ModelRequest, ToolCall
 from bot_toolsearch.testing._request import content_text
 
-__all__ = ["Episode", "Step", "read_episode"]
+__all__ = ["Episode", "Step", "read_episode", "resolve_follow_up"]
+
+_FOLLOW_UP_OPENINGS = ("and what about ", "and how about ", "what about ", "how about ", "and ")
+_PREPOSITIONS = ("in", "for", "at", "to", "from", "on")
+_END_PUNCTUATION = "?？.!。！ \t\n"  # noqa: RUF001 (full-width punctuation is the point)
+
+
+def resolve_follow_up(text: str, earlier: str) -> str:
+    """``text`` as a full request when it only makes sense after ``earlier``.
+
+    >>> resolve_follow_up("and in Paris?", "What is the current local time in Tokyo?")
+    'What is the current local time in Paris?'
+    >>> resolve_follow_up("Convert 10 km to miles", "What time is it in Tokyo?")
+    'Convert 10 km to miles'
+    """
+    body = text.strip().rstrip(_END_PUNCTUATION)
+    lower = body.lower()
+    opening = next((o for o in _FOLLOW_UP_OPENINGS if lower.startswith(o)), None)
+    base = earlier.strip()
+    if opening is None or not base:
+        return text
+    rest = body[len(opening) :].strip()
+    first, _, tail = rest.partition(" ")
+    words = base.rstrip(_END_PUNCTUATION).split(" ")
+    folded = [w.lower() for w in words]
+    preposition = first.lower() if first.lower() in _PREPOSITIONS and tail else None
+    candidates = [preposition] if preposition else list(_PREPOSITIONS)
+    obj = tail.strip() if preposition else rest
+    # The last place the earlier message used this preposition is what the follow-up changes.
+    at = max((i for i, w in enumerate(folded) if w in candidates), default=-1)
+    if at < 0 or not obj:
+        return text
+    ending = base[len(base.rstrip(_END_PUNCTUATION)) :]
+    return " ".join([*words[: at + 1], obj]) + ending
 
 
 @dataclass(slots=True)
@@ -32,7 +69,7 @@ class Episode:
     """One ask as the planner sees it."""
 
     user_text: str = ""
-    """The latest user message."""
+    """The latest user message (a follow-up completed from the one before it)."""
     steps: list[Step] = field(default_factory=list)
     """Calls since that message, in order."""
 
@@ -75,7 +112,10 @@ def read_episode(
     for item in request.messages:
         role, kind = item.get("role"), item.get("type")
         if role == "user" and kind in (None, "message"):
-            episode = Episode(content_text(item.get("content")))
+            # Earlier turns of a conversation come first; each new message may lean on them.
+            episode = Episode(
+                resolve_follow_up(content_text(item.get("content")), episode.user_text)
+            )
         elif role == "assistant" and isinstance(item.get("tool_calls"), list):
             for call in item["tool_calls"]:
                 function = call.get("function") or {}

@@ -29,7 +29,7 @@ from ._width import fit
 from .catalog import demo_tools
 from .planner import OFFLINE_MODEL_NAME, OfflinePlanner
 
-__all__ = ["QUESTIONS", "run_demo"]
+__all__ = ["FOLLOW_UP", "QUESTIONS", "run_demo"]
 
 QUESTIONS: tuple[str, ...] = (
     "What is the current local time in Tokyo?",
@@ -39,6 +39,11 @@ QUESTIONS: tuple[str, ...] = (
     "Use weather.forecast for Paris",
 )
 """The demo's questions; one is in Chinese."""
+
+FOLLOW_UP = "And in Paris?"
+"""Asked right after the first question, in the same conversation: it only makes sense with
+the turn before it, and the tool that turn called is still loaded."""
+CONVERSATION = "demo"
 
 INSTRUCTIONS = (
     "You are a helpful chat bot. Answer with send_message, then call end. "
@@ -82,7 +87,7 @@ async def _run(args: argparse.Namespace, base_url: str, model: str, api_key: str
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=120)
     settings = BotSettings(
         model=ModelSettings(name=model, api=args.api, max_rounds=8),
-        skills=SkillsSettings(tool_search_enabled=True),
+        skills=SkillsSettings(tool_search_enabled=True, tool_search_keep_loaded="conversation"),
     )
     bot = Bot(settings, demo_tools(), client=client, instructions=INSTRUCTIONS)
     print(f"catalog: {len(bot.toolset.catalog)} tools; tokens: {tokens.counter_label()}")
@@ -93,10 +98,13 @@ async def _run(args: argparse.Namespace, base_url: str, model: str, api_key: str
     try:
         for question in QUESTIONS:
             print(f"\nask: {question}")
-            result = await bot.ask(question)
+            conversation = CONVERSATION if question == QUESTIONS[0] else None
+            result = await bot.ask(question, conversation=conversation)
             _print_rounds(bot, result.trace)
             print(f"  reply: {result.reply}")
             results.append((question, result))
+            if conversation is not None:
+                results.append((FOLLOW_UP, await _follow_up(bot)))
         if not args.model_url:  # against a real endpoint it would double the requests
             off = Bot(
                 settings.model_copy(update={"skills": SkillsSettings(tool_search_enabled=False)}),
@@ -140,6 +148,17 @@ def _ask_tokens(bot: Bot, result: AskResult, directory: int) -> int:
         tokens.tools_tokens(_sent_schemas(bot, round_.tool_names)) + directory
         for round_ in result.trace
     )
+
+
+async def _follow_up(bot: Bot) -> AskResult:
+    print(
+        f"\nask: {FOLLOW_UP}  (same conversation: it sees the turn before, and the tool that "
+        "turn called stays loaded)"
+    )
+    result = await bot.ask(FOLLOW_UP, conversation=CONVERSATION)
+    _print_rounds(bot, result.trace)
+    print(f"  reply: {result.reply}")
+    return result
 
 
 def _sent_schemas(bot: Bot, names: Sequence[str]) -> list[dict[str, Any]]:

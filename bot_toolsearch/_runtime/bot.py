@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import openai
 
 from bot_toolsearch._config.settings import BotSettings
-from bot_toolsearch._errors import CatalogError
+from bot_toolsearch._errors import CatalogError, ConversationStoreError
 from bot_toolsearch._tools.registry import ToolRegistry
 from bot_toolsearch._tools.source import ToolSource
 from bot_toolsearch._tools.tool import Agent, HandlerThreads, Tool
@@ -21,12 +22,14 @@ from .ask_loop import run_rounds
 from .ask_result import AskResult
 from .bot_tools import BotTools, StaticTools, ToolSetCache
 from .context import AskContext
+from .conversations import ConversationHistory, ConversationStore, MemoryConversationStore
 from .executor import execute_calls
 from .middleware import Middleware, Pipeline
 from .plugins import build_middlewares
 from .prefetch import run_prefetch
 from .registry_follower import RegistryFollower, registry_for
 from .toolset import ToolFilter, ToolSet, permitted_names
+from .turns import record_turn, replay_turns
 
 if TYPE_CHECKING:
     from bot_toolsearch._config.reload import ConfigReloader
@@ -64,6 +67,10 @@ class Bot:
         middlewares: use exactly these middlewares (outermost first) instead of building them
             from ``[plugins] enabled``.
         instructions: the bot's own system prompt.
+        conversations: where ``ask(..., conversation=...)`` keeps conversations. By default a
+            `Bot` built in code keeps them in memory (lost on exit; pass a
+            ``SQLiteConversationStore`` to keep them), and ``from_config`` opens
+            ``[conversations] store`` (SQLite by default). A store you pass is yours to close.
 
     Raises:
         CatalogError: two tools share a name.
@@ -80,6 +87,7 @@ class Bot:
         tool_filter: ToolFilter | None = None,
         middlewares: Sequence[Middleware] | None = None,
         instructions: str = "",
+        conversations: ConversationStore | None = None,
     ) -> None:
         self._source = settings
         self._agents = tuple(agents)
@@ -101,6 +109,9 @@ class Bot:
         # Sync handlers run here, never on the event loop's shared default pool.
         self._threads = HandlerThreads()
         self.instructions = instructions
+        self._store: ConversationStore = conversations or MemoryConversationStore()
+        self._owns_store = conversations is None
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._pipeline_for(self._snapshot())  # fail fast on an unknown plugin
 
     @classmethod
@@ -120,6 +131,8 @@ class Bot:
         edits of ``[tools]``. Tool folders are read right away; MCP servers connect in
         `start`, which the first ``ask()`` calls if you have not. Call
         ``await bot.aclose()`` (or use ``async with``) to stop watching and disconnect.
+        Conversations are kept in ``[conversations] store`` (SQLite next to the config file by
+        default, opened on first use) unless you pass ``conversations=``.
 
         Raises:
             ConfigError: the file is missing or invalid.
@@ -136,6 +149,13 @@ class Bot:
 
             source = ConfigReloader(path)
             settings = source.snapshot()
+        if "conversations" not in kwargs:
+            from .conversations import open_store
+
+            kwargs["conversations"] = open_store(settings.conversations.store, base_dir)
+            owns_store = True
+        else:
+            owns_store = False
         registry = None
         if settings.tools.dirs or settings.tools.mcp_servers:
             ToolSet.build(tools, agents)  # the same developer errors as without a registry
@@ -143,6 +163,7 @@ class Bot:
                 settings.tools, tools, watch=settings.bot.hot_reload, base_dir=base_dir
             )
         bot = cls(source, registry if registry is not None else tools, agents, **kwargs)
+        bot._owns_store = owns_store
         if registry is not None or not isinstance(source, BotSettings):
             bot._follower = RegistryFollower(source, registry, tools, bot._adopt, base_dir=base_dir)
         if not isinstance(source, BotSettings):
@@ -159,6 +180,16 @@ class Bot:
     def reloader(self) -> ConfigReloader | None:
         """The `ConfigReloader` `from_config` started (``[bot] hot_reload``), until `aclose`."""
         return self._reloader
+
+    @property
+    def settings(self) -> BotSettings:
+        """The current settings snapshot (what the next ask will read)."""
+        return self._snapshot()
+
+    @property
+    def conversations(self) -> ConversationStore:
+        """Where ``ask(..., conversation=...)`` keeps conversations."""
+        return self._store
 
     @property
     def registry(self) -> ToolRegistry | None:
@@ -211,11 +242,22 @@ class Bot:
         previous.close()
         return True
 
-    async def ask(self, text: str, *, context: Mapping[str, Any] | None = None) -> AskResult:
-        """Answer one user message.
+    async def ask(
+        self,
+        text: str,
+        *,
+        conversation: str | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> AskResult:
+        """Answer one user message, on its own or as the next turn of a conversation.
 
         Args:
             text: the user's message.
+            conversation: any string naming a conversation. The ask then sees its earlier
+                turns (within ``[conversations] max_turns`` and ``max_tokens``), and appends
+                its own turn when it succeeds; a failed ask leaves the conversation as it was.
+                Asks in one conversation run one at a time; other conversations in parallel.
+                ``None``: a single-shot ask that reads and writes no history.
             context: per-ask data for the permission hook and the runtime: ``sender`` (a
                 callable that receives every outgoing text, sync or async),
                 ``on_round`` (a callable that receives each `RoundTrace` as soon as its round
@@ -226,10 +268,53 @@ class Bot:
 
         Raises:
             openai.APIError: a model request failed.
+            ConversationStoreError: the conversation could not be read (nothing was asked) or
+                its new turn could not be written (``.result`` holds the reply).
         """
         if not self._started:
             await self.start()
-        settings = self._snapshot()
+        if conversation is None:
+            return await self._ask(text, context, self._snapshot(), None)
+        if not isinstance(conversation, str):
+            raise TypeError(f"conversation must be a string, got {type(conversation).__name__}")
+        async with self._lock_for(conversation):
+            settings = self._snapshot()
+            limits = settings.conversations
+            history = await self._store.load(conversation, max_turns=limits.max_turns)
+            result = await self._ask(text, context, settings, history)
+            try:
+                await self._store.append(
+                    conversation, record_turn(text, result.reply, result.trace)
+                )
+            except ConversationStoreError as exc:
+                exc.result = result
+                raise
+            return result
+
+    async def reset_conversation(self, conversation: str) -> None:
+        """Forget a conversation (waits for an ask running in it to finish first).
+
+        Raises:
+            ConversationStoreError: the store could not be written.
+        """
+        async with self._lock_for(conversation):
+            await self._store.reset(conversation)
+
+    def _lock_for(self, conversation: str) -> asyncio.Lock:
+        # Weak values: a lock lives while an ask holds or waits for it, then goes.
+        lock = self._locks.get(conversation)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[conversation] = lock
+        return lock
+
+    async def _ask(
+        self,
+        text: str,
+        context: Mapping[str, Any] | None,
+        settings: BotSettings,
+        past: ConversationHistory | None,
+    ) -> AskResult:
         pipeline = self._pipeline_for(settings)
         toolset = await self._tools.acurrent()  # one tool-set read per ask, like the settings
         skills = settings.skills
@@ -248,6 +333,13 @@ class Bot:
         if self.instructions:
             history.append({"role": "system", "content": self.instructions})
         ctx.system_prompt_count = len(history)
+        if past is not None:
+            # Right after the prompt (and the directory), before this ask's prefetch results:
+            # earlier turns stay a stable, cacheable prefix. Repaired to this ask's permissions.
+            limits = settings.conversations
+            history += replay_turns(past, permitted=ctx.permitted, max_tokens=limits.max_tokens)
+            if skills.tool_search_keep_loaded == "conversation":
+                ctx.conversation_tools = tuple(n for n in past.tools_called if n in ctx.permitted)
         if prefetch.message is not None:
             history.append({"role": "system", "content": prefetch.message})
         history.append({"role": "user", "content": text})
@@ -282,6 +374,8 @@ class Bot:
         owned, self._owned = list(self._owned.values()), {}
         for client in owned:
             await client.close()
+        if self._owns_store:
+            await self._store.aclose()
 
     def _snapshot(self) -> BotSettings:
         source = self._source

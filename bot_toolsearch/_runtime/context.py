@@ -81,6 +81,9 @@ class AskContext:
     """Catalog names this ask may not use; the session is built with them hidden."""
     always_loaded_extra: tuple[str, ...] = ()
     """Names to expose from round 1 on top of ``tool_search_always_loaded`` (from prefetch)."""
+    conversation_tools: tuple[str, ...] = ()
+    """Permitted tools this ask's conversation called before, in first-call order, to load
+    from round 1 (``[skills] tool_search_keep_loaded = "conversation"``)."""
     system_prompt_count: int = 0
     """How many leading messages are the bot's own system prompt (the directory goes after)."""
     round_index: int = 0

@@ -113,6 +113,11 @@ class ToolSearchMiddleware:
         )
         if not session.deferred_tool_names:
             return
+        # tool_search_keep_loaded = "conversation": as if searched before round 1, so they
+        # follow tool_search in first-call order and the directory stays byte-identical.
+        for name in ctx.conversation_tools:
+            if session.has_tool(name):
+                session.search(name)  # a bare full name is an exact lookup
         names = ctx.toolset.wire_names(ctx.settings.tools.dot_delimiter, ctx.permitted)
         ctx.state[_AskState] = _AskState(
             session, directory_message(session.deferred_tool_names), names

@@ -37,10 +37,11 @@ def one_error_line(done: subprocess.CompletedProcess[str], command: str = "ask")
     the offline model's label may precede it."""
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
+    # chat's start-up lines (and the conversation it keeps, issue 15) come before the error.
     lines = [
         line
         for line in done.stderr.splitlines()
-        if not line.startswith(("chat: ", "model: ", "note: "))
+        if not line.startswith(("chat: ", "model: ", "note: ", "conversation: "))
     ]
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("error: ")

@@ -7,7 +7,7 @@ import socket
 import subprocess
 
 from bot_toolsearch._demo._width import display_width
-from bot_toolsearch._demo.run import QUESTIONS
+from bot_toolsearch._demo.run import FOLLOW_UP, QUESTIONS
 from bot_toolsearch.testing import ErrorTurn, ModelRequest, ScriptedOpenAIServer, error
 from tests._cli_runner import run_cli
 
@@ -22,13 +22,17 @@ def test_offline_demo_runs_every_question_and_prints_the_figures() -> None:
     out = done.stdout
     assert "EMBEDDED OFFLINE MODEL" in out
     assert "o200k_base" in out
-    assert out.count("\nask: ") == 5
+    assert out.count("\nask: ") == 6
     assert "ask: 帮我看看群成员“小明”的头像" in out
     assert "call group.get_member_avatar(" in out
     assert "示例数据" in out
     # Each ask: a search round with only the always-loaded tools and tool_search, then more.
     assert out.count("round 1: sent 3 tools") == 5
-    assert out.count("call end({}) -> ran") == 5
+    assert out.count("call end({}) -> ran") == 6
+    # The follow-up reads the turn before it, and the tool that turn called is still loaded.
+    follow_up = out[out.index(f"ask: {FOLLOW_UP}") : out.index(f"ask: {QUESTIONS[1]}")]
+    assert 'call time.now({"timezone":"Europe/Paris"}) -> ran' in follow_up
+    assert "tool_search" not in follow_up
     assert '"result": 6.213712' in out
     without = re.search(r"tool search OFF: +(\d+) tools +(\d+) tokens", out)
     with_search = re.search(r"tool search ON: +(\d+) tools +(\d+) tokens", out)
@@ -41,7 +45,7 @@ def test_offline_demo_runs_every_question_and_prints_the_figures() -> None:
     assert "round 1: sent 3 tools (schemas: " in out
     assert "first request (tool schemas, plus the directory message with tool search):" in out
     whole = re.search(
-        r"whole asks, every round \(the same 5 questions asked twice\):\n"
+        r"whole asks, every round \(the same 6 questions asked twice\):\n"
         r" +tool search OFF: +(\d+) tokens\n +tool search ON: +(\d+) tokens\n"
         r" +saved: +(\d+) tokens \((\d+\.\d)%\)",
         out,
@@ -50,7 +54,7 @@ def test_offline_demo_runs_every_question_and_prints_the_figures() -> None:
     off, on, saved = (int(whole.group(i)) for i in (1, 2, 3))
     assert saved == off - on > 0
     per_ask = re.findall(r"^.+? +\d+ +\d+ +\d+ +\d+ +\d+ +\d+ +(\d+) +(\d+)$", out, re.M)
-    assert len(per_ask) == 5
+    assert len(per_ask) == 6
     assert sum(int(a) for a, _ in per_ask) == on
     assert sum(int(b) for _, b in per_ask) == off
     # Without tool search every round sends all the schemas: at least the first request's.
@@ -60,8 +64,9 @@ def test_offline_demo_runs_every_question_and_prints_the_figures() -> None:
     assert "  reply: The result is 25.6667." in out
     assert "Traceback" not in done.stderr
     # The closing table lines up in a terminal, the Chinese question's row too.
-    rows = [line for line in out.splitlines() if line.startswith(("question ", *QUESTIONS))]
-    assert len(rows) == 6
+    prefixes = ("question ", *QUESTIONS, FOLLOW_UP)
+    rows = [line for line in out.splitlines() if line.startswith(prefixes)]
+    assert len(rows) == 7
     assert len({display_width(row) for row in rows}) == 1
 
 
