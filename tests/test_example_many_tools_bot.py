@@ -83,7 +83,7 @@ class Chat:
         while not got or "bot> " not in got[-1]:
             line = self.lines.get(timeout=TIMEOUT).removeprefix("you> ").rstrip("\n")
             self.seen.append(line)
-            if line.startswith(("chat: ", "config: ")):
+            if line.startswith(("chat: ", "config: ", "conversation: ")):
                 self.notices.append(line)
             else:
                 got.append(line)
