@@ -17,7 +17,12 @@ from bot_toolsearch._config.settings import (
     ToolsSettings,
 )
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog
-from bot_toolsearch._core.prompt import TOOL_SEARCH_RULES, render_deferred_tools
+from bot_toolsearch._core.directory import DEFAULT_DIRECTORY_BUDGET, DeferredDirectory
+from bot_toolsearch._core.prompt import (
+    GROUPED_DIRECTORY_RULES,
+    TOOL_SEARCH_RULES,
+    render_deferred_tools,
+)
 from bot_toolsearch._core.result import ToolSearchResult
 from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._runtime.ask_result import (
@@ -62,7 +67,10 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "CatalogError",
     "ConfigError",
     "ConfigReloader",
+    "DEFAULT_DIRECTORY_BUDGET",
+    "DeferredDirectory",
     "EasterEggSettings",
+    "GROUPED_DIRECTORY_RULES",
     "LoggingMiddleware",
     "MCPServerConfig",
     "Middleware",

@@ -8,12 +8,13 @@ name map.
 
 from __future__ import annotations
 
+import bisect
 import gc
 import json
 import logging
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
 
@@ -53,6 +54,7 @@ _SCHEMA_KEYS = {
 
 
 _DEFERRED_CACHE_SIZE = 64
+_T = TypeVar("_T")
 
 MAX_NAME_LENGTH = 256
 """Longest canonical tool name: every deferred name costs prompt tokens on every ask, so a
@@ -149,7 +151,9 @@ class ToolCatalog:
     __slots__ = (
         "_by_fold",
         "_deferred_cache",
+        "_descriptions",
         "_json",
+        "_memo",
         "_order",
         "_rank",
         "index",
@@ -174,6 +178,7 @@ class ToolCatalog:
     def _build(self, schemas: Iterable[Mapping[str, Any]]) -> None:
         names: list[str] = []
         encoded: dict[str, str] = {}
+        described: dict[str, str] = {}
         docs: dict[str, Document] = {}
         for position, entry in enumerate(schemas):
             function = entry.get("function") if isinstance(entry, Mapping) else None
@@ -222,11 +227,15 @@ class ToolCatalog:
             )
             names.append(name)
             encoded[name] = text
+            if isinstance(description, str) and description:
+                described[name] = description
         self.names: tuple[str, ...] = tuple(names)
         """Canonical tool names in input order."""
         self.sorted_names: tuple[str, ...] = tuple(sorted(names, key=lambda n: (n.casefold(), n)))
         """Canonical tool names in ``(casefold(name), name)`` order: the directory order."""
         self._json = encoded
+        self._descriptions = described
+        self._memo: dict[object, object] = {}
         self._order = {name: i for i, name in enumerate(names)}
         # A document's id is its position in sorted_names, so ties in score break by id.
         self._rank = {name: i for i, name in enumerate(self.sorted_names)}
@@ -286,6 +295,43 @@ class ToolCatalog:
                 self._deferred_cache.pop(next(iter(self._deferred_cache)), None)
             self._deferred_cache[excluded] = cached
         return cached
+
+    def description(self, name: str) -> str:
+        """The description of catalog tool ``name`` (``""`` when it has none)."""
+        return self._descriptions.get(name, "")
+
+    def memo(self, key: Hashable, build: Callable[[], _T]) -> _T:
+        """``build()``, computed once per ``key`` for this catalog and then shared.
+
+        For what a session derives from the catalog and a few settings (the directory of a
+        permitted set, a namespace index): computed on the first ask that needs it, never per
+        ask. Bounded, oldest first out, like `deferred_names`. ``key`` must identify the value
+        (start it with the caller's own tag).
+        """
+        try:
+            found = self._memo[key]
+        except KeyError:
+            value = build()
+            if len(self._memo) >= _DEFERRED_CACHE_SIZE:
+                self._memo.pop(next(iter(self._memo)), None)
+            self._memo[key] = value
+            return value
+        return found  # type: ignore[return-value]
+
+    def namespace_members(self, namespace: str) -> tuple[str, ...]:
+        """Catalog names inside ``namespace`` (``ns.`` prefix, ignoring case), in directory order.
+
+        >>> ToolCatalog([{"function": {"name": n}} for n in ("gh.pr", "GH.issue", "ghx")]
+        ...             ).namespace_members("gh")
+        ('GH.issue', 'gh.pr')
+        """
+        prefix = namespace.casefold() + "."
+        folded = self.memo(("casefolded",), lambda: [n.casefold() for n in self.sorted_names])
+        start = bisect.bisect_left(folded, prefix)
+        end = start
+        while end < len(folded) and folded[end].startswith(prefix):
+            end += 1
+        return self.sorted_names[start:end]
 
     def rank(self, name: str) -> int:
         """The position of ``name`` in :attr:`sorted_names`, which is its search document id."""

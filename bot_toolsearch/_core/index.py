@@ -179,12 +179,16 @@ class SearchIndex:
             for d in docs
         }
 
-    def scores(self, terms: Sequence[str], required: Collection[str] = ()) -> dict[int, float]:
+    def scores(
+        self, terms: Sequence[str], required: Collection[str] = (), *, tiers: bool = True
+    ) -> dict[int, float]:
         """Score every document that matches the query.
 
         Args:
             terms: the scoring terms, de-duplicated (required ones included).
             required: terms every returned document must contain (exactly, after stemming).
+            tiers: for a one-term query, rank name hits above parameter-name hits above
+                description hits (the reference contract); ``False`` gives plain scores.
 
         Returns:
             ``{doc_id: score}`` for every document that contains all ``required`` terms and
@@ -210,7 +214,7 @@ class SearchIndex:
             for group in groups[1:]:
                 for d, w in group.items():
                     acc[d] = get(d, 0.0) + w
-        if len(terms) == 1:
-            tiers = self._tiers(terms[0], acc)
-            return {d: s + _TIER_STEP * tiers[d] for d, s in acc.items()}
+        if tiers and len(terms) == 1:
+            tier = self._tiers(terms[0], acc)
+            return {d: s + _TIER_STEP * tier[d] for d, s in acc.items()}
         return acc
