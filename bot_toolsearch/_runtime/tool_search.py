@@ -128,7 +128,7 @@ class ToolSearchMiddleware:
             max_results=skills.tool_search_max_results,
             hidden=ctx.hidden,
             directory_budget=skills.tool_search_directory_budget,
-            namespaces=ctx.settings.tools.namespaces,
+            namespaces=ctx.toolset.namespace_descriptions(ctx.settings.tools.namespaces),
         )
         if not session.deferred_tool_names:
             return

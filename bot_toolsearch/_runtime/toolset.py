@@ -95,6 +95,9 @@ class ToolSet:
     """A real tool is named ``tool_search``."""
     names: frozenset[str] = frozenset()
     """Every entry's name (what the permission hook receives)."""
+    namespaces: Mapping[str, str] = field(default_factory=dict)
+    """Namespace descriptions from the tool sources (MCP servers, folder READMEs); the
+    config's ``[tools.namespaces]`` wins over them (`namespace_descriptions`)."""
     _wire: dict[str, WireNames] = field(default_factory=dict, repr=False)
     # Per-ask results that depend only on this tool set and the settings, computed once:
     # allow/deny pattern results, per-permitted-set views, names already warned about.
@@ -103,11 +106,21 @@ class ToolSet:
     )
     _views: dict[int, tuple[frozenset[str], ToolView]] = field(default_factory=dict, repr=False)
     _warned: set[tuple[str, str]] = field(default_factory=set, repr=False)
+    _merged: dict[int, tuple[Mapping[str, str], Mapping[str, str]]] = field(
+        default_factory=dict, repr=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def build(cls, tools: Sequence[Tool], agents: Sequence[Agent]) -> ToolSet:
+    def build(
+        cls,
+        tools: Sequence[Tool],
+        agents: Sequence[Agent],
+        namespaces: Mapping[str, str] | None = None,
+    ) -> ToolSet:
         """Index the host's built-ins, then ``tools``, then ``agents``.
+
+        ``namespaces`` are the sources' namespace descriptions (kept as given).
 
         Raises:
             CatalogError: two tools (or a tool and a built-in or agent) share a name.
@@ -128,7 +141,7 @@ class ToolSet:
         if collision:
             usable[TOOL_SEARCH_NAME] = entries[TOOL_SEARCH_NAME]
         schemas = tuple(_frozen_schema(catalog, name, usable[name]) for name in usable)
-        return cls(usable, catalog, schemas, collision, frozenset(usable))
+        return cls(usable, catalog, schemas, collision, frozenset(usable), dict(namespaces or {}))
 
     @classmethod
     def from_snapshot(cls, snapshot: ToolSetSnapshot, agents: Sequence[Agent]) -> ToolSet:
@@ -151,7 +164,23 @@ class ToolSet:
                     "rename the tool",
                     name=name,
                 )
-        return cls.build(tuple(snapshot.tools.values()), agents)
+        return cls.build(tuple(snapshot.tools.values()), agents, snapshot.namespaces)
+
+    def namespace_descriptions(self, configured: Mapping[str, str]) -> Mapping[str, str]:
+        """The sources' namespace descriptions overridden by ``configured``, cached per
+        configured mapping (settings change rarely; asks reuse the merged mapping)."""
+        if not self.namespaces:
+            return configured
+        key = id(configured)
+        hit = self._merged.get(key)
+        if hit is not None and hit[0] is configured:
+            return hit[1]
+        merged = {**self.namespaces, **configured}
+        with self._lock:
+            if len(self._merged) >= _CACHE_SIZE:
+                self._merged.pop(next(iter(self._merged)))
+            self._merged[key] = (configured, merged)  # holding it keeps the id unique
+        return merged
 
     def wire_names(self, dot_delimiter: str) -> WireNames:
         """The wire-name map for every entry plus ``tool_search``, cached per delimiter."""

@@ -91,3 +91,35 @@ async def test_the_budget_is_hot_reloaded_for_the_next_ask(
     assert GROUPED_DIRECTORY_RULES not in directory_of(server, 0)
     assert "repo.* (40 tools)" in directory_of(server, 1)
     assert GROUPED_DIRECTORY_RULES in directory_of(server, 1)
+
+
+async def test_a_folder_readme_describes_its_namespace_and_the_config_wins(
+    server: ScriptedOpenAIServer, tmp_path: Path, api: str
+) -> None:
+    for i in range(30):
+        folder = tmp_path / "tools" / "songs" / f"op_{i:02d}"
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(f'{{"description": "Song op {i}."}}', "utf-8")
+        (folder / "handler.py").write_text("def execute(**kw):\n    return 'ok'\n", "utf-8")
+    (tmp_path / "tools" / "songs" / "README.md").write_text("Songs from the README.\n", "utf-8")
+    (tmp_path / "tools" / "pets").mkdir()
+    for verb in ("feed", "walk"):
+        folder = tmp_path / "tools" / "pets" / verb
+        folder.mkdir()
+        (folder / "config.json").write_text('{"description": "A pet."}', "utf-8")
+        (folder / "handler.py").write_text("def execute(**kw):\n    return 'ok'\n", "utf-8")
+    (tmp_path / "tools" / "pets" / "README").write_text("Pets from the README.\n", "utf-8")
+    extra = (
+        "[skills]\ntool_search_enabled = true\ntool_search_directory_budget = 70\n"
+        '[tools]\ndirs = ["tools"]\n[tools.namespaces]\npets = "Pets from the config."\n'
+    )
+    bot = Bot.from_config(write_config(tmp_path / "config.toml", server.base_url, api, extra))
+    try:
+        server.script(call("end"))
+        await bot.ask("x")
+    finally:
+        await bot.aclose()
+
+    text = directory_of(server)
+    assert "songs.* (30 tools): Songs from the README." in text
+    assert "pets.* (2 tools): Pets from the config." in text
