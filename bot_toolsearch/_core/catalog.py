@@ -12,6 +12,7 @@ import bisect
 import gc
 import json
 import logging
+import threading
 import unicodedata
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -19,7 +20,7 @@ from typing import Any, TypeVar
 from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
 
 from .index import Document, SearchIndex
-from .tokens import index_terms
+from .tokens import index_terms, release_caches
 
 __all__ = ["MAX_NAME_LENGTH", "TOOL_SEARCH_NAME", "ToolCatalog", "invalid_name_reason"]
 
@@ -29,7 +30,7 @@ TOOL_SEARCH_NAME = "tool_search"
 logger = logging.getLogger("bot_toolsearch")
 
 # json.dumps(..., ensure_ascii=False, allow_nan=False) without building an encoder per tool.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 # JSON Schema keywords that can hold parameters: 0 = a mapping of sub-schemas, 1 = a single
 # sub-schema, 2 = a list of sub-schemas (``items`` is either of the last two).
@@ -91,21 +92,22 @@ def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
     names: list[str] = []
     texts: list[str] = []
     stack: list[object] = [parameters]
-    # The schema came out of json.loads, so it has no cycles; a stack bounds deep nesting.
+    # The schema was just serialised as JSON, so it has no cycles (and only JSON-like
+    # containers); a stack bounds deep nesting.
     # Only the keys a node has are looked at: the walk runs over every schema of the catalog.
     while stack:
         node = stack.pop()
-        if isinstance(node, list):
+        if isinstance(node, list | tuple):
             stack.extend(node)
             continue
-        if not isinstance(node, dict):
+        if not isinstance(node, Mapping):
             continue
         for key, sub in node.items():
             if key == "description":
                 if isinstance(sub, str):
                     texts.extend(index_terms(sub))
             elif key == "enum":
-                if isinstance(sub, list):
+                if isinstance(sub, list | tuple):
                     for value in sub:
                         if isinstance(value, str):
                             texts.extend(index_terms(value))
@@ -113,7 +115,7 @@ def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
                 kind = _SCHEMA_KEYS.get(key)
                 if kind is None:
                     continue
-                if isinstance(sub, dict):
+                if isinstance(sub, Mapping):
                     if kind == 0:
                         if key == "properties":
                             for prop in sub:
@@ -121,7 +123,7 @@ def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
                         stack.extend(sub.values())
                     elif kind == 1:
                         stack.append(sub)
-                elif (kind == 2 or key == "items") and isinstance(sub, list):
+                elif (kind == 2 or key == "items") and isinstance(sub, list | tuple):
                     stack.extend(sub)
     return names, texts
 
@@ -152,11 +154,12 @@ class ToolCatalog:
         "_by_fold",
         "_deferred_cache",
         "_descriptions",
+        "_index",
+        "_index_lock",
         "_json",
         "_memo",
         "_order",
         "_rank",
-        "index",
         "names",
         "sorted_names",
     )
@@ -179,7 +182,6 @@ class ToolCatalog:
         names: list[str] = []
         encoded: dict[str, str] = {}
         described: dict[str, str] = {}
-        docs: dict[str, Document] = {}
         for position, entry in enumerate(schemas):
             function = entry.get("function") if isinstance(entry, Mapping) else None
             if not isinstance(function, Mapping):
@@ -216,15 +218,7 @@ class ToolCatalog:
                     TOOL_SEARCH_NAME,
                     name,
                 )
-            copy = json.loads(text)["function"]
-            description = copy.get("description")
-            param_names, param_texts = _parameter_text(copy.get("parameters"))
-            docs[name] = (
-                index_terms(name),
-                param_names,
-                index_terms(description) if isinstance(description, str) else [],
-                param_texts,
-            )
+            description = function.get("description")
             names.append(name)
             encoded[name] = text
             if isinstance(description, str) and description:
@@ -240,11 +234,46 @@ class ToolCatalog:
         # A document's id is its position in sorted_names, so ties in score break by id.
         self._rank = {name: i for i, name in enumerate(self.sorted_names)}
         self._deferred_cache: dict[frozenset[str], tuple[str, ...]] = {}
-        self.index = SearchIndex([docs[name] for name in self.sorted_names])
+        self._index: SearchIndex | None = None
+        self._index_lock = threading.Lock()
         by_fold: dict[str, list[str]] = {}
         for name in self.sorted_names:
             by_fold.setdefault(name.casefold(), []).append(name)
         self._by_fold = {key: tuple(group) for key, group in by_fold.items()}
+
+    @property
+    def index(self) -> SearchIndex:
+        """The keyword search index, built from the catalog's own copy on first use.
+
+        Building it tokenises every name, description and parameter (about a second at
+        10,000 tools), so it is left to the first keyword search rather than start-up: exact
+        names, ``select:`` and the directory never need it. Read it once to build it ahead.
+        """
+        index = self._index
+        if index is None:
+            with self._index_lock:
+                if self._index is None:
+                    collecting = gc.isenabled()
+                    gc.disable()  # as in the build: no cycles, many long-lived objects
+                    try:
+                        self._index = SearchIndex([self._document(n) for n in self.sorted_names])
+                    finally:
+                        release_caches()
+                        if collecting:
+                            gc.enable()
+                index = self._index
+        return index
+
+    def _document(self, name: str) -> Document:
+        function = json.loads(self._json[name])["function"]
+        description = function.get("description")
+        param_names, param_texts = _parameter_text(function.get("parameters"))
+        return (
+            index_terms(name),
+            param_names,
+            index_terms(description) if isinstance(description, str) else [],
+            param_texts,
+        )
 
     def __len__(self) -> int:
         return len(self.names)

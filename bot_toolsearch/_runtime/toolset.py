@@ -133,14 +133,18 @@ class ToolSet:
                 raise CatalogError(f"duplicate tool name {entry.name!r}", name=entry.name)
             entries[entry.name] = entry
         collision = TOOL_SEARCH_NAME in entries
+        built = [_shared(e) for e in entries.values()]
         catalog = ToolCatalog(
-            [e.schema() for name, e in entries.items() if name != TOOL_SEARCH_NAME]
+            [s for name, s in zip(entries, built, strict=True) if name != TOOL_SEARCH_NAME]
         )
         # The catalog skips (and logs) names it cannot index safely; they are unusable anywhere.
         usable = {name: entries[name] for name in catalog.names}
         if collision:
             usable[TOOL_SEARCH_NAME] = entries[TOOL_SEARCH_NAME]
-        schemas = tuple(_frozen_schema(catalog, name, usable[name]) for name in usable)
+        # The catalog serialised every schema (its own isolated copy) and walked the same
+        # objects for the index; the tool lists share them too, so no schema is parsed again.
+        shared = dict(zip(entries, built, strict=True))
+        schemas = tuple(shared[name] for name in usable)
         return cls(usable, catalog, schemas, collision, frozenset(usable), dict(namespaces or {}))
 
     @classmethod
@@ -262,9 +266,10 @@ _CACHE_SIZE = 16
 """Distinct pattern pairs / permitted sets remembered per tool set (settings change rarely)."""
 
 
-def _frozen_schema(catalog: ToolCatalog, name: str, entry: Entry) -> Mapping[str, Any]:
-    schema = catalog.schema(name) if name in catalog else None
-    return schema if schema is not None else entry.schema()
+def _shared(entry: Entry) -> Mapping[str, Any]:
+    """An entry's schema without copying its parameters (a `Tool` copied them once when it
+    was made; built-ins and agents build a fresh small schema)."""
+    return entry.shared_schema() if isinstance(entry, Tool) else entry.schema()
 
 
 async def permitted_names(

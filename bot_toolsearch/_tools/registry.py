@@ -279,7 +279,7 @@ class ToolRegistry:
             connection = self._connections.get(config.name)
             for tool in connection.tools if connection is not None else ():
                 add(tool, connection.label, id(connection))  # type: ignore[union-attr]
-        return pairs, (fingerprint(t.schema() for t, _ in pairs), *key)
+        return pairs, (fingerprint(t.shared_schema() for t, _ in pairs), *key)
 
     def _rebuild(self, *, rescan: bool) -> ToolSetSnapshot:
         with self._lock:

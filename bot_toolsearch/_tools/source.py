@@ -82,7 +82,7 @@ class ToolSetSnapshot:
             if tool.name not in by_name:
                 by_name[tool.name] = tool
                 sources[tool.name] = source
-        schemas = {name: tool.schema() for name, tool in by_name.items()}
+        schemas = {name: tool.shared_schema() for name, tool in by_name.items()}
         # The real tool's schema is in the fingerprint: asks without tool search send it.
         digest = fingerprint(schemas.values())
         if reuse is not None and reuse.fingerprint == digest:
