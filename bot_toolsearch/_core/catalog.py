@@ -268,11 +268,13 @@ class ToolCatalog:
         function = json.loads(self._json[name])["function"]
         description = function.get("description")
         param_names, param_texts = _parameter_text(function.get("parameters"))
+        namespace, _, leaf = name.rpartition(".")
         return (
-            index_terms(name),
+            index_terms(leaf),
             param_names,
             index_terms(description) if isinstance(description, str) else [],
             param_texts,
+            index_terms(namespace),
         )
 
     def __len__(self) -> int:

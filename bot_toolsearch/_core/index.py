@@ -27,16 +27,24 @@ from collections.abc import Collection, Sequence
 
 __all__ = ["FIELD_WEIGHTS", "Document", "SearchIndex"]
 
-Document = tuple[Sequence[str], Sequence[str], Sequence[str], Sequence[str]]
-"""The terms of one tool: name parts, parameter names, tool description, parameter texts."""
+Document = tuple[Sequence[str], ...]
+"""The terms of one tool: name parts (the leaf, after the last ``.``), parameter names, tool
+description, parameter texts, and the name's namespace parts (before the last ``.``); trailing
+fields may be left out (empty)."""
 
 # BM25 saturation and length normalisation, the same on every field. Normalising names too
 # lets a name made mostly of the query's words (``get_stock_price``) beat a longer name that
 # merely contains them.
 _K = 1.2
 _B = 0.75
-FIELD_WEIGHTS = (1.5, 0.5, 1.0, 0.5)
-"""Weights of the name, parameter-name, description and parameter-description fields.
+FIELD_WEIGHTS = (1.5, 0.5, 1.0, 0.5, 1.0)
+"""Weights of the leaf-name, parameter-name, description, parameter-description and namespace
+fields.
+
+The leaf of a name says what a tool does, its namespace which service offers it; as separate
+fields, each is length-normalised against its own kind, so a long namespace
+(``aiplatform.projects.locations.endpoints``) neither dilutes the leaf nor outweighs it. Both
+count as the name for a one-term query's tier.
 
 Parameter names say what a tool takes, not what it does, and the same few (``city``,
 ``date``, ``location``, ``id``) recur across unrelated tools, so they weigh half a
@@ -86,7 +94,10 @@ class SearchIndex:
 
     def __init__(self, docs: Sequence[Document]) -> None:
         self.size = n = len(docs)
-        avg = [max(1.0, sum(len(doc[f]) for doc in docs) / max(1, n)) for f in range(4)]
+        avg = [
+            max(1.0, sum(len(doc[f]) for doc in docs if f < len(doc)) / max(1, n))
+            for f in range(len(FIELD_WEIGHTS))
+        ]
         # Per field, BM25's K * (1 - B + B * length / avg) is base + slope * length.
         base = _K * (1.0 - _B)
         slopes = [_K * _B / a for a in avg]
@@ -99,15 +110,15 @@ class SearchIndex:
         # The hot loop: one postings update per token, no per-document or per-posting objects.
         for doc_id, fields in enumerate(docs):
             names = params = empty
-            for f in range(4):
+            for f in range(len(fields)):
                 field = fields[f]
                 if not field:
                     continue
                 weight = FIELD_WEIGHTS[f]
                 norm = base + slopes[f] * len(field)
                 unique = frozenset(field)
-                if f == 0:
-                    names = tuple(unique)
+                if f in (0, 4):  # the leaf and the namespace are both the tool's name
+                    names = (*names, *unique)
                 elif f == 1:
                     params = tuple(unique)
                 if len(unique) == len(field):  # every term once, the usual case: no counting
