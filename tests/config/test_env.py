@@ -173,3 +173,15 @@ def test_first_use_of_each_variable_is_logged_once(caplog: pytest.LogCaptureFixt
         "using environment variable PREFETCH_TOOLS for skills.prefetch_tools; "
         "consider moving it to config.toml",
     ]
+
+
+def test_directory_budget_from_the_environment_and_its_range() -> None:
+    assert applied({"TOOL_SEARCH_DIRECTORY_BUDGET": " 0 "}) == {
+        "skills": {"tool_search_directory_budget": 0}
+    }
+    from bot_toolsearch import BotSettings
+
+    with pytest.raises(ValidationError, match="tool_search_directory_budget"):
+        BotSettings.model_validate(applied({"TOOL_SEARCH_DIRECTORY_BUDGET": "-1"}))
+    (err,) = errors_for({"TOOL_SEARCH_DIRECTORY_BUDGET": "lots"})
+    assert "(from environment variable TOOL_SEARCH_DIRECTORY_BUDGET)" in str(err)
