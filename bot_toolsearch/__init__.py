@@ -18,7 +18,12 @@ from bot_toolsearch._config.settings import (
     ToolsSettings,
 )
 from bot_toolsearch._core.catalog import MAX_SCHEMA_DEPTH, TOOL_SEARCH_NAME, ToolCatalog
-from bot_toolsearch._core.prompt import TOOL_SEARCH_RULES, render_deferred_tools
+from bot_toolsearch._core.directory import DEFAULT_DIRECTORY_BUDGET, DeferredDirectory
+from bot_toolsearch._core.prompt import (
+    GROUPED_DIRECTORY_RULES,
+    TOOL_SEARCH_RULES,
+    render_deferred_tools,
+)
 from bot_toolsearch._core.query import NameDecoder
 from bot_toolsearch._core.result import ToolSearchResult
 from bot_toolsearch._core.session import ToolSearchSession
@@ -96,8 +101,11 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "ConversationStore",
     "ConversationStoreError",
     "ConversationTurn",
+    "DEFAULT_DIRECTORY_BUDGET",
+    "DeferredDirectory",
     "EasterEggSettings",
     "FinishReason",
+    "GROUPED_DIRECTORY_RULES",
     "HandlerThreads",
     "LoggingMiddleware",
     "MAX_SCHEMA_DEPTH",

@@ -40,7 +40,7 @@ __all__ = [
     "load_catalog_file",
 ]
 
-_FIELDS = ("name", "parameter names", "description", "parameter descriptions")
+_FIELDS = ("name", "parameter names", "description", "parameter descriptions", "namespace")
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ ENV_FALLBACKS: Mapping[str, tuple[str, str, EnvKind]] = {
     "PREFETCH_TOOLS_HIDE": ("skills", "prefetch_tools_hide", "bool"),
     "TOOL_SEARCH_BLIND_CALL": ("skills", "tool_search_blind_call", "str"),
     "TOOL_SEARCH_KEEP_LOADED": ("skills", "tool_search_keep_loaded", "str"),
+    "TOOL_SEARCH_DIRECTORY_BUDGET": ("skills", "tool_search_directory_budget", "int"),
     "TOOLS_DOT_DELIMITER": ("tools", "dot_delimiter", "str"),
     "EASTER_EGG_AGENT_CALL_MESSAGE_ENABLED": ("easter_egg", "agent_call_message_enabled", "egg"),
 }
@@ -126,6 +127,7 @@ class EnvFallbacks(BaseSettings):
     PREFETCH_TOOLS_HIDE: _EnvBool = None
     TOOL_SEARCH_BLIND_CALL: _EnvStr = None
     TOOL_SEARCH_KEEP_LOADED: _EnvStr = None
+    TOOL_SEARCH_DIRECTORY_BUDGET: _EnvInt = None
     TOOLS_DOT_DELIMITER: _EnvStr = None
     EASTER_EGG_AGENT_CALL_MESSAGE_ENABLED: _EnvEgg = None
 

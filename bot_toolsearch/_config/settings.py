@@ -174,6 +174,9 @@ class SkillsSettings(_Table):
     """What a call to a deferred tool that was never loaded does."""
     tool_search_keep_loaded: KeepLoadedPolicy = "ask"
     """In a conversation: reset the loaded set each ask, or keep the tools it has called."""
+    tool_search_directory_budget: StrictInt = Field(default=4000, ge=0)
+    """Tokens the ``<available_deferred_tools>`` directory may take; over it, the directory is
+    grouped by namespace. 0 means no limit (always one name per line)."""
     prefetch_tools: tuple[_Name, ...] = ()
     """Tools called once before round 1, their results given to the model."""
     prefetch_tools_hide: StrictBool = False
@@ -235,6 +238,18 @@ class ToolsSettings(_Table):
     max_result_chars: StrictInt = Field(default=100_000, ge=1)
     """Longest tool result sent to the model; a longer one is cut, with a marker that states
     its full size."""
+    namespaces: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    """``[tools.namespaces]``: namespace -> one-line description for the grouped directory
+    and keyword search; wins over an MCP server's or a tool folder's own. Treat it as
+    read-only (a plain dict, so settings stay deep-copyable)."""
+
+    @field_validator("namespaces")
+    @classmethod
+    def _namespace_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not name or name != name.strip() or name.startswith(".") or name.endswith("."):
+                raise ValueError(f"namespace {name!r}: expected a name like 'github' or 'a.b'")
+        return value
 
     @field_validator("dirs", mode="before")
     @classmethod

@@ -8,18 +8,20 @@ name map.
 
 from __future__ import annotations
 
+import bisect
 import gc
 import json
 import logging
+import threading
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
 
 from .index import Document, SearchIndex
-from .tokens import index_terms
+from .tokens import index_terms, release_caches
 
 __all__ = [
     "MAX_NAME_LENGTH",
@@ -36,7 +38,7 @@ TOOL_SEARCH_NAME = "tool_search"
 logger = logging.getLogger("bot_toolsearch")
 
 # json.dumps(..., ensure_ascii=False, allow_nan=False) without building an encoder per tool.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 # JSON Schema keywords that can hold parameters: 0 = a mapping of sub-schemas, 1 = a single
 # sub-schema, 2 = a list of sub-schemas (``items`` is either of the last two).
@@ -61,6 +63,7 @@ _SCHEMA_KEYS = {
 
 
 _DEFERRED_CACHE_SIZE = 64
+_T = TypeVar("_T")
 
 MAX_NAME_LENGTH = 256
 """Longest canonical tool name: every deferred name costs prompt tokens on every ask, so a
@@ -126,38 +129,27 @@ def invalid_name_reason(name: object) -> str | None:
     return None
 
 
-def _document(name: str, function: Mapping[str, Any]) -> Document:
-    """The terms a tool is indexed under, by field (see :data:`Document`)."""
-    description = function.get("description")
-    param_names, param_texts = _parameter_text(function.get("parameters"))
-    return (
-        index_terms(name),
-        param_names,
-        index_terms(description) if isinstance(description, str) else [],
-        param_texts,
-    )
-
-
 def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
     """Terms of every property name, and of every description and enum value, in a schema."""
     names: list[str] = []
     texts: list[str] = []
     stack: list[object] = [parameters]
-    # The schema came out of json.loads, so it has no cycles; a stack bounds deep nesting.
+    # The schema was just serialised as JSON, so it has no cycles (and only JSON-like
+    # containers); a stack bounds deep nesting.
     # Only the keys a node has are looked at: the walk runs over every schema of the catalog.
     while stack:
         node = stack.pop()
-        if isinstance(node, list):
+        if isinstance(node, list | tuple):
             stack.extend(node)
             continue
-        if not isinstance(node, dict):
+        if not isinstance(node, Mapping):
             continue
         for key, sub in node.items():
             if key == "description":
                 if isinstance(sub, str):
                     texts.extend(index_terms(sub))
             elif key == "enum":
-                if isinstance(sub, list):
+                if isinstance(sub, list | tuple):
                     for value in sub:
                         if isinstance(value, str):
                             texts.extend(index_terms(value))
@@ -165,7 +157,7 @@ def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
                 kind = _SCHEMA_KEYS.get(key)
                 if kind is None:
                     continue
-                if isinstance(sub, dict):
+                if isinstance(sub, Mapping):
                     if kind == 0:
                         if key == "properties":
                             for prop in sub:
@@ -173,7 +165,7 @@ def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
                         stack.extend(sub.values())
                     elif kind == 1:
                         stack.append(sub)
-                elif (kind == 2 or key == "items") and isinstance(sub, list):
+                elif (kind == 2 or key == "items") and isinstance(sub, list | tuple):
                     stack.extend(sub)
     return names, texts
 
@@ -205,10 +197,13 @@ class ToolCatalog:
     __slots__ = (
         "_by_fold",
         "_deferred_cache",
+        "_descriptions",
+        "_index",
+        "_index_lock",
         "_json",
+        "_memo",
         "_order",
         "_rank",
-        "index",
         "names",
         "sorted_names",
     )
@@ -232,7 +227,7 @@ class ToolCatalog:
     def _build(self, schemas: Iterable[Mapping[str, Any]]) -> None:
         names: list[str] = []
         encoded: dict[str, str] = {}
-        docs: dict[str, Document] = {}
+        described: dict[str, str] = {}
         for position, entry in enumerate(schemas):
             function = entry.get("function") if isinstance(entry, Mapping) else None
             if not isinstance(function, Mapping):
@@ -249,27 +244,8 @@ class ToolCatalog:
             if name in encoded:
                 logger.warning("tool catalog: skipping entry %d: duplicate name %r", position, name)
                 continue
-            depth = schema_depth_problem(function.get("parameters"))
-            if depth is None:
-                # Envelope and function add two levels; anything else deep is refused too.
-                depth = schema_depth_problem(entry, MAX_SCHEMA_DEPTH + 2)
-            if depth is not None:
-                logger.warning(
-                    "tool catalog: skipping entry %d (%r): parameters %s", position, name, depth
-                )
-                continue
-            try:
-                # A JSON round trip is the deep copy: it isolates the catalog from the caller's
-                # objects and rejects what no provider could be sent (cycles, non-JSON values).
-                # Lone surrogates (in a description, say) become U+FFFD: the schema is sent.
-                text = well_formed(_ENCODER.encode({**entry, "function": dict(function)}))
-            except (TypeError, ValueError, RecursionError) as exc:
-                logger.warning(
-                    "tool catalog: skipping entry %d (%r): schema is not JSON: %s",
-                    position,
-                    name,
-                    exc,
-                )
+            text = _encoded_entry(position, name, entry, function)
+            if text is None:
                 continue
             if name.casefold() == TOOL_SEARCH_NAME:
                 logger.warning(
@@ -279,23 +255,64 @@ class ToolCatalog:
                     TOOL_SEARCH_NAME,
                     name,
                 )
-            docs[name] = _document(name, json.loads(text)["function"])
+            description = function.get("description")
             names.append(name)
             encoded[name] = text
+            if isinstance(description, str) and description:
+                described[name] = description
         self.names: tuple[str, ...] = tuple(names)
         """Canonical tool names in input order."""
         self.sorted_names: tuple[str, ...] = tuple(sorted(names, key=lambda n: (n.casefold(), n)))
         """Canonical tool names in ``(casefold(name), name)`` order: the directory order."""
         self._json = encoded
+        self._descriptions = described
+        self._memo: dict[object, object] = {}
         self._order = {name: i for i, name in enumerate(names)}
         # A document's id is its position in sorted_names, so ties in score break by id.
         self._rank = {name: i for i, name in enumerate(self.sorted_names)}
         self._deferred_cache: dict[frozenset[str], tuple[str, ...]] = {}
-        self.index = SearchIndex([docs[name] for name in self.sorted_names])
+        self._index: SearchIndex | None = None
+        self._index_lock = threading.Lock()
         by_fold: dict[str, list[str]] = {}
         for name in self.sorted_names:
             by_fold.setdefault(name.casefold(), []).append(name)
         self._by_fold = {key: tuple(group) for key, group in by_fold.items()}
+
+    @property
+    def index(self) -> SearchIndex:
+        """The keyword search index, built from the catalog's own copy on first use.
+
+        Building it tokenises every name, description and parameter (about a second at
+        10,000 tools), so it is left to the first keyword search rather than start-up: exact
+        names, ``select:`` and the directory never need it. Read it once to build it ahead.
+        """
+        index = self._index
+        if index is None:
+            with self._index_lock:
+                if self._index is None:
+                    collecting = gc.isenabled()
+                    gc.disable()  # as in the build: no cycles, many long-lived objects
+                    try:
+                        self._index = SearchIndex([self._document(n) for n in self.sorted_names])
+                    finally:
+                        release_caches()
+                        if collecting:
+                            gc.enable()
+                index = self._index
+        return index
+
+    def _document(self, name: str) -> Document:
+        function = json.loads(self._json[name])["function"]
+        description = function.get("description")
+        param_names, param_texts = _parameter_text(function.get("parameters"))
+        namespace, _, leaf = name.rpartition(".")
+        return (
+            index_terms(leaf),
+            param_names,
+            index_terms(description) if isinstance(description, str) else [],
+            param_texts,
+            index_terms(namespace),
+        )
 
     def __len__(self) -> int:
         return len(self.names)
@@ -353,7 +370,44 @@ class ToolCatalog:
         Raises:
             KeyError: ``name`` is not in the catalog.
         """
-        return _document(name, json.loads(self._json[name])["function"])
+        return self._document(name)
+
+    def description(self, name: str) -> str:
+        """The description of catalog tool ``name`` (``""`` when it has none)."""
+        return self._descriptions.get(name, "")
+
+    def memo(self, key: Hashable, build: Callable[[], _T]) -> _T:
+        """``build()``, computed once per ``key`` for this catalog and then shared.
+
+        For what a session derives from the catalog and a few settings (the directory of a
+        permitted set, a namespace index): computed on the first ask that needs it, never per
+        ask. Bounded, oldest first out, like `deferred_names`. ``key`` must identify the value
+        (start it with the caller's own tag).
+        """
+        try:
+            found = self._memo[key]
+        except KeyError:
+            value = build()
+            if len(self._memo) >= _DEFERRED_CACHE_SIZE:
+                self._memo.pop(next(iter(self._memo)), None)
+            self._memo[key] = value
+            return value
+        return found  # type: ignore[return-value]
+
+    def namespace_members(self, namespace: str) -> tuple[str, ...]:
+        """Catalog names inside ``namespace`` (``ns.`` prefix, ignoring case), in directory order.
+
+        >>> ToolCatalog([{"function": {"name": n}} for n in ("gh.pr", "GH.issue", "ghx")]
+        ...             ).namespace_members("gh")
+        ('GH.issue', 'gh.pr')
+        """
+        prefix = namespace.casefold() + "."
+        folded = self.memo(("casefolded",), lambda: [n.casefold() for n in self.sorted_names])
+        start = bisect.bisect_left(folded, prefix)
+        end = start
+        while end < len(folded) and folded[end].startswith(prefix):
+            end += 1
+        return self.sorted_names[start:end]
 
     def rank(self, name: str) -> int:
         """The position of ``name`` in :attr:`sorted_names`, which is its search document id."""
@@ -362,3 +416,27 @@ class ToolCatalog:
     def case_variants(self, name: str) -> tuple[str, ...]:
         """Catalog names equal to ``name`` ignoring case, in ``(casefold, name)`` order."""
         return self._by_fold.get(name.casefold(), ())
+
+
+def _encoded_entry(
+    position: int, name: str, entry: Mapping[str, Any], function: Mapping[str, Any]
+) -> str | None:
+    """The catalog's JSON copy of one entry, or ``None`` (with one warning) when it is unusable:
+    nested too deep, or not JSON at all."""
+    depth = schema_depth_problem(function.get("parameters"))
+    if depth is None:
+        # Envelope and function add two levels; anything else deep is refused too.
+        depth = schema_depth_problem(entry, MAX_SCHEMA_DEPTH + 2)
+    if depth is not None:
+        logger.warning("tool catalog: skipping entry %d (%r): parameters %s", position, name, depth)
+        return None
+    try:
+        # A JSON round trip is the deep copy: it isolates the catalog from the caller's
+        # objects and rejects what no provider could be sent (cycles, non-JSON values).
+        # Lone surrogates (in a description, say) become U+FFFD: the schema is sent.
+        return well_formed(_ENCODER.encode({**entry, "function": dict(function)}))
+    except (TypeError, ValueError, RecursionError) as exc:
+        logger.warning(
+            "tool catalog: skipping entry %d (%r): schema is not JSON: %s", position, name, exc
+        )
+        return None

@@ -21,21 +21,30 @@ from __future__ import annotations
 
 import bisect
 import math
+from array import array
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 
 __all__ = ["FIELD_WEIGHTS", "Document", "SearchIndex", "split_tier"]
 
-Document = tuple[Sequence[str], Sequence[str], Sequence[str], Sequence[str]]
-"""The terms of one tool: name parts, parameter names, tool description, parameter texts."""
+Document = tuple[Sequence[str], ...]
+"""The terms of one tool: name parts (the leaf, after the last ``.``), parameter names, tool
+description, parameter texts, and the name's namespace parts (before the last ``.``); trailing
+fields may be left out (empty)."""
 
 # BM25 saturation and length normalisation, the same on every field. Normalising names too
 # lets a name made mostly of the query's words (``get_stock_price``) beat a longer name that
 # merely contains them.
 _K = 1.2
 _B = 0.75
-FIELD_WEIGHTS = (1.5, 0.5, 1.0, 0.5)
-"""Weights of the name, parameter-name, description and parameter-description fields.
+FIELD_WEIGHTS = (1.5, 0.5, 1.0, 0.5, 1.0)
+"""Weights of the leaf-name, parameter-name, description, parameter-description and namespace
+fields.
+
+The leaf of a name says what a tool does, its namespace which service offers it; as separate
+fields, each is length-normalised against its own kind, so a long namespace
+(``aiplatform.projects.locations.endpoints``) neither dilutes the leaf nor outweighs it. Both
+count as the name for a one-term query's tier.
 
 Parameter names say what a tool takes, not what it does, and the same few (``city``,
 ``date``, ``location``, ``id``) recur across unrelated tools, so they weigh half a
@@ -52,6 +61,7 @@ _PREFIX_MAX_VARIANTS = 16
 # Name tier 2, parameter-name tier 1, description tier 0: for a one-term query the tier decides
 # first (the reference design's contract), BM25 orders tools inside a tier.
 _TIER_STEP = 1e6
+_WEIGHTED_CACHE_SIZE = 4096
 
 
 def split_tier(score: float) -> tuple[int, float]:
@@ -84,39 +94,46 @@ class SearchIndex:
 
     __slots__ = (
         "_idf",
+        "_ids",
         "_names",
         "_params",
-        "_postings",
+        "_starts",
+        "_terms",
         "_vocabulary",
         "_weighted_cache",
+        "_weights",
         "size",
     )
 
     def __init__(self, docs: Sequence[Document]) -> None:
         self.size = n = len(docs)
-        avg = [max(1.0, sum(len(doc[f]) for doc in docs) / max(1, n)) for f in range(4)]
+        avg = [
+            max(1.0, sum(len(doc[f]) for doc in docs if f < len(doc)) / max(1, n))
+            for f in range(len(FIELD_WEIGHTS))
+        ]
         # Per field, BM25's K * (1 - B + B * length / avg) is base + slope * length.
         base = _K * (1.0 - _B)
         slopes = [_K * _B / a for a in avg]
         postings: defaultdict[str, dict[int, float]] = defaultdict(dict)
-        # Per document, the set of its name terms and of its parameter-name terms (the tiers).
-        self._names: list[frozenset[str]] = []
-        self._params: list[frozenset[str]] = []
-        empty: frozenset[str] = frozenset()
+        # Per document, its distinct name terms and parameter-name terms (the tiers), as
+        # tuples: a frozenset per document would cost several times the memory.
+        self._names: list[tuple[str, ...]] = []
+        self._params: list[tuple[str, ...]] = []
+        empty: tuple[str, ...] = ()
         # The hot loop: one postings update per token, no per-document or per-posting objects.
         for doc_id, fields in enumerate(docs):
             names = params = empty
-            for f in range(4):
+            for f in range(len(fields)):
                 field = fields[f]
                 if not field:
                     continue
                 weight = FIELD_WEIGHTS[f]
                 norm = base + slopes[f] * len(field)
                 unique = frozenset(field)
-                if f == 0:
-                    names = unique
+                if f in (0, 4):  # the leaf and the namespace are both the tool's name
+                    names = (*names, *unique)
                 elif f == 1:
-                    params = unique
+                    params = tuple(unique)
                 if len(unique) == len(field):  # every term once, the usual case: no counting
                     once = weight / (1.0 + norm)
                     for term in field:
@@ -129,21 +146,41 @@ class SearchIndex:
             self._names.append(names)
             self._params.append(params)
         log = math.log
-        self._postings = dict(postings)
-        self._idf = {
-            t: log(1.0 + (n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in self._postings.items()
-        }
+        # Held flat: every posting list back to back in two arrays (doc ids, weights), term k
+        # at [starts[k], starts[k + 1]): 12 bytes a posting instead of a dict entry and a
+        # float object (~100 bytes). A search rebuilds the few dicts it needs and keeps the
+        # most recent ones.
         self._vocabulary = sorted(postings)
+        self._terms = {term: k for k, term in enumerate(self._vocabulary)}
+        self._starts = starts = array("l", [0])
+        self._ids = ids = array("i")
+        self._weights = weights = array("d")
+        self._idf = idf = array("d")
+        for term in self._vocabulary:
+            found = postings.pop(term)
+            ids.extend(found.keys())
+            weights.extend(found.values())
+            starts.append(len(ids))
+            df = len(found)
+            idf.append(log(1.0 + (n - df + 0.5) / (df + 0.5)))
         self._weighted_cache: dict[str, dict[int, float]] = {}
 
     def __contains__(self, term: object) -> bool:
-        return term in self._postings
+        return term in self._terms
+
+    def _postings(self, term: str) -> tuple[array[int], array[float]] | None:
+        """The doc ids and weights (before IDF) of ``term``, or ``None``."""
+        k = self._terms.get(term)
+        if k is None:
+            return None
+        start, end = self._starts[k], self._starts[k + 1]
+        return self._ids[start:end], self._weights[start:end]
 
     def _variants(self, term: str) -> list[str]:
         """Index terms sharing a prefix relation with ``term`` (``term`` itself excluded)."""
         if len(term) < _PREFIX_MIN or not term.isascii() or not term.isalpha():
             return []
-        found = [term[:i] for i in range(_PREFIX_MIN, len(term)) if term[:i] in self._postings]
+        found = [term[:i] for i in range(_PREFIX_MIN, len(term)) if term[:i] in self._terms]
         vocabulary = self._vocabulary
         i = bisect.bisect_right(vocabulary, term)
         while i < len(vocabulary) and vocabulary[i].startswith(term):
@@ -157,13 +194,16 @@ class SearchIndex:
         """The postings of ``term`` times its IDF, computed on first use and then shared."""
         weighted = self._weighted_cache.get(term)
         if weighted is None:
-            postings = self._postings.get(term)
+            postings = self._postings(term)
             if postings is None:
                 return None
-            idf = self._idf[term]
-            weighted = {d: w * idf for d, w in postings.items()}
+            idf = self._idf[self._terms[term]]
+            weighted = {d: w * idf for d, w in zip(*postings, strict=True)}
             # Racing threads compute the same dict; either copy may win.
-            self._weighted_cache[term] = weighted
+            cache = self._weighted_cache
+            if len(cache) >= _WEIGHTED_CACHE_SIZE:
+                cache.pop(next(iter(cache)), None)
+            cache[term] = weighted
         return weighted
 
     def _matches(self, term: str) -> dict[int, float]:
@@ -176,8 +216,10 @@ class SearchIndex:
         merged = dict(exact) if exact is not None else {}
         get = merged.get
         for variant in variants:
-            factor = self._idf[variant] * _PREFIX_WEIGHT
-            for d, w in self._postings[variant].items():
+            factor = self._idf[self._terms[variant]] * _PREFIX_WEIGHT
+            found = self._postings(variant)
+            assert found is not None  # a variant is an index term
+            for d, w in zip(*found, strict=True):
                 discounted = w * factor
                 if discounted > get(d, 0.0):
                     merged[d] = discounted
@@ -192,12 +234,16 @@ class SearchIndex:
             for d in docs
         }
 
-    def scores(self, terms: Sequence[str], required: Collection[str] = ()) -> dict[int, float]:
+    def scores(
+        self, terms: Sequence[str], required: Collection[str] = (), *, tiers: bool = True
+    ) -> dict[int, float]:
         """Score every document that matches the query.
 
         Args:
             terms: the scoring terms, de-duplicated (required ones included).
             required: terms every returned document must contain (exactly, after stemming).
+            tiers: for a one-term query, rank name hits above parameter-name hits above
+                description hits (the reference contract); ``False`` gives plain scores.
 
         Returns:
             ``{doc_id: score}`` for every document that contains all ``required`` terms and
@@ -208,10 +254,10 @@ class SearchIndex:
         if not groups:
             return {}
         if required:
-            needed = [self._postings.get(t) for t in required]
+            needed = [self._postings(t) for t in required]
             if not all(needed):
                 return {}
-            postings = sorted((p for p in needed if p is not None), key=len)
+            postings = sorted((p[0] for p in needed if p is not None), key=len)
             candidates = set(postings[0])
             for p in postings[1:]:
                 candidates.intersection_update(p)
@@ -223,9 +269,9 @@ class SearchIndex:
             for group in groups[1:]:
                 for d, w in group.items():
                     acc[d] = get(d, 0.0) + w
-        if len(terms) == 1:
-            tiers = self._tiers(terms[0], acc)
-            return {d: s + _TIER_STEP * tiers[d] for d, s in acc.items()}
+        if tiers and len(terms) == 1:
+            tier = self._tiers(terms[0], acc)
+            return {d: s + _TIER_STEP * tier[d] for d, s in acc.items()}
         return acc
 
     def explain(self, terms: Sequence[str], document: Document) -> tuple[tuple[str, ...], ...]:

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .catalog import TOOL_SEARCH_NAME, invalid_name_reason
+from .directory import CLOSE, DEFAULT_DIRECTORY_BUDGET, OPEN, build_directory
 
 __all__ = [
     "ARGUMENTS_NOT_JSON",
     "ARGUMENTS_NOT_OBJECT",
     "DEFERRED_TOOLS_CLOSE",
     "DEFERRED_TOOLS_OPEN",
+    "GROUPED_DIRECTORY_RULES",
     "MAX_RESULTS_DESCRIPTION",
     "QUERY_DESCRIPTION",
     "QUERY_MISSING",
@@ -39,17 +41,17 @@ TOOL_SEARCH_DESCRIPTION = (
 """The description of the virtual ``tool_search`` tool."""
 
 QUERY_DESCRIPTION = (
-    "Use select:name_a,name_b for exact selection, a full tool name, keywords, "
-    "or +term to require a keyword."
+    "Use select:name_a,name_b for exact selection, select:namespace.* for a namespace's "
+    "tools, a full tool name, keywords, or +term to require a keyword."
 )
 """The description of the ``query`` parameter."""
 
 MAX_RESULTS_DESCRIPTION = "Maximum matches to load, capped by configuration."
 """The description of the ``max_results`` parameter."""
 
-DEFERRED_TOOLS_OPEN = "<available_deferred_tools>"
+DEFERRED_TOOLS_OPEN = OPEN
 """Opening tag of the directory of deferred tool names."""
-DEFERRED_TOOLS_CLOSE = "</available_deferred_tools>"
+DEFERRED_TOOLS_CLOSE = CLOSE
 """Closing tag of the directory of deferred tool names."""
 
 TOOL_SEARCH_RULES = (
@@ -63,6 +65,16 @@ TOOL_SEARCH_RULES = (
     "still pending."
 )
 """The short rules a host puts beside the ``<available_deferred_tools>`` block."""
+
+GROUPED_DIRECTORY_RULES = (
+    "The directory is grouped to save space: a line `name.* (N tools): description` stands for "
+    "N deferred tools whose names start with `name.`. To see them, call tool_search with "
+    'query="select:name.*": it loads them all when they fit in max_results, otherwise it '
+    "loads nothing and returns their exact names in `names`, a page at a time (send "
+    "`next_query` for the next page); then select the ones you need. Keyword queries search "
+    "every deferred tool, listed or not."
+)
+"""Added after `TOOL_SEARCH_RULES` only when the directory is grouped (over its budget)."""
 
 _EXPECTED = 'send an object like {"query":"select:tool_a,tool_b"} or {"query":"weather forecast"}'
 ARGUMENTS_NOT_JSON = f"tool_search arguments were not valid JSON; {_EXPECTED}."
@@ -108,16 +120,30 @@ def tool_search_schema(cap: int) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=16)
-def _render(names: tuple[str, ...]) -> str:
+def _render(
+    names: tuple[str, ...],
+    budget: int,
+    namespaces: tuple[tuple[str, str], ...],
+    always_loaded: tuple[str, ...],
+) -> str:
     unique = {name for name in names if invalid_name_reason(name) is None}
     if not unique:
         return ""
     ordered = sorted(unique, key=lambda n: (n.casefold(), n))
-    return "\n".join((DEFERRED_TOOLS_OPEN, *ordered, DEFERRED_TOOLS_CLOSE))
+    directory = build_directory(
+        ordered, budget=budget, descriptions=dict(namespaces), always_loaded=always_loaded
+    )
+    return directory.text
 
 
-def render_deferred_tools(names: Iterable[str]) -> str:
-    """The ``<available_deferred_tools>`` block: one name per line, names only.
+def render_deferred_tools(
+    names: Iterable[str],
+    *,
+    budget: int = DEFAULT_DIRECTORY_BUDGET,
+    namespaces: Mapping[str, str] | None = None,
+    always_loaded: Iterable[str] = (),
+) -> str:
+    """The ``<available_deferred_tools>`` block: one name per line while it fits ``budget``.
 
     Names are de-duplicated and sorted by ``(casefold(name), name)``, the order of
     :attr:`ToolSearchSession.deferred_tool_names`, so the block is byte-identical for the same
@@ -125,14 +151,23 @@ def render_deferred_tools(names: Iterable[str]) -> str:
     ``select:``); a name that no catalog accepts (not a string, empty, with whitespace,
     control characters, ``<`` or ``>``) is left out, so no name can break the layout.
 
+    When the list takes more than ``budget`` tokens the block is grouped by namespace (see
+    `bot_toolsearch._core.directory`; put `GROUPED_DIRECTORY_RULES` beside it then).
+    :meth:`ToolSearchSession.directory` does the same with descriptions derived from the
+    catalog's tool descriptions; here they are derived from the names alone.
+
     Args:
         names: tool names, usually ``session.deferred_tool_names``.
+        budget: tokens the block may take; 0 means no limit (always one name per line).
+        namespaces: namespace -> one-line description, for grouped lines.
+        always_loaded: always-loaded tool names; their namespaces are listed first.
 
     Returns:
         The block, or ``""`` when no name is left.
 
     Raises:
         TypeError: ``names`` is a single string instead of a collection of names.
+        ValueError: ``budget`` is negative or not an integer.
 
     >>> print(render_deferred_tools(["beta", "Alpha", "_x"]))
     <available_deferred_tools>
@@ -143,8 +178,13 @@ def render_deferred_tools(names: Iterable[str]) -> str:
     """
     if isinstance(names, str | bytes):
         raise TypeError("names must be a collection of tool names, not a single string")
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ValueError(f"budget must be an integer >= 0, got {budget!r}")
     key = names if isinstance(names, tuple) else tuple(names)
+    described = tuple((namespaces or {}).items())
+    always = tuple(n for n in always_loaded if isinstance(n, str))
     try:
-        return _render(key)
+        return _render(key, budget, described, always)
     except TypeError:  # an unhashable item: no valid name anyway, render without the cache
-        return _render.__wrapped__(tuple(n for n in key if isinstance(n, str)))
+        strings = tuple(n for n in key if isinstance(n, str))
+        return _render.__wrapped__(strings, budget, described, always)

@@ -1,4 +1,4 @@
-"""Parses a ``tool_search`` query: ``select:``, a full tool name, keywords, ``+required``.
+"""Parses a ``tool_search`` query: ``select:``, ``ns.*``, a full name, keywords, ``+required``.
 
 Parsing is pure text work. Whether a keyword query is in fact a full tool name is decided by
 the session, which knows the catalog.
@@ -18,9 +18,11 @@ __all__ = [
     "MAX_SELECT_NAMES",
     "KeywordQuery",
     "NameDecoder",
+    "NamespaceItem",
     "SelectQuery",
     "decode_default_wire_name",
     "echo",
+    "namespace_item",
     "parse_query",
     "select_items",
 ]
@@ -61,6 +63,38 @@ def echo(text: str) -> str:
 
 _SELECT = re.compile(r"select\s*:(.*)", re.IGNORECASE | re.DOTALL)
 _SELECT_SEPARATORS = re.compile(r"[,\s]+")
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceItem:
+    """``github.*`` (page 1) or ``github.*:3`` (page 3): a namespace's tools."""
+
+    namespace: str
+    """The namespace as written (``github``)."""
+    page: int
+    """The 1-based page of names wanted when the namespace is larger than the result cap."""
+
+
+_MAX_PAGE_DIGITS = 6
+
+
+def namespace_item(item: str) -> NamespaceItem | None:
+    """The namespace a ``select:`` item names, or ``None`` for a plain tool name.
+
+    >>> namespace_item("github.*"), namespace_item("github.*:2"), namespace_item("github.x")
+    (NamespaceItem(namespace='github', page=1), NamespaceItem(namespace='github', page=2), None)
+    """
+    head, page = item, "1"
+    if not head.endswith(".*"):
+        head, _, page = item.rpartition(":")
+        if not head.endswith(".*") or not page.isascii() or not page.isdigit():
+            return None
+        if len(page) > _MAX_PAGE_DIGITS:
+            page = "9" * _MAX_PAGE_DIGITS
+    namespace = head[:-2]
+    if not namespace or namespace.endswith(".") or int(page) < 1:
+        return None
+    return NamespaceItem(namespace, int(page))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,8 +144,13 @@ def parse_query(query: str) -> SelectQuery | KeywordQuery:
     (longer than the ``+``) makes the terms of ``word`` required. Stop words are dropped unless
     the query has nothing else.
 
+    A ``select:`` item ``namespace.*`` (or ``namespace.*:N`` for page ``N``) names a namespace
+    (`namespace_item`); a query that is only such an item means ``select:`` it.
+
     >>> parse_query("select: a, B c")
     SelectQuery(text='select: a, B c', names=('a', 'B', 'c'))
+    >>> parse_query("github.*")
+    SelectQuery(text='github.*', names=('github.*',))
 
     Terms are the tokenizer's stems (``city`` becomes ``citi``, as the index stores it):
 
@@ -122,6 +161,8 @@ def parse_query(query: str) -> SelectQuery | KeywordQuery:
     items = select_items(text)
     if items is not None:
         return SelectQuery(text=text, names=items[:MAX_SELECT_NAMES])
+    if text and not any(c.isspace() for c in text) and namespace_item(text) is not None:
+        return SelectQuery(text=text, names=(text,))  # a bare ``github.*``
     required_words: list[str] = []
     optional_words: list[str] = []
     for token in text[:MAX_KEYWORD_CHARS].split():

@@ -50,11 +50,20 @@ class ToolSearchResult:
     """More matches than the effective cap: a repeated search loads the next ones."""
     total_deferred_tools: int = 0
     """The number of initially deferred tools; constant for the session."""
+    names: tuple[str, ...] = ()
+    """A page of the names in a ``select:namespace.*`` namespace too large to load at once
+    (nothing of it is loaded): the model selects the ones it needs. Omitted when empty."""
+    next_query: str | None = None
+    """The query for the next page of `names`; omitted when there is none."""
     error: str | None = None
     """What the model should send instead, when the arguments were unusable."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The five fields (plus ``error`` when set) as JSON-ready values, in fixed order."""
+        """The five fixed fields, then ``names`` and ``next_query`` when set, then ``error``.
+
+        A result without namespace listing is exactly the five fields (the wire format
+        before namespaces existed).
+        """
         out: dict[str, Any] = {
             "loaded": list(self.loaded),
             "already_loaded": list(self.already_loaded),
@@ -62,6 +71,10 @@ class ToolSearchResult:
             "truncated": self.truncated,
             "total_deferred_tools": self.total_deferred_tools,
         }
+        if self.names:
+            out["names"] = list(self.names)
+        if self.next_query is not None:
+            out["next_query"] = self.next_query
         if self.error is not None:
             out["error"] = self.error
         return out

@@ -13,13 +13,48 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .catalog import TOOL_SEARCH_NAME, ToolCatalog
+from .directory import DEFAULT_DIRECTORY_BUDGET, DeferredDirectory, build_directory
+from .index import SearchIndex
 from .prompt import tool_search_schema
-from .query import NameDecoder, SelectQuery, decode_default_wire_name, echo, parse_query
+from .query import (
+    NameDecoder,
+    SelectQuery,
+    decode_default_wire_name,
+    echo,
+    namespace_item,
+    parse_query,
+)
 from .result import ToolSearchResult, read_arguments
+from .tokens import index_terms
 
-__all__ = ["ToolSearchSession"]
+__all__ = ["NAMESPACE_WEIGHT", "NAMES_PAGE", "ToolSearchSession"]
 
 logger = logging.getLogger("bot_toolsearch")
+
+NAMES_PAGE = 50
+"""Names per page when ``select:namespace.*`` lists a namespace too large to load."""
+NAMESPACE_WEIGHT = 0.5
+"""A keyword query's score against a namespace description, times this, is added to every
+tool of the namespace: a tool's own words decide first, the namespace's break near-ties and
+find tools whose own text never says what their service is."""
+
+
+class _NamespaceIndex:
+    """The namespace descriptions of one catalog as a small search index (built once)."""
+
+    __slots__ = ("index", "members")
+
+    def __init__(self, catalog: ToolCatalog, described: tuple[tuple[str, str], ...]) -> None:
+        self.members: list[tuple[int, ...]] = []
+        docs = []
+        for namespace, text in described:
+            if not isinstance(namespace, str) or not isinstance(text, str) or not text:
+                continue
+            members = tuple(catalog.rank(n) for n in catalog.namespace_members(namespace))
+            if members:
+                self.members.append(members)
+                docs.append(((), (), index_terms(text), ()))
+        self.index = SearchIndex(docs)
 
 
 def _names_arg(value: Iterable[str], what: str) -> Iterable[str]:
@@ -43,24 +78,33 @@ class ToolSearchSession:
             canonical name, for ``select:`` items and a bare full name that match no tool as
             written. Pass ``WireNames.to_canonical`` of the names you send; the default
             undoes the default delimiter ``-_-``.
+        directory_budget: tokens the :attr:`directory` may take; 0 means no limit.
+        namespaces: namespace -> description (``[tools.namespaces]``, MCP server
+            instructions, folder READMEs): lines of a grouped directory, and text keyword
+            search matches. Read when first needed; treat it as read-only.
 
     Raises:
-        ValueError: ``max_results`` is not a positive integer.
+        ValueError: ``max_results`` is not a positive integer, or ``directory_budget`` is
+            not an integer >= 0.
         TypeError: ``always_loaded`` or ``hidden`` is a single string.
         ToolSearchNameCollisionError: the schemas contain a tool named ``tool_search``.
     """
 
     __slots__ = (
+        "_budget",
         "_catalog",
         "_catalog_names",
         "_decode",
         "_deferred",
+        "_described",
+        "_directory",
         "_excluded",
         "_exposed",
         "_hidden",
         "_initial",
         "_loaded",
         "_max_results",
+        "_namespaces",
         "_search_loaded",
     )
 
@@ -72,9 +116,21 @@ class ToolSearchSession:
         max_results: int = 5,
         hidden: Iterable[str] = (),
         decode_name: NameDecoder | None = None,
+        directory_budget: int = DEFAULT_DIRECTORY_BUDGET,
+        namespaces: Mapping[str, str] | None = None,
     ) -> None:
         if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
             raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
+        if (
+            isinstance(directory_budget, bool)
+            or not isinstance(directory_budget, int)
+            or directory_budget < 0
+        ):
+            raise ValueError(f"directory_budget must be an integer >= 0, got {directory_budget!r}")
+        self._budget = directory_budget
+        self._namespaces = namespaces
+        self._described: tuple[tuple[str, str], ...] | None = None
+        self._directory: DeferredDirectory | None = None
         catalog = (
             catalog_or_schemas
             if isinstance(catalog_or_schemas, ToolCatalog)
@@ -129,6 +185,38 @@ class ToolSearchSession:
         if self._deferred is None:
             self._deferred = self._catalog.deferred_names(self._excluded)
         return self._deferred
+
+    @property
+    def directory(self) -> DeferredDirectory:
+        """The ``<available_deferred_tools>`` block of this session under its budget.
+
+        Computed once per catalog, excluded set, always-loaded set, budget and namespace
+        descriptions, then shared by every session that asks for the same (see
+        `bot_toolsearch._core.directory`). ``directory.grouped`` says whether the host should
+        add `GROUPED_DIRECTORY_RULES` to the rules.
+        """
+        if self._directory is None:
+            described = self._namespace_items()
+            deferred = self.deferred_tool_names
+            catalog = self._catalog
+            key = ("directory", self._excluded, self._initial, self._budget, described)
+            self._directory = catalog.memo(
+                key,
+                lambda: build_directory(
+                    deferred,
+                    budget=self._budget,
+                    descriptions=dict(described),
+                    always_loaded=self._initial,
+                    tool_descriptions=catalog.description,
+                ),
+            )
+        return self._directory
+
+    def _namespace_items(self) -> tuple[tuple[str, str], ...]:
+        if self._described is None:
+            given = self._namespaces
+            self._described = tuple(given.items()) if given else ()
+        return self._described
 
     @property
     def total_deferred_tools(self) -> int:
@@ -190,6 +278,29 @@ class ToolSearchSession:
                 real = self._resolve_real(decoded)
         return real
 
+    def _namespace(
+        self, item: str, limit: int
+    ) -> tuple[tuple[str, ...] | None, tuple[tuple[str, ...], str | None] | None]:
+        """``(members, None)`` to load a namespace whole, ``(members, (page, next query))``
+        to list a page of its names, ``(None, None)`` when ``item`` names no namespace."""
+        parsed = namespace_item(item)
+        if parsed is None:
+            return None, None
+        hidden = self._hidden
+        members = tuple(
+            n for n in self._catalog.namespace_members(parsed.namespace) if n not in hidden
+        )
+        if not members:
+            return None, None
+        unloaded = sum(1 for n in members if n not in self._loaded)
+        if parsed.page == 1 and unloaded <= limit:
+            return members, None
+        start = (parsed.page - 1) * NAMES_PAGE
+        page = members[start : start + NAMES_PAGE]
+        more = start + NAMES_PAGE < len(members)
+        following = f"select:{parsed.namespace}.*:{parsed.page + 1}" if more and page else None
+        return members, (page, following)
+
     def _limit(self, max_results: object) -> int:
         if isinstance(max_results, bool) or not isinstance(max_results, int):
             return self._max_results
@@ -249,21 +360,34 @@ class ToolSearchSession:
                 return self._result(not_found=(parsed.text,))
             resolved: dict[str, None] = {}
             missing: dict[str, str] = {}
+            listing: list[str] = []
+            next_query: str | None = None
             for item in parsed.names:
                 name = self._resolve(item)
                 if name is not None:
                     resolved.setdefault(name)
-                else:
+                    continue
+                members, page = self._namespace(item, limit)
+                if members is None:
                     missing.setdefault(item.casefold(), item)
+                elif page is None:
+                    resolved.update(dict.fromkeys(members))
+                elif page[0]:
+                    listing.extend(n for n in page[0] if n not in listing)
+                    next_query = next_query or page[1]
+                else:
+                    missing.setdefault(item.casefold(), item)  # a page past the end
             result = self._take(resolved, limit)
-            if not missing:
+            if not missing and not listing:
                 return result
             return ToolSearchResult(
                 loaded=result.loaded,
                 already_loaded=result.already_loaded,
                 not_found=tuple(echo(item) for item in missing.values()),
-                truncated=result.truncated,
+                truncated=result.truncated or bool(listing),
                 total_deferred_tools=result.total_deferred_tools,
+                names=tuple(listing),
+                next_query=next_query,
             )
         if not parsed.text:
             return self._result()
@@ -273,6 +397,8 @@ class ToolSearchSession:
         if not parsed.terms:
             return self._result(not_found=(parsed.text,))
         scores = self._catalog.index.scores(parsed.terms, parsed.required)
+        if self._namespace_items():
+            self._add_namespace_scores(scores, parsed.terms, bool(parsed.required))
         # Keyword hits are initially deferred tools only: never hidden or always-loaded ones.
         rank = self._catalog.rank
         for name in self._excluded:
@@ -289,6 +415,25 @@ class ToolSearchSession:
         top = sorted(scores, key=lambda d: (-scores[d], d))
         names = self._catalog.sorted_names
         return self._take((names[doc] for doc in top), limit)
+
+    def _add_namespace_scores(
+        self, scores: dict[int, float], terms: Sequence[str], required: bool
+    ) -> None:
+        """Add each matching namespace description's score to its tools (see
+        `NAMESPACE_WEIGHT`); with required terms, only to tools that passed the filter."""
+        catalog = self._catalog
+        described = self._namespace_items()
+        found: _NamespaceIndex = catalog.memo(
+            ("namespace-index", described), lambda: _NamespaceIndex(catalog, described)
+        )
+        matched = found.index.scores(terms, tiers=False)
+        get = scores.get
+        for doc, score in matched.items():
+            bonus = NAMESPACE_WEIGHT * score
+            for member in found.members[doc]:
+                if required and member not in scores:
+                    continue
+                scores[member] = get(member, 0.0) + bonus
 
     def execute(self, arguments: object) -> str:
         """Run a model's ``tool_search`` call and return the tool result text.

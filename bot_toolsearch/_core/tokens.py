@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["STOP_WORDS", "index_terms", "query_terms", "split_name", "stem"]
+__all__ = ["STOP_WORDS", "index_terms", "query_terms", "release_caches", "split_name", "stem"]
 
 # Runs of letters and digits; ``_`` is a separator like ``.`` and ``-``.
 _RUN = re.compile(r"[^\W_]+")
@@ -275,6 +275,14 @@ def index_terms(text: str) -> list[str]:
     for chunk in text.split():
         extend(_chunk_terms(chunk))
     return terms
+
+
+def release_caches() -> None:
+    """Empty the per-word caches (a catalog build fills them with up to ~10 MB of words it
+    will not look up again; queries refill what they use)."""
+    _run_words.cache_clear()
+    stem.cache_clear()
+    _chunk_terms.cache_clear()
 
 
 def query_terms(text: str) -> tuple[list[str], list[str]]:

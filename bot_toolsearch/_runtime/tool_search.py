@@ -21,7 +21,13 @@ from types import MappingProxyType
 from typing import Any
 
 from bot_toolsearch._config.settings import BlindCallPolicy, BotSettings
-from bot_toolsearch._core.prompt import TOOL_SEARCH_NAME, TOOL_SEARCH_RULES, render_deferred_tools
+from bot_toolsearch._core.directory import DeferredDirectory
+from bot_toolsearch._core.prompt import (
+    GROUPED_DIRECTORY_RULES,
+    TOOL_SEARCH_NAME,
+    TOOL_SEARCH_RULES,
+    render_deferred_tools,
+)
 from bot_toolsearch._core.query import select_items
 from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._transports.names import WireNames
@@ -57,13 +63,21 @@ class _AskState:
     names: WireNames
 
 
-def directory_message(deferred: tuple[str, ...]) -> Mapping[str, str]:
-    """The directory system message for a deferred set: block, blank line, rules.
+def directory_message(deferred: tuple[str, ...] | DeferredDirectory) -> Mapping[str, str]:
+    """The directory system message: block, blank line, rules (plus the grouped-directory
+    rules when the block is grouped).
+
+    Given a session's `DeferredDirectory` (the budgeted block), it is cached by the block's
+    text, which the catalog hands out as the same string object to every ask with the same
+    permitted set and settings, so the lookup costs nothing proportional to the catalog.
+    Given a tuple of names, the block lists them all.
 
     Cached, so asks with the same catalog and settings send the very same bytes. The catalog
     hands the same tuple to every ask with the same excluded tools, so the usual lookup is by
     identity and costs nothing proportional to the catalog.
     """
+    if isinstance(deferred, DeferredDirectory):
+        return _budgeted_message(deferred.text, deferred.grouped)
     hit = _BY_IDENTITY.get(id(deferred))
     if hit is not None and hit[0] is deferred:
         return hit[1]
@@ -81,8 +95,14 @@ _BY_IDENTITY: dict[int, tuple[tuple[str, ...], Mapping[str, str]]] = {}
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _directory_message(deferred: tuple[str, ...]) -> Mapping[str, str]:
-    content = render_deferred_tools(deferred) + "\n\n" + TOOL_SEARCH_RULES
+    content = render_deferred_tools(deferred, budget=0) + "\n\n" + TOOL_SEARCH_RULES
     return MappingProxyType({"role": "system", "content": content})
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _budgeted_message(block: str, grouped: bool) -> Mapping[str, str]:
+    rules = f"{TOOL_SEARCH_RULES} {GROUPED_DIRECTORY_RULES}" if grouped else TOOL_SEARCH_RULES
+    return MappingProxyType({"role": "system", "content": f"{block}\n\n{rules}"})
 
 
 class ToolSearchMiddleware:
@@ -110,18 +130,21 @@ class ToolSearchMiddleware:
             always_loaded=always,
             max_results=skills.tool_search_max_results,
             hidden=ctx.hidden,
+            directory_budget=skills.tool_search_directory_budget,
+            namespaces=ctx.toolset.namespace_descriptions(ctx.settings.tools.namespaces),
         )
         if not session.deferred_tool_names:
             return
+        # The directory is of the deferred set before any conversation tool is loaded, so it
+        # stays byte-identical from ask to ask.
+        directory = directory_message(session.directory)
         # tool_search_keep_loaded = "conversation": as if searched before round 1, so they
-        # follow tool_search in first-call order and the directory stays byte-identical.
+        # follow tool_search in first-call order.
         for name in ctx.conversation_tools:
             if session.has_tool(name):
                 session.search(name)  # a bare full name is an exact lookup
         names = ctx.toolset.wire_names(ctx.settings.tools.dot_delimiter, ctx.permitted)
-        ctx.state[_AskState] = _AskState(
-            session, directory_message(session.deferred_tool_names), names
-        )
+        ctx.state[_AskState] = _AskState(session, directory, names)
 
     async def prepare_request(self, ctx: AskContext, request: RoundRequest) -> RoundRequest:
         """Send the session's tools and the directory; expose what the session exposes."""

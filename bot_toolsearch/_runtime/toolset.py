@@ -96,6 +96,9 @@ class ToolSet:
     """A real tool is named ``tool_search``."""
     names: frozenset[str] = frozenset()
     """Every entry's name (what the permission hook receives)."""
+    namespaces: Mapping[str, str] = field(default_factory=dict)
+    """Namespace descriptions from the tool sources (MCP servers, folder READMEs); the
+    config's ``[tools.namespaces]`` wins over them (`namespace_descriptions`)."""
     _wire: dict[tuple[str, frozenset[str]], WireNames] = field(default_factory=dict, repr=False)
     # Per-ask results that depend only on this tool set and the settings, computed once:
     # allow/deny pattern results, per-permitted-set views, names already warned about.
@@ -104,11 +107,21 @@ class ToolSet:
     )
     _views: dict[int, tuple[frozenset[str], ToolView]] = field(default_factory=dict, repr=False)
     _warned: set[tuple[str, str]] = field(default_factory=set, repr=False)
+    _merged: dict[int, tuple[Mapping[str, str], Mapping[str, str]]] = field(
+        default_factory=dict, repr=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def build(cls, tools: Sequence[Tool], agents: Sequence[Agent]) -> ToolSet:
+    def build(
+        cls,
+        tools: Sequence[Tool],
+        agents: Sequence[Agent],
+        namespaces: Mapping[str, str] | None = None,
+    ) -> ToolSet:
         """Index the host's built-ins, then ``tools``, then ``agents``.
+
+        ``namespaces`` are the sources' namespace descriptions (kept as given).
 
         Raises:
             CatalogError: two tools (or a tool and a built-in or agent) share a name.
@@ -121,15 +134,19 @@ class ToolSet:
                 raise CatalogError(f"duplicate tool name {entry.name!r}", name=entry.name)
             entries[entry.name] = entry
         collision = TOOL_SEARCH_NAME in entries
+        built = [_shared(e) for e in entries.values()]
         catalog = ToolCatalog(
-            [e.schema() for name, e in entries.items() if name != TOOL_SEARCH_NAME]
+            [s for name, s in zip(entries, built, strict=True) if name != TOOL_SEARCH_NAME]
         )
         # The catalog skips (and logs) names it cannot index safely; they are unusable anywhere.
         usable = {name: entries[name] for name in catalog.names}
         if collision:
             usable[TOOL_SEARCH_NAME] = entries[TOOL_SEARCH_NAME]
-        schemas = tuple(_frozen_schema(catalog, name, usable[name]) for name in usable)
-        return cls(usable, catalog, schemas, collision, frozenset(usable))
+        # The catalog serialised every schema (its own isolated copy) and walked the same
+        # objects for the index; the tool lists share them too, so no schema is parsed again.
+        shared = dict(zip(entries, built, strict=True))
+        schemas = tuple(shared[name] for name in usable)
+        return cls(usable, catalog, schemas, collision, frozenset(usable), dict(namespaces or {}))
 
     @classmethod
     def from_snapshot(cls, snapshot: ToolSetSnapshot, agents: Sequence[Agent]) -> ToolSet:
@@ -152,7 +169,23 @@ class ToolSet:
                     "rename the tool",
                     name=name,
                 )
-        return cls.build(tuple(snapshot.tools.values()), agents)
+        return cls.build(tuple(snapshot.tools.values()), agents, snapshot.namespaces)
+
+    def namespace_descriptions(self, configured: Mapping[str, str]) -> Mapping[str, str]:
+        """The sources' namespace descriptions overridden by ``configured``, cached per
+        configured mapping (settings change rarely; asks reuse the merged mapping)."""
+        if not self.namespaces:
+            return configured
+        key = id(configured)
+        hit = self._merged.get(key)
+        if hit is not None and hit[0] is configured:
+            return hit[1]
+        merged = {**self.namespaces, **configured}
+        with self._lock:
+            if len(self._merged) >= _CACHE_SIZE:
+                self._merged.pop(next(iter(self._merged)))
+            self._merged[key] = (configured, merged)  # holding it keeps the id unique
+        return merged
 
     def wire_names(self, dot_delimiter: str, permitted: frozenset[str] | None = None) -> WireNames:
         """The wire-name map for the tools an ask may use plus ``tool_search``.
@@ -241,9 +274,10 @@ _CACHE_SIZE = 16
 """Distinct pattern pairs / permitted sets remembered per tool set (settings change rarely)."""
 
 
-def _frozen_schema(catalog: ToolCatalog, name: str, entry: Entry) -> Mapping[str, Any]:
-    schema = catalog.schema(name) if name in catalog else None
-    return schema if schema is not None else entry.schema()
+def _shared(entry: Entry) -> Mapping[str, Any]:
+    """An entry's schema without copying its parameters (a `Tool` copied them once when it
+    was made; built-ins and agents build a fresh small schema)."""
+    return entry.shared_schema() if isinstance(entry, Tool) else entry.schema()
 
 
 async def permitted_names(

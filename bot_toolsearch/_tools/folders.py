@@ -32,7 +32,13 @@ from bot_toolsearch._errors import CatalogError
 from .folder_handler import FolderHandler
 from .tool import Tool, check_timeout
 
-__all__ = ["FolderHandler", "FolderTool", "ScanWarnings", "scan_tool_dirs"]
+__all__ = [
+    "FolderHandler",
+    "FolderTool",
+    "ScanWarnings",
+    "folder_namespaces",
+    "scan_tool_dirs",
+]
 
 log = logging.getLogger("bot_toolsearch.registry")
 
@@ -252,6 +258,59 @@ def _folder_tool(
     except (OSError, ValueError) as exc:
         return str(exc)
     return FolderTool(tool, source, stamp, lazy, digest)
+
+
+README_FILES = ("README.md", "README.txt", "README")
+"""A namespace folder's description file, first found wins: its first paragraph that is not
+a heading describes the namespace (``tools/music/README.md`` describes ``music``)."""
+_MAX_README_BYTES = 64 * 1024
+
+
+def _readme_description(folder: Path) -> str:
+    for file_name in README_FILES:
+        path = folder / file_name
+        try:
+            if not path.is_file():
+                continue
+            with path.open("rb") as file:
+                text = file.read(_MAX_README_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        paragraph: list[str] = []
+        for raw in text.splitlines():
+            line = raw.strip()
+            if line.startswith("#") and not paragraph:
+                continue  # a heading before the first paragraph
+            if not line:
+                if paragraph:
+                    break
+                continue
+            paragraph.append(line)
+        return " ".join(paragraph)
+    return ""
+
+
+def folder_namespaces(folders: list[FolderTool]) -> dict[str, str]:
+    """Namespace -> description from the README of each namespace folder above the tools.
+
+    ``tools/music/search_songs/`` is tool ``music.search_songs``; ``tools/music/README.md``
+    describes the namespace ``music``. Namespaces without a README are left out.
+    """
+    found: dict[str, str] = {}
+    seen: set[str] = set()
+    for folder in folders:
+        segments = folder.tool.name.split(".")
+        path = folder.handler.path.parent
+        for depth in range(len(segments) - 1, 0, -1):
+            path = path.parent
+            namespace = ".".join(segments[:depth])
+            if namespace in seen:
+                continue
+            seen.add(namespace)
+            description = _readme_description(path)
+            if description:
+                found[namespace] = description
+    return found
 
 
 def _digest(file: Path) -> bytes:

@@ -104,6 +104,20 @@ def result_text(result: Any) -> tuple[str, bool]:
     return "\n".join(parts), bool(result.is_error)
 
 
+def server_description(client: Any) -> str:
+    """What a connected MCP client's server says it is: ``instructions``, else the
+    ``serverInfo`` description or title; ``""`` when none is a non-blank string."""
+    info = getattr(client, "server_info", None)
+    for text in (
+        getattr(client, "instructions", None),
+        getattr(info, "description", None),
+        getattr(info, "title", None),
+    ):
+        if isinstance(text, str) and text.strip():
+            return text.strip()
+    return ""
+
+
 class MCPServerConnection:
     """One MCP server: its current tools, and a supervised session that serves calls.
 
@@ -126,6 +140,9 @@ class MCPServerConnection:
         """Why the server is unavailable, while it is."""
         self.tools: tuple[Tool, ...] = ()
         """The server's tools as ``<server>.<tool>`` while it is ready; empty otherwise."""
+        self.description = ""
+        """The server's own word on what it is, for its namespace: its ``instructions``, else
+        its ``serverInfo`` description or title (``""`` when it gives none)."""
         self.attempts = 0
         """Connection attempts so far (tests and ``catalog list`` read it)."""
         self._on_change = on_change
@@ -260,6 +277,7 @@ class MCPServerConnection:
             async with self._client(stack.enter_context(_server_errlog())) as client:
                 tools = await self._list_tools(client)
                 scope.deadline = math.inf
+                self.description = server_description(client)
                 self.tools = tools
                 self._set_state("ready")
                 ready = True

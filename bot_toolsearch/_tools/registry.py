@@ -28,7 +28,7 @@ from typing import Any
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._errors import ConfigError
 
-from .folders import FolderTool, ScanWarnings, scan_tool_dirs
+from .folders import FolderTool, ScanWarnings, folder_namespaces, scan_tool_dirs
 from .mcp import MCPServerConnection
 from .mcp_config import MCPServerConfig
 from .source import CODE_SOURCE, ToolSetSnapshot, fingerprint
@@ -102,8 +102,10 @@ class ToolRegistry:
         self._folders: list[FolderTool] = []
         self._scan_warnings: frozenset[str] = frozenset()
         self._scan()
-        pairs, self._key = self._merge()
-        self._current = ToolSetSnapshot.build(pairs, generation=0)
+        pairs, key = self._merge()
+        namespaces = self._namespaces()
+        self._key = (*key, tuple(sorted(namespaces.items())))
+        self._current = ToolSetSnapshot.build(pairs, generation=0, namespaces=namespaces)
 
     # --- the ToolSource seam -------------------------------------------------------------
 
@@ -241,6 +243,15 @@ class ToolRegistry:
         self._folders = scan_tool_dirs(self._dirs, self._labels, previous, report)
         self._scan_warnings = frozenset(report.logged)
 
+    def _namespaces(self) -> dict[str, str]:
+        """Namespace descriptions from the sources: folder READMEs, then MCP servers."""
+        found = folder_namespaces(self._folders)
+        for config in self._mcp_configs:
+            connection = self._connections.get(config.name)
+            if connection is not None and connection.tools and connection.description:
+                found[config.name] = connection.description
+        return found
+
     def _merge(self) -> tuple[list[tuple[Tool, str]], tuple[object, ...]]:
         """The merged ``(tool, source)`` list and a key of everything an ask can observe."""
         pairs: list[tuple[Tool, str]] = []
@@ -268,17 +279,22 @@ class ToolRegistry:
             connection = self._connections.get(config.name)
             for tool in connection.tools if connection is not None else ():
                 add(tool, connection.label, id(connection))  # type: ignore[union-attr]
-        return pairs, (fingerprint(t.schema() for t, _ in pairs), *key)
+        return pairs, (fingerprint(t.shared_schema() for t, _ in pairs), *key)
 
     def _rebuild(self, *, rescan: bool) -> ToolSetSnapshot:
         with self._lock:
             if rescan:
                 self._scan()
             pairs, key = self._merge()
+            namespaces = self._namespaces()
+            key = (*key, tuple(sorted(namespaces.items())))
             if key == self._key:
                 return self._current
             current = ToolSetSnapshot.build(
-                pairs, generation=self._current.generation + 1, reuse=self._current
+                pairs,
+                generation=self._current.generation + 1,
+                reuse=self._current,
+                namespaces=namespaces,
             )
             self._key, self._current = key, current
             self._changed.notify_all()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
@@ -49,6 +49,10 @@ class ToolSetSnapshot:
     sources: Mapping[str, str]
     """Canonical name to source label: ``"code"``, ``"folder:tools/music/search_songs"``,
     ``"mcp:time"``."""
+    namespaces: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Namespace to description, from the tool sources: an MCP server's instructions (or
+    description) for ``<server>``, a tool folder's namespace README. ``[tools.namespaces]``
+    in the config wins over these (the runtime merges them per ask)."""
 
     @classmethod
     def build(
@@ -57,6 +61,7 @@ class ToolSetSnapshot:
         *,
         generation: int = 0,
         reuse: ToolSetSnapshot | None = None,
+        namespaces: Mapping[str, str] | None = None,
     ) -> ToolSetSnapshot:
         """A snapshot over ``(tool, source label)`` pairs, in order.
 
@@ -69,6 +74,7 @@ class ToolSetSnapshot:
             generation: the generation to stamp.
             reuse: a previous snapshot whose catalog is reused when the fingerprint matches,
                 so a change that touches only handlers does not rebuild the index.
+            namespaces: namespace descriptions from the tool sources (copied).
         """
         by_name: dict[str, Tool] = {}
         sources: dict[str, str] = {}
@@ -76,7 +82,7 @@ class ToolSetSnapshot:
             if tool.name not in by_name:
                 by_name[tool.name] = tool
                 sources[tool.name] = source
-        schemas = {name: tool.schema() for name, tool in by_name.items()}
+        schemas = {name: tool.shared_schema() for name, tool in by_name.items()}
         # The real tool's schema is in the fingerprint: asks without tool search send it.
         digest = fingerprint(schemas.values())
         if reuse is not None and reuse.fingerprint == digest:
@@ -93,6 +99,7 @@ class ToolSetSnapshot:
             tools=MappingProxyType(usable),
             catalog=catalog,
             sources=MappingProxyType({name: sources[name] for name in usable}),
+            namespaces=MappingProxyType(dict(namespaces or {})),
         )
 
 

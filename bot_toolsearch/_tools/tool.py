@@ -368,6 +368,12 @@ class Tool:
         """The Chat Completions function tool schema (a fresh object)."""
         return function_schema(self.name, self.description, _json_copy(self.parameters, self.name))
 
+    def shared_schema(self) -> dict[str, Any]:
+        """The schema around this tool's own ``parameters`` object, not a copy: for the
+        runtime's catalog and tool lists, which only read it (one copy of every schema, made
+        by ``Tool(...)``, instead of one per consumer). Never mutate it."""
+        return function_schema(self.name, self.description, self.parameters)  # type: ignore[arg-type]
+
     def resolve_handler(self) -> ToolHandler:
         """The handler callable, importing it first if it is an import string.
 

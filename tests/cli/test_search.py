@@ -46,7 +46,9 @@ def test_explain_search_reports_scores_and_matched_fields() -> None:
     assert matches[0].score is not None
     assert matches[1].score is not None
     assert matches[0].score > matches[1].score
-    assert set(matches[0].matched["name"]) == {"weather", "forecast"}
+    # The namespace is its own field since #14: the name field holds the part after the dot.
+    assert set(matches[0].matched["name"]) == {"forecast"}
+    assert set(matches[0].matched["namespace"]) == {"weather"}
 
 
 def test_explain_search_handles_cjk_and_select() -> None:

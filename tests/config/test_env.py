@@ -175,3 +175,15 @@ def test_variables_in_use_are_one_info_line_once(caplog: pytest.LogCaptureFixtur
         ),
         ("INFO", "settings from the environment: TOOLS_DOT_DELIMITER (tools.dot_delimiter)"),
     ]
+
+
+def test_directory_budget_from_the_environment_and_its_range() -> None:
+    assert applied({"TOOL_SEARCH_DIRECTORY_BUDGET": " 0 "}) == {
+        "skills": {"tool_search_directory_budget": 0}
+    }
+    from bot_toolsearch import BotSettings
+
+    with pytest.raises(ValidationError, match="tool_search_directory_budget"):
+        BotSettings.model_validate(applied({"TOOL_SEARCH_DIRECTORY_BUDGET": "-1"}))
+    (err,) = errors_for({"TOOL_SEARCH_DIRECTORY_BUDGET": "lots"})
+    assert "(from environment variable TOOL_SEARCH_DIRECTORY_BUDGET)" in str(err)

@@ -314,6 +314,9 @@ def test_example_documents_every_key_and_env_var() -> None:
             if key == "mcp_servers":
                 assert "[[tools.mcp_servers]]" in text
                 continue
+            if key == "namespaces":
+                assert "# [tools.namespaces]\n# github = " in text
+                continue
             assert re.search(rf"^(# )?{key} = ", text, re.M), f"{table}.{key}"
     for var in ENV_FALLBACKS:
         assert var in text

@@ -223,3 +223,31 @@ def test_sessions_with_the_same_exclusions_share_one_directory_tuple() -> None:
     two = ToolSearchSession(catalog, always_loaded=["end", "send_message"])
     assert one.deferred_tool_names == ("x", "y")
     assert one.deferred_tool_names is two.deferred_tool_names
+
+
+def test_the_lazily_built_index_reads_the_catalogs_copy_not_the_callers_objects() -> None:
+    from bot_toolsearch import ToolSearchSession
+
+    schema = {
+        "type": "function",
+        "function": {
+            "name": "zoo.feed",
+            "description": "Feed the giraffes.",
+            "parameters": {"type": "object", "properties": {"animal": {"type": "string"}}},
+        },
+    }
+    catalog = ToolCatalog([schema])
+    schema["function"]["description"] = "Polish the trumpets."
+    schema["function"]["parameters"]["properties"]["tuba"] = {"type": "string"}
+    session = ToolSearchSession(catalog)
+    assert session.search("giraffes").loaded == ("zoo.feed",)
+    assert session.search("trumpets").not_found == ("trumpets",)
+    assert catalog.schema("zoo.feed") == {
+        "type": "function",
+        "function": {
+            "name": "zoo.feed",
+            "description": "Feed the giraffes.",
+            "parameters": {"type": "object", "properties": {"animal": {"type": "string"}}},
+        },
+    }
+    assert catalog.index is catalog.index  # built once

@@ -127,3 +127,21 @@ def test_postings_combine_every_field_of_a_document() -> None:
         ]
     )
     assert ranked(index, "zeta") == [0, 1]
+
+
+def test_namespace_parts_are_the_name_but_the_leaf_weighs_more() -> None:
+    from bot_toolsearch import ToolCatalog, ToolSearchSession
+
+    catalog = ToolCatalog(
+        [
+            {"type": "function", "function": {"name": n, "description": d}}
+            for n, d in (
+                ("music.play", "Start playback."),
+                ("play_music", "Start playback."),
+                ("radio_tune", "Tune in to music radio."),
+            )
+        ]
+    )
+    # Both names are name-tier hits for "music", ahead of the description hit; the leaf first.
+    found = ToolSearchSession(catalog).search("music").loaded
+    assert found == ("play_music", "music.play", "radio_tune")

@@ -22,8 +22,8 @@ def test_description_snapshot() -> None:
         "unfinished, call the loaded target tool before `end`."
     )
     assert QUERY_DESCRIPTION == (
-        "Use select:name_a,name_b for exact selection, a full tool name, keywords, "
-        "or +term to require a keyword."
+        "Use select:name_a,name_b for exact selection, select:namespace.* for a namespace's "
+        "tools, a full tool name, keywords, or +term to require a keyword."
     )
     assert MAX_RESULTS_DESCRIPTION == "Maximum matches to load, capped by configuration."
 

@@ -80,3 +80,14 @@ def test_unknown_configured_names_warn_once_per_tool_set(caplog: pytest.LogCaptu
     assert messages == ["[skills] prefetch_tools names 'ghost', which matches no tool"]
     ToolSet.build([noop("a")], ()).warn_unknown("prefetch_tools", ["ghost"])
     assert len([r for r in caplog.records if r.name == "bot_toolsearch"]) == 2
+
+
+def test_the_tool_set_shares_each_tools_one_parameters_copy() -> None:
+    params = {"type": "object", "properties": {"city": {"type": "string"}}}
+    tool = Tool("weather.now", "Weather now.", params, lambda city: city)
+    params["properties"]["evil"] = {"type": "string"}  # the caller's edit does not reach it
+    toolset = ToolSet.build([tool], ())
+    (schema,) = [s for s in toolset.schemas if s["function"]["name"] == "weather.now"]
+    assert schema["function"]["parameters"] is tool.parameters
+    assert "evil" not in tool.parameters["properties"]
+    assert toolset.catalog.schema("weather.now") == tool.schema()

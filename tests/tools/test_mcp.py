@@ -263,3 +263,9 @@ async def test_a_server_that_failed_to_start_joins_once_a_retry_succeeds(
     assert "late.echo" in snap.tools
     assert registry.mcp_status["late"][0] == "ready"
     assert await snap.tools["late.echo"].invoke({"text": "up"}) == "echo: up"
+
+
+async def test_a_servers_instructions_describe_its_namespace(registry_factory: Any) -> None:
+    registry = await registry_factory(local_server())
+    snap = registry.snapshot()
+    assert snap.namespaces == {"local": "Registry test server: echo and slow tools."}

@@ -494,3 +494,22 @@ async def test_an_mcp_tool_search_is_namespaced_so_it_never_takes_the_reserved_n
     assert "tool_search" not in snap.tools
     assert "mcp tool_search ran" in result
     assert not [r for r in caplog.records if "skipped" in r.getMessage()]
+
+
+def test_a_namespace_folders_readme_describes_the_namespace(tmp_path: Path) -> None:
+    write_tool(tmp_path, "music/play")
+    write_tool(tmp_path, "music/radio/tune")
+    write_tool(tmp_path, "plain")
+    (tmp_path / "music" / "README.md").write_text(
+        "# Music\n\nPlay songs and\nradio stations.\n\nMore details here.\n", encoding="utf-8"
+    )
+    registry = ToolRegistry([tmp_path])
+    assert registry.snapshot().namespaces == {"music": "Play songs and radio stations."}
+
+    (tmp_path / "music" / "radio" / "README").write_text("Tune in.\n", encoding="utf-8")
+    changed = registry.reload()
+    assert changed.generation == 1  # a README edit alone makes a new snapshot
+    assert changed.namespaces == {
+        "music": "Play songs and radio stations.",
+        "music.radio": "Tune in.",
+    }

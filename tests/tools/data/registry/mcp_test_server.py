@@ -8,7 +8,7 @@ import time
 
 from mcp.server.mcpserver import MCPServer
 
-server = MCPServer("registry-test")
+server = MCPServer("registry-test", instructions="Registry test server: echo and slow tools.")
 
 
 @server.tool()
