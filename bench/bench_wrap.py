@@ -26,9 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bot_toolsearch._demo.tokens import count_text, counter_label
 from openai.types.chat import ChatCompletion
 
+from bot_toolsearch._core.token_count import count_text, counter_label
 from bot_toolsearch._wrap.engine import Engine
 
 from ._table import Row, median_seconds, us
