@@ -52,6 +52,8 @@ class Projection:
             always_loaded=skills.tool_search_always_loaded,
             max_results=skills.tool_search_max_results,
             hidden=hidden,
+            directory_budget=skills.tool_search_directory_budget,
+            namespaces=settings.tools.namespaces,
         )
         session = self.session
         for name in called:
@@ -59,9 +61,10 @@ class Projection:
             if canonical in self.permitted and canonical not in session.loaded_tool_names:
                 # A bare full name is an exact lookup: it loads exactly that tool.
                 session.search(canonical)
-        deferred = session.deferred_tool_names
         self.directory: str | None = (
-            str(directory_message(deferred)["content"]) if deferred else None
+            str(directory_message(session.directory)["content"])
+            if session.deferred_tool_names
+            else None
         )
         """The directory and the rules, or ``None`` when nothing is deferred (search is off)."""
         self.exposed: frozenset[str] = frozenset()

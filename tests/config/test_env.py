@@ -181,9 +181,10 @@ def test_directory_budget_from_the_environment_and_its_range() -> None:
     assert applied({"TOOL_SEARCH_DIRECTORY_BUDGET": " 0 "}) == {
         "skills": {"tool_search_directory_budget": 0}
     }
-    from bot_toolsearch import BotSettings
+    from bot_toolsearch import BotSettings, ConfigError
 
-    with pytest.raises(ValidationError, match="tool_search_directory_budget"):
+    # Settings built in code raise ConfigError too (#16), never pydantic's ValidationError.
+    with pytest.raises(ConfigError, match="tool_search_directory_budget"):
         BotSettings.model_validate(applied({"TOOL_SEARCH_DIRECTORY_BUDGET": "-1"}))
     (err,) = errors_for({"TOOL_SEARCH_DIRECTORY_BUDGET": "lots"})
     assert "(from environment variable TOOL_SEARCH_DIRECTORY_BUDGET)" in str(err)

@@ -311,3 +311,24 @@ def test_sync_streaming(server: ScriptedOpenAIServer) -> None:
     assert [c[1] for c in calls] == ["play_music"]
     assert finishes == ["tool_calls"]
     client.close()
+
+
+async def test_the_directory_budget_groups_the_wrappers_directory_as_the_bots(
+    server: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    from bot_toolsearch import GROUPED_DIRECTORY_RULES, ToolCatalog, ToolSearchSession
+
+    tools = chat_tools()
+    budget = 60  # far below the names list: the directory must be grouped by namespace
+    settings = BotSettings.model_validate(
+        {"skills": {"tool_search_enabled": True, "tool_search_directory_budget": budget}}
+    )
+    server.script(text("Hello."))
+    await make(settings=settings).chat.completions.create(
+        model="m", messages=[SYSTEM, USER], tools=tools
+    )
+    sent = server.requests[0].messages[1]["content"]
+    expected = ToolSearchSession(ToolCatalog(tools), directory_budget=budget).directory
+    assert expected.grouped
+    assert sent.startswith(expected.text + "\n\n")
+    assert sent.endswith(GROUPED_DIRECTORY_RULES)
