@@ -162,7 +162,9 @@ _WORD = re.compile(r"[a-z]{3,}")  # one character class: linear time
 
 
 def _tool_words(name: str, description: str) -> frozenset[str]:
-    words = _WORD.findall(" ".join(split_name(name.rpartition(".")[2])))
+    # Every part of the name: a collapsed namespace (``drive``) is described by the parts
+    # below it too (``files``, ``permissions``); its own parts are left out later.
+    words = _WORD.findall(" ".join(split_name(name)))
     words += _WORD.findall(
         " ".join(description.split(None, _DESCRIPTION_WORDS)[:_DESCRIPTION_WORDS]).lower()
     )
@@ -211,7 +213,7 @@ class DeferredDirectory:
     unlisted: int = 0
     """How many deferred tools the block neither lists nor covers by a namespace line."""
     tokens: int = 0
-    """The block's size by `count_tokens`."""
+    """The block's size by the counter used; 0 when nothing was counted (budget 0)."""
 
 
 def _plain(names: Sequence[str]) -> str:
