@@ -14,6 +14,7 @@ from bot_toolsearch._config.settings import (
     ModelSettings,
     PluginSettings,
     SkillsSettings,
+    ToolSearchLoading,
     ToolsSettings,
 )
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog
@@ -92,6 +93,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "ToolImportError",
     "ToolRegistry",
     "ToolSearchError",
+    "ToolSearchLoading",
     "ToolSearchMiddleware",
     "ToolSearchNameCollisionError",
     "ToolSearchResult",

@@ -34,6 +34,7 @@ ENV_FALLBACKS: Mapping[str, tuple[str, str, EnvKind]] = {
     "PREFETCH_TOOLS": ("skills", "prefetch_tools", "list"),
     "PREFETCH_TOOLS_HIDE": ("skills", "prefetch_tools_hide", "bool"),
     "TOOL_SEARCH_BLIND_CALL": ("skills", "tool_search_blind_call", "str"),
+    "TOOL_SEARCH_LOADING": ("skills", "tool_search_loading", "str"),
     "TOOLS_DOT_DELIMITER": ("tools", "dot_delimiter", "str"),
     "EASTER_EGG_AGENT_CALL_MESSAGE_ENABLED": ("easter_egg", "agent_call_message_enabled", "egg"),
 }
@@ -124,6 +125,7 @@ class EnvFallbacks(BaseSettings):
     PREFETCH_TOOLS: _EnvList = None
     PREFETCH_TOOLS_HIDE: _EnvBool = None
     TOOL_SEARCH_BLIND_CALL: _EnvStr = None
+    TOOL_SEARCH_LOADING: _EnvStr = None
     TOOLS_DOT_DELIMITER: _EnvStr = None
     EASTER_EGG_AGENT_CALL_MESSAGE_ENABLED: _EnvEgg = None
 

@@ -38,6 +38,7 @@ __all__ = [
     "ModelSettings",
     "PluginSettings",
     "SkillsSettings",
+    "ToolSearchLoading",
     "ToolsSettings",
 ]
 
@@ -45,6 +46,13 @@ ModelApi = Literal["chat_completions", "responses"]
 BlindCallPolicy = Literal["reject", "load"]
 """What a call to a permitted but not yet loaded deferred tool does: ``reject`` refuses it
 (the reference behaviour); ``load`` refuses it this round and loads its schema for the next."""
+ToolSearchLoading = Literal["append", "additional_tools", "bridge"]
+"""How a load reaches the model: ``append`` adds the loaded schemas to ``tools`` (the list
+grows at its end); ``additional_tools`` (Responses API; Chat Completions falls back to
+``append``) keeps ``tools`` fixed and declares loaded tools in an ``additional_tools`` input
+item after the search's output; ``bridge`` keeps ``tools`` fixed (plus a virtual
+``call_tool``), puts the loaded schemas in the search result and runs ``call_tool`` calls as
+calls of the named tool."""
 EasterEggMode = Literal["none", "agent", "tools", "clean", "all"]
 
 DEFAULT_DOT_DELIMITER = "-_-"
@@ -110,6 +118,8 @@ class SkillsSettings(_Table):
     """Most tools one ``tool_search`` call loads."""
     tool_search_blind_call: BlindCallPolicy = "reject"
     """What a call to a deferred tool that was never loaded does."""
+    tool_search_loading: ToolSearchLoading = "append"
+    """How loaded schemas reach the model (read per ask; see `ToolSearchLoading`)."""
     prefetch_tools: tuple[_Name, ...] = ()
     """Tools called once before round 1, their results given to the model."""
     prefetch_tools_hide: StrictBool = False

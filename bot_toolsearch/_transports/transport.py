@@ -71,6 +71,9 @@ def _encode_tool(tool: Mapping[str, Any], names: WireNames) -> dict[str, Any]:
 
 def _encode_message(message: Mapping[str, Any], names: WireNames) -> dict[str, Any]:
     out = dict(message)
+    declared = message.get("tools")
+    if message.get("type") == "additional_tools" and isinstance(declared, list):
+        out["tools"] = [_encode_tool(tool, names) for tool in declared]
     calls = message.get("tool_calls")
     if calls:
         out["tool_calls"] = [
