@@ -23,6 +23,8 @@ from bot_toolsearch._core.prompt import (
     TOOL_SEARCH_RULES_BRIDGE,
     call_tool_schema,
 )
+from bot_toolsearch._runtime.calls import CallRequest
+from bot_toolsearch._runtime.loading import effective_loading, request_tools, unwrap_calls
 from bot_toolsearch._runtime.messages import (
     BLIND_CALL_LOADED,
     CALL_TOOL_ARGUMENTS_NOT_OBJECT,
@@ -33,6 +35,7 @@ from bot_toolsearch._runtime.messages import (
     SCHEMA_NOTE,
     no_such_tool,
 )
+from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch.testing import PromptCacheModel, ScriptedOpenAIServer, ToolCall, call, text
 from tests._helpers import write_config
 
@@ -510,3 +513,39 @@ async def test_append_breaks_the_prefix_after_a_load(
 
     first, second = cache_server.prompts
     assert not second.startswith(first)
+
+
+# -- the plain functions -----------------------------------------------------------------------
+
+
+def test_effective_loading_falls_back_only_for_additional_tools_off_responses() -> None:
+    assert effective_loading("additional_tools", "chat_completions") == "append"
+    assert effective_loading("additional_tools", "responses") == "additional_tools"
+    assert effective_loading("bridge", "chat_completions") == "bridge"
+    assert effective_loading("append", "responses") == "append"
+
+
+def test_request_tools_cut_after_tool_search_and_bridge_adds_call_tool() -> None:
+    def schema(name: str) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": name}}
+
+    session = [schema("end"), schema("tool_search"), schema("weather.forecast")]
+    assert request_tools(session, "append") == session
+    assert request_tools(session, "additional_tools") == session[:2]
+    assert request_tools(session, "bridge") == [*session[:2], call_tool_schema()]
+
+
+def test_unwrap_keeps_id_index_and_source_and_leaves_other_calls_alone() -> None:
+    names = WireNames.build(["weather.forecast", "end"])
+    permitted = frozenset({"weather.forecast", "end"})
+    raw = '{"name":"weather-_-forecast","arguments":{"city":"Oslo"}}'
+    bridged_call = CallRequest(1, "t1", CALL_TOOL_NAME, raw, json.loads(raw), None, "text")
+    plain = CallRequest(0, "e1", "end", "{}", {})
+    out = unwrap_calls([plain, bridged_call], names, permitted)
+
+    assert out.calls[0] is plain
+    assert out.calls[1] == CallRequest(
+        1, "t1", "weather.forecast", '{"city":"Oslo"}', {"city": "Oslo"}, None, "text"
+    )
+    assert out.bridged == frozenset({1})
+    assert out.answered == {}
