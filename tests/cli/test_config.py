@@ -45,7 +45,7 @@ def test_show_lists_every_value_with_its_source(folder: Path) -> None:
     assert "= 9" in lines["skills.tool_search_max_results"]
     assert lines["model.max_rounds"].endswith("# default")
     assert '= "__"' in lines["tools.dot_delimiter"]
-    assert len(lines) == 21  # every key of every table
+    assert len(lines) == 22  # every key of every table
     assert "consider moving it to config.toml" in result.stderr
 
 
