@@ -19,8 +19,9 @@ Cost is in uncached-token equivalents: cached input tokens at 0.1x and the rest 
 "writes" figure also bills every newly cached whole block at 1.25x, for a provider that charges
 cache writes (a prompt of 1,024 tokens or more writes its whole blocks that were not cached).
 
-`build_workload` takes a ``loading_mode``; only ``"append"`` (today's behaviour) exists, and
-another mode is passed to the bot as ``[skills] tool_search_loading``.
+With tool search on, each ``[skills] tool_search_loading`` mode is measured: ``append`` (loads
+grow the tools list), ``additional_tools`` (Responses only: fixed tools, loads declared in an
+input item) and ``bridge`` (fixed tools plus ``call_tool``; schemas in the search result).
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ from .bench_quality import DATA
 SECTION = "prompt cache"
 TOOL_COUNTS = (100, 769)
 APIS: tuple[Literal["chat_completions", "responses"], ...] = ("chat_completions", "responses")
-LOADING_MODES = ("append",)
-"""Modes measured with tool search on (add ``"additional_tools"`` and ``"bridge"`` here)."""
+LOADING_MODES = ("append", "additional_tools", "bridge")
+"""Modes measured with tool search on (``additional_tools`` on the Responses API only)."""
 PICKS = (10, 50, 90)
 """Catalog positions of the tools A, B and C (inside the first 100)."""
 INSTRUCTIONS = (
@@ -165,8 +166,9 @@ def _arguments(tool: Tool) -> dict[str, Any]:
 class _Model:
     """The scripted model: answers each request with the next step, shaped by what it was sent.
 
-    A call goes to the tool's wire name when that name is among the request's tools, and
-    through ``call_tool`` otherwise (the planned bridge mode).
+    A call goes to the tool's wire name when that name is among the request's tools or was
+    declared by an ``additional_tools`` item earlier in the ask, and through ``call_tool``
+    otherwise (bridge mode).
     """
 
     def __init__(self, workload: Workload) -> None:
@@ -174,11 +176,14 @@ class _Model:
         self._wire = WireNames.build([*names, "send_message", "end"])
         self._tools = {t.name: t for t in workload.tools}
         self._steps: Iterator[Step] = iter(())
+        self._declared: set[str] = set()
 
     def expect(self, steps: Sequence[Step]) -> None:
         self._steps = iter(steps)
+        self._declared = set()
 
     def __call__(self, request: ModelRequest) -> ScriptEntry:
+        self._declared.update(request.additional_tool_names)
         step = next(self._steps)
         if step.kind == "reply":
             return text(step.tool)
@@ -186,7 +191,7 @@ class _Model:
             return call("tool_search", query=f"select:{step.tool}")
         wire = self._wire.to_wire(step.tool)
         arguments = _arguments(self._tools[step.tool])
-        if wire in request.tool_names:
+        if wire in request.tool_names or wire in self._declared:
             return ToolCall(wire, arguments)
         return call("call_tool", name=step.tool, arguments=arguments)
 
@@ -245,7 +250,8 @@ def configurations() -> Iterator[tuple[int, str, bool, str]]:
         for api in APIS:
             yield count, api, False, "-"
             for mode in LOADING_MODES:
-                yield count, api, True, mode
+                if mode != "additional_tools" or api == "responses":
+                    yield count, api, True, mode
 
 
 def run() -> list[Row]:

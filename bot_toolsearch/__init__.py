@@ -15,6 +15,7 @@ from bot_toolsearch._config.settings import (
     ModelSettings,
     PluginSettings,
     SkillsSettings,
+    ToolSearchLoading,
     ToolsSettings,
 )
 from bot_toolsearch._core.catalog import MAX_SCHEMA_DEPTH, TOOL_SEARCH_NAME, ToolCatalog
@@ -135,6 +136,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "ToolImportError",
     "ToolRegistry",
     "ToolSearchError",
+    "ToolSearchLoading",
     "ToolSearchMiddleware",
     "ToolSearchNameCollisionError",
     "ToolSearchResult",

@@ -46,3 +46,20 @@ async def test_a_loading_mode_the_bot_does_not_know_is_refused() -> None:
     workload = build_workload(120, tool_search=True, loading_mode="nonsense", schemas=SCHEMAS)
     with pytest.raises(ValueError, match="tool_search_loading"):
         await measure(workload, "chat_completions")
+
+
+@pytest.mark.parametrize(
+    ("api", "mode"),
+    [("chat_completions", "bridge"), ("responses", "bridge"), ("responses", "additional_tools")],
+)
+async def test_fixed_tool_modes_run_on_script_and_cache_more_than_append(
+    api: str, mode: str
+) -> None:
+    append = await measure(build_workload(120, tool_search=True, schemas=SCHEMAS), api)
+    fixed = await measure(
+        build_workload(120, tool_search=True, loading_mode=mode, schemas=SCHEMAS), api
+    )
+
+    assert fixed.requests == append.requests == 9
+    assert fixed.cached_tokens > append.cached_tokens
+    assert fixed.cost < append.cost

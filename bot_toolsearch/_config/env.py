@@ -36,6 +36,7 @@ ENV_FALLBACKS: Mapping[str, tuple[str, str, EnvKind]] = {
     "TOOL_SEARCH_BLIND_CALL": ("skills", "tool_search_blind_call", "str"),
     "TOOL_SEARCH_KEEP_LOADED": ("skills", "tool_search_keep_loaded", "str"),
     "TOOL_SEARCH_DIRECTORY_BUDGET": ("skills", "tool_search_directory_budget", "int"),
+    "TOOL_SEARCH_LOADING": ("skills", "tool_search_loading", "str"),
     "TOOLS_DOT_DELIMITER": ("tools", "dot_delimiter", "str"),
     "EASTER_EGG_AGENT_CALL_MESSAGE_ENABLED": ("easter_egg", "agent_call_message_enabled", "egg"),
 }
@@ -128,6 +129,7 @@ class EnvFallbacks(BaseSettings):
     TOOL_SEARCH_BLIND_CALL: _EnvStr = None
     TOOL_SEARCH_KEEP_LOADED: _EnvStr = None
     TOOL_SEARCH_DIRECTORY_BUDGET: _EnvInt = None
+    TOOL_SEARCH_LOADING: _EnvStr = None
     TOOLS_DOT_DELIMITER: _EnvStr = None
     EASTER_EGG_AGENT_CALL_MESSAGE_ENABLED: _EnvEgg = None
 

@@ -52,6 +52,7 @@ __all__ = [
     "ModelSettings",
     "PluginSettings",
     "SkillsSettings",
+    "ToolSearchLoading",
     "ToolsSettings",
 ]
 
@@ -59,6 +60,13 @@ ModelApi = Literal["chat_completions", "responses"]
 BlindCallPolicy = Literal["reject", "load"]
 """What a call to a permitted but not yet loaded deferred tool does: ``reject`` refuses it
 (the reference behaviour); ``load`` refuses it this round and loads its schema for the next."""
+ToolSearchLoading = Literal["append", "additional_tools", "bridge"]
+"""How a load reaches the model: ``append`` adds the loaded schemas to ``tools`` (the list
+grows at its end); ``additional_tools`` (Responses API; Chat Completions falls back to
+``append``) keeps ``tools`` fixed and declares loaded tools in an ``additional_tools`` input
+item after the search's output; ``bridge`` keeps ``tools`` fixed (plus a virtual
+``call_tool``), puts the loaded schemas in the search result and runs ``call_tool`` calls as
+calls of the named tool."""
 EasterEggMode = Literal["none", "agent", "tools", "clean", "all"]
 KeepLoadedPolicy = Literal["ask", "conversation"]
 """Which tools stay loaded across the asks of one conversation: ``ask`` resets the loaded set
@@ -177,6 +185,8 @@ class SkillsSettings(_Table):
     tool_search_directory_budget: StrictInt = Field(default=4000, ge=0)
     """Tokens the ``<available_deferred_tools>`` directory may take; over it, the directory is
     grouped by namespace. 0 means no limit (always one name per line)."""
+    tool_search_loading: ToolSearchLoading = "append"
+    """How loaded schemas reach the model (read per ask; see `ToolSearchLoading`)."""
     prefetch_tools: tuple[_Name, ...] = ()
     """Tools called once before round 1, their results given to the model."""
     prefetch_tools_hide: StrictBool = False

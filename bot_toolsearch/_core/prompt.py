@@ -17,6 +17,10 @@ from .directory import CLOSE, DEFAULT_DIRECTORY_BUDGET, OPEN, build_directory
 __all__ = [
     "ARGUMENTS_NOT_JSON",
     "ARGUMENTS_NOT_OBJECT",
+    "CALL_TOOL_ARGUMENTS_DESCRIPTION",
+    "CALL_TOOL_DESCRIPTION",
+    "CALL_TOOL_NAME",
+    "CALL_TOOL_NAME_DESCRIPTION",
     "DEFERRED_TOOLS_CLOSE",
     "DEFERRED_TOOLS_OPEN",
     "GROUPED_DIRECTORY_RULES",
@@ -27,6 +31,8 @@ __all__ = [
     "TOOL_SEARCH_DESCRIPTION",
     "TOOL_SEARCH_NAME",
     "TOOL_SEARCH_RULES",
+    "TOOL_SEARCH_RULES_BRIDGE",
+    "call_tool_schema",
     "render_deferred_tools",
     "tool_search_schema",
 ]
@@ -75,6 +81,34 @@ GROUPED_DIRECTORY_RULES = (
     "every deferred tool, listed or not."
 )
 """Added after `TOOL_SEARCH_RULES` only when the directory is grouped (over its budget)."""
+TOOL_SEARCH_RULES_BRIDGE = (
+    "Tools listed in <available_deferred_tools> are not loaded yet: their schemas are not in "
+    "your tool list. To use one, call tool_search first; never call a listed tool directly or "
+    'guess its parameters. Prefer query="select:<name>" with exact names from the list, and '
+    "batch several names in one call (select:name_a,name_b). The tool_search result gives "
+    "each tool in `loaded` with its full schema under `tools`. From the next turn on, never in "
+    "the same turn as the search, call a loaded tool through call_tool: its exact name as "
+    "`name` and an `arguments` object that matches that schema. Loading is not doing: "
+    "tool_search runs nothing, so do not end the task just because a load succeeded while "
+    "the real action is still pending."
+)
+"""The rules under ``[skills] tool_search_loading = "bridge"``: schemas arrive in the search
+result and loaded tools are called through ``call_tool``."""
+
+CALL_TOOL_NAME = "call_tool"
+"""The name of the virtual tool that calls a loaded tool in bridge mode."""
+
+CALL_TOOL_DESCRIPTION = (
+    "Call a tool that tool_search loaded, by name, with arguments that match the schema the "
+    "tool_search result gave for it. The result is that tool's result."
+)
+"""The description of the virtual ``call_tool`` tool."""
+
+CALL_TOOL_NAME_DESCRIPTION = "The exact name of a loaded tool, as in the tool_search result."
+"""The description of the ``name`` parameter of ``call_tool``."""
+
+CALL_TOOL_ARGUMENTS_DESCRIPTION = "The tool's arguments: an object that matches its schema."
+"""The description of the ``arguments`` parameter of ``call_tool``."""
 
 _EXPECTED = 'send an object like {"query":"select:tool_a,tool_b"} or {"query":"weather forecast"}'
 ARGUMENTS_NOT_JSON = f"tool_search arguments were not valid JSON; {_EXPECTED}."
@@ -116,6 +150,33 @@ def _schema_json(cap: int) -> str:
 def tool_search_schema(cap: int) -> dict[str, Any]:
     """A fresh Chat Completions schema of the virtual tool, with ``max_results`` up to ``cap``."""
     schema: dict[str, Any] = json.loads(_schema_json(cap))
+    return schema
+
+
+@functools.lru_cache(maxsize=1)
+def _call_tool_json() -> str:
+    schema = {
+        "type": "function",
+        "function": {
+            "name": CALL_TOOL_NAME,
+            "description": CALL_TOOL_DESCRIPTION,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": CALL_TOOL_NAME_DESCRIPTION},
+                    "arguments": {"type": "object", "description": CALL_TOOL_ARGUMENTS_DESCRIPTION},
+                },
+                "required": ["name", "arguments"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    return json.dumps(schema, ensure_ascii=False)
+
+
+def call_tool_schema() -> dict[str, Any]:
+    """A fresh Chat Completions schema of the virtual ``call_tool`` (bridge mode)."""
+    schema: dict[str, Any] = json.loads(_call_tool_json())
     return schema
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot_toolsearch._transports.base import TransportState
@@ -19,6 +19,7 @@ from bot_toolsearch._transports.transport import Transport
 from .ask_result import CallTrace, FinishReason, RoundTrace
 from .calls import CallRequest, CallResult, from_native, from_text, history_calls, unique_ids
 from .context import AskContext
+from .loading import BridgedCalls, schema_note, unwrap_calls
 from .messages import CORRECTION_HINT, INVALID_CALL, end_with_other_calls
 from .middleware import Pipeline, RoundRequest, forward_unanswered, merge_results
 from .toolset import END
@@ -87,8 +88,10 @@ async def run_rounds(
             # An empty answer is a failed turn, not a reply: ask once more, within the bound.
             history.append({"role": "user", "content": CORRECTION_HINT})
             continue
-        results = await run_batch(ctx, pipeline, calls, history)
-        out.trace.append(RoundTrace(index, sent, trace_calls(calls, results), None, *usage))
+        bridged = unwrap_calls(calls, names, ctx.permitted) if ctx.loading == "bridge" else None
+        results = await run_batch(ctx, pipeline, calls, history, bridged=bridged)
+        traced = bridged.calls if bridged is not None else calls
+        out.trace.append(RoundTrace(index, sent, trace_calls(traced, results), None, *usage))
         await report_round(ctx, out.trace[-1])
         if ctx.ended:
             out.finish = "end"
@@ -129,24 +132,33 @@ async def run_batch(
     pipeline: Pipeline,
     calls: Sequence[CallRequest],
     history: list[dict[str, Any]],
+    *,
+    bridged: BridgedCalls | None = None,
 ) -> list[CallResult]:
     """Answer every call of one response; append the assistant turn and results to ``history``.
 
     Every call gets exactly one result, in call order, under its own id. ``end`` together with
     any other call is refused (the ask goes on), with a text that says which of the other calls
-    ran and which did not.
+    ran and which did not. With ``bridged`` (bridge mode), the history keeps ``calls`` as the
+    model sent them while the calls run unwrapped; a malformed ``call_tool`` gets its prepared
+    result, and an unwrapped call whose arguments are invalid gets its tool's schema appended.
+    Messages in ``ctx.follow_ups`` go into the history right after their call's result.
     """
     history.append(
         {"role": "assistant", "content": None, "tool_calls": history_calls(calls, ctx.permitted)}
     )
+    early: Mapping[int, CallResult] = {}
+    if bridged is not None:
+        calls, early = bridged.calls, bridged.answered
     co_calls = len(calls) > 1 and END in ctx.exposed
-    ends = [i for i, c in enumerate(calls) if co_calls and c.name == END]
+    ends = [i for i, c in enumerate(calls) if co_calls and c.name == END and i not in early]
     # The end refusals name what the other calls did, so they are merged in last.
-    others = [c for i, c in enumerate(calls) if i not in ends]
+    positions = [i for i in range(len(calls)) if i not in ends]
+    others = [calls[i] for i in positions]
     invalid = {
-        i: CallResult(c.id, c.name, INVALID_CALL, "invalid")
-        for i, c in enumerate(others)
-        if not c.name.strip()
+        j: early.get(i) or CallResult(calls[i].id, calls[i].name, INVALID_CALL, "invalid")
+        for j, i in enumerate(positions)
+        if i in early or not calls[i].name.strip()
     }
     other_results = await forward_unanswered(ctx, others, invalid, pipeline.handle_calls)
     refusals: dict[int, CallResult] = {}
@@ -158,10 +170,26 @@ async def run_batch(
         for i in ends:
             refusals[i] = CallResult(calls[i].id, END, text, "refused", "end_with_other_calls")
     results = merge_results(len(calls), refusals, other_results)
+    if bridged is not None:
+        results = [
+            _with_schema(ctx, r) if i in bridged.bridged else r for i, r in enumerate(results)
+        ]
     for result in results:
         history.append({"role": "tool", "tool_call_id": result.call_id, "content": result.content})
+        history.extend(ctx.follow_ups.pop(result.call_id, ()))
+    ctx.follow_ups.clear()
     ctx.stats.record_results(results)
     return results
+
+
+def _with_schema(ctx: AskContext, result: CallResult) -> CallResult:
+    """An invalid bridged call's result with its tool's schema (a permitted tool only)."""
+    if result.outcome != "invalid" or result.name not in ctx.permitted:
+        return result
+    schema = ctx.toolset.catalog.schema(result.name)
+    if schema is None:
+        return result
+    return replace(result, content=result.content + schema_note(result.name, schema))
 
 
 def trace_calls(

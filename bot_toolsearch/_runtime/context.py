@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._config.settings import BotSettings, ToolSearchLoading
 from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._tools.tool import HandlerThreads
 from bot_toolsearch._transports.transport import Transport
@@ -90,6 +90,12 @@ class AskContext:
     """The current 1-based round (0 before the first)."""
     exposed: frozenset[str] = frozenset()
     """Canonical names callable in the current round (the prepared request's ``exposed``)."""
+    loading: ToolSearchLoading = "append"
+    """How loads reach the model in this ask: the tool-search middleware sets the mode in force
+    (``[skills] tool_search_loading`` after its fallbacks) when tool search is on."""
+    follow_ups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """History messages to add right after the result of a call (by call id), e.g. the
+    ``additional_tools`` declaration after a search's output; consumed with the batch."""
     transport: Transport | None = None
     """Sends model requests in the snapshot's API mode (sub-agents use it too)."""
     threads: HandlerThreads | None = None

@@ -14,6 +14,10 @@ __all__ = [
     "ANNOUNCEMENT_AGENT_TOOL",
     "ANNOUNCEMENT_REPEAT_SUFFIX",
     "BLIND_CALL_LOADED",
+    "CALL_TOOL_ARGUMENTS_NOT_OBJECT",
+    "CALL_TOOL_INVALID",
+    "CALL_TOOL_NAME_MISSING",
+    "CALL_TOOL_NOT_OBJECT",
     "CORRECTION_HINT",
     "END_WITH_OTHER_CALLS",
     "END_WITH_OTHER_CALLS_NONE_RAN",
@@ -23,8 +27,10 @@ __all__ = [
     "LOADED_THIS_ROUND",
     "MAX_SHOWN_NAME",
     "NOT_LOADED_YET",
+    "NOT_LOADED_YET_BRIDGE",
     "NO_SUCH_TOOL",
     "PREFETCH_HEADER",
+    "SCHEMA_NOTE",
     "TOOL_FAILED",
     "TOOL_TIMED_OUT",
     "TRUNCATED_RESULT",
@@ -42,6 +48,13 @@ NOT_LOADED_YET = (
 )
 """Refusal: a permitted deferred tool that no search has loaded."""
 
+NOT_LOADED_YET_BRIDGE = (
+    "Error: tool {name} was not executed: it is not loaded yet. "
+    'Call tool_search with query "select:{name}" first; its result gives the schema of {name}. '
+    "Then call {name} through call_tool in the next round."
+)
+"""Refusal in bridge mode: a permitted deferred tool that no search has loaded."""
+
 LOADED_THIS_ROUND = (
     "Error: tool {name} was not executed: its schema was loaded in this round and becomes "
     "callable in the next round. Call {name} again in the next round; do not search for it again."
@@ -53,6 +66,25 @@ BLIND_CALL_LOADED = (
     "you; call {name} again in the next round with arguments that match its schema."
 )
 """Refusal under ``tool_search_blind_call = "load"``: refused now, loaded for the next round."""
+
+SCHEMA_NOTE = "\nThe schema of {name}: {schema}"
+"""Bridge mode: appended to an invalid call's result and to a blind-call load, so the model has
+the schema it must match (compact JSON with ``name``, ``description``, ``parameters``)."""
+
+CALL_TOOL_INVALID = (
+    "Error: call_tool was not executed: {problem}. Call it again with the exact name of a tool "
+    'that tool_search loaded and its arguments, like {{"name":"<tool>","arguments":{{...}}}}.'
+)
+"""Result of a malformed ``call_tool`` call (bridge mode); ``problem`` says what is wrong."""
+
+CALL_TOOL_NAME_MISSING = "its field 'name' is missing or not a string"
+"""``CALL_TOOL_INVALID`` problem: no usable ``name``."""
+
+CALL_TOOL_ARGUMENTS_NOT_OBJECT = "its field 'arguments' is not a JSON object"
+"""``CALL_TOOL_INVALID`` problem: ``arguments`` is neither an object nor a JSON text of one."""
+
+CALL_TOOL_NOT_OBJECT = "its arguments must be a JSON object ({problem})"
+"""``CALL_TOOL_INVALID`` problem: the call's own arguments are not an object."""
 
 NO_SUCH_TOOL = (
     "Error: there is no tool named {name}. Use only the tools in your tools list"

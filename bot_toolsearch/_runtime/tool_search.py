@@ -1,9 +1,11 @@
 """Tool search as a middleware: the core's session adapted to the ``ask()`` pipeline.
 
 Per ask it builds a `ToolSearchSession` from the prebuilt catalog with the ask's forbidden
-tools hidden. Per round it sends the session's tools (each round's list extends the previous
-one) and inserts the deferred-tool directory with the rules as one system message right after
-the bot's own system prompt, byte-identical in every round. Per batch of calls it answers
+tools hidden. Per round it sends the session's tools as ``[skills] tool_search_loading`` says
+(``append``: each round's list extends the previous one; ``additional_tools`` and ``bridge``:
+the same list all ask, see `bot_toolsearch._runtime.loading`) and inserts the deferred-tool
+directory with the rules as one system message right after the bot's own system prompt,
+byte-identical in every round. Per batch of calls it answers
 ``tool_search`` itself, in call order, and refuses every call to a tool this round does not
 expose, saying why: not loaded yet, loaded this round, or no such tool (never hinting that a
 forbidden tool exists). Off (the full list, no directory, no virtual tool) when
@@ -20,12 +22,14 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from bot_toolsearch._config.settings import BlindCallPolicy, BotSettings
+from bot_toolsearch._config.settings import BlindCallPolicy, BotSettings, ToolSearchLoading
 from bot_toolsearch._core.directory import DeferredDirectory
 from bot_toolsearch._core.prompt import (
+    CALL_TOOL_NAME,
     GROUPED_DIRECTORY_RULES,
     TOOL_SEARCH_NAME,
     TOOL_SEARCH_RULES,
+    TOOL_SEARCH_RULES_BRIDGE,
     render_deferred_tools,
 )
 from bot_toolsearch._core.query import select_items
@@ -35,10 +39,20 @@ from bot_toolsearch._transports.names import WireNames
 from .announce import announce_calls
 from .calls import CallRequest, CallResult, RefusalReason
 from .context import AskContext
+from .loading import (
+    FALLBACK_TO_APPEND,
+    additional_tools_message,
+    bridge_collides,
+    bridge_search_result,
+    effective_loading,
+    request_tools,
+    schema_note,
+)
 from .messages import (
     BLIND_CALL_LOADED,
     LOADED_THIS_ROUND,
     NOT_LOADED_YET,
+    NOT_LOADED_YET_BRIDGE,
     no_such_tool,
     shown_name,
 )
@@ -61,11 +75,14 @@ class _AskState:
     session: ToolSearchSession
     directory: Mapping[str, str]
     names: WireNames
+    mode: ToolSearchLoading = "append"
 
 
-def directory_message(deferred: tuple[str, ...] | DeferredDirectory) -> Mapping[str, str]:
+def directory_message(
+    deferred: tuple[str, ...] | DeferredDirectory, *, bridge: bool = False
+) -> Mapping[str, str]:
     """The directory system message: block, blank line, rules (plus the grouped-directory
-    rules when the block is grouped).
+    rules when the block is grouped; the ``call_tool`` rules under ``bridge`` loading).
 
     Given a session's `DeferredDirectory` (the budgeted block), it is cached by the block's
     text, which the catalog hands out as the same string object to every ask with the same
@@ -74,41 +91,52 @@ def directory_message(deferred: tuple[str, ...] | DeferredDirectory) -> Mapping[
 
     Cached, so asks with the same catalog and settings send the very same bytes. The catalog
     hands the same tuple to every ask with the same excluded tools, so the usual lookup is by
-    identity and costs nothing proportional to the catalog.
+    identity and costs nothing proportional to the catalog. ``bridge`` uses the rules that
+    explain ``call_tool``.
     """
     if isinstance(deferred, DeferredDirectory):
-        return _budgeted_message(deferred.text, deferred.grouped)
-    hit = _BY_IDENTITY.get(id(deferred))
+        return _budgeted_message(deferred.text, deferred.grouped, bridge)
+    key = (id(deferred), bridge)
+    hit = _BY_IDENTITY.get(key)
     if hit is not None and hit[0] is deferred:
         return hit[1]
-    message = _directory_message(deferred)
+    message = _directory_message(deferred, bridge)
     if len(_BY_IDENTITY) >= _CACHE_SIZE:
         _BY_IDENTITY.pop(next(iter(_BY_IDENTITY)), None)
     # The tuple is kept alive with its message, so its id cannot be reused meanwhile.
-    _BY_IDENTITY[id(deferred)] = (deferred, message)
+    _BY_IDENTITY[key] = (deferred, message)
     return message
 
 
 _CACHE_SIZE = 32
-_BY_IDENTITY: dict[int, tuple[tuple[str, ...], Mapping[str, str]]] = {}
+_BY_IDENTITY: dict[tuple[int, bool], tuple[tuple[str, ...], Mapping[str, str]]] = {}
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
-def _directory_message(deferred: tuple[str, ...]) -> Mapping[str, str]:
-    content = render_deferred_tools(deferred, budget=0) + "\n\n" + TOOL_SEARCH_RULES
+def _directory_message(deferred: tuple[str, ...], bridge: bool) -> Mapping[str, str]:
+    rules = TOOL_SEARCH_RULES_BRIDGE if bridge else TOOL_SEARCH_RULES
+    content = render_deferred_tools(deferred, budget=0) + "\n\n" + rules
     return MappingProxyType({"role": "system", "content": content})
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
-def _budgeted_message(block: str, grouped: bool) -> Mapping[str, str]:
-    rules = f"{TOOL_SEARCH_RULES} {GROUPED_DIRECTORY_RULES}" if grouped else TOOL_SEARCH_RULES
+def _budgeted_message(block: str, grouped: bool, bridge: bool) -> Mapping[str, str]:
+    rules = TOOL_SEARCH_RULES_BRIDGE if bridge else TOOL_SEARCH_RULES
+    if grouped:
+        rules = f"{rules} {GROUPED_DIRECTORY_RULES}"
     return MappingProxyType({"role": "system", "content": f"{block}\n\n{rules}"})
 
 
 class ToolSearchMiddleware:
-    """The tool-search middleware; stateless itself, its per-ask state lives in the context."""
+    """The tool-search middleware; stateless itself, its per-ask state lives in the context.
+
+    ``[skills] tool_search_loading`` is read per ask (see `bot_toolsearch._runtime.loading`).
+    """
 
     name = "tool_search"
+
+    def __init__(self) -> None:
+        self._fallback_logged: set[int] = set()  # settings generations already logged
 
     async def start_ask(self, ctx: AskContext) -> None:
         """Build this ask's session, or leave tool search off for the ask."""
@@ -135,23 +163,41 @@ class ToolSearchMiddleware:
         )
         if not session.deferred_tool_names:
             return
-        # The directory is of the deferred set before any conversation tool is loaded, so it
-        # stays byte-identical from ask to ask.
-        directory = directory_message(session.directory)
         # tool_search_keep_loaded = "conversation": as if searched before round 1, so they
-        # follow tool_search in first-call order.
+        # follow tool_search in first-call order (the directory is of the deferred set, which
+        # loading does not change, so it stays byte-identical from ask to ask).
         for name in ctx.conversation_tools:
             if session.has_tool(name):
                 session.search(name)  # a bare full name is an exact lookup
         names = ctx.toolset.wire_names(ctx.settings.tools.dot_delimiter, ctx.permitted)
-        ctx.state[_AskState] = _AskState(session, directory, names)
+        mode = self._mode(ctx, names)
+        ctx.loading = mode
+        directory = directory_message(session.directory, bridge=mode == "bridge")
+        ctx.state[_AskState] = _AskState(session, directory, names, mode)
+
+    def _mode(self, ctx: AskContext, names: WireNames) -> ToolSearchLoading:
+        wanted = ctx.settings.skills.tool_search_loading
+        api = ctx.settings.model.api
+        mode = effective_loading(wanted, api)
+        generation = ctx.settings.generation
+        if mode != wanted and generation not in self._fallback_logged:
+            self._fallback_logged.add(generation)
+            logger.warning(FALLBACK_TO_APPEND, api)
+        if mode == "bridge" and bridge_collides(names):
+            logger.error(
+                'a real tool is named %r: tool_search_loading = "bridge" cannot be used; '
+                "loads are appended to the tools list for this ask",
+                CALL_TOOL_NAME,
+            )
+            return "append"
+        return mode
 
     async def prepare_request(self, ctx: AskContext, request: RoundRequest) -> RoundRequest:
         """Send the session's tools and the directory; expose what the session exposes."""
         state: _AskState | None = ctx.state.get(_AskState)
         if state is None:
             return request
-        tools = state.session.request_tools()
+        tools = request_tools(state.session.request_tools(), state.mode)
         messages = list(request.messages)
         messages.insert(ctx.system_prompt_count, state.directory)
         return replace(
@@ -198,7 +244,12 @@ class ToolSearchMiddleware:
         if not result.loaded and not result.already_loaded:
             stats.zero_result_searches += 1
         stats.loaded.extend(result.loaded)
-        return CallResult(call.id, call.name, result.to_json(), "answered")
+        content = result.to_json()
+        if result.loaded and state.mode == "bridge":
+            content = bridge_search_result(result.to_dict(), _schemas(ctx, result.loaded))
+        elif result.loaded and state.mode == "additional_tools":
+            _declare(ctx, call.id, result.loaded)
+        return CallResult(call.id, call.name, content, "answered")
 
     def _refuse(self, ctx: AskContext, state: _AskState, call: CallRequest) -> CallResult:
         text, reason = refusal(
@@ -207,10 +258,15 @@ class ToolSearchMiddleware:
             call.id,
             ctx.permitted,
             blind_call=ctx.settings.skills.tool_search_blind_call,
+            bridge=state.mode == "bridge",
         )
         if reason == "blind_call_loaded":
             ctx.stats.blind_call_loads += 1
             ctx.stats.loaded.append(call.name)
+            if state.mode == "bridge":
+                text += "".join(schema_note(call.name, s) for s in _schemas(ctx, (call.name,)))
+            elif state.mode == "additional_tools":
+                _declare(ctx, call.id, (call.name,))
         return CallResult(call.id, call.name, text, "refused", reason)
 
 
@@ -221,6 +277,7 @@ def refusal(
     permitted: Collection[str],
     *,
     blind_call: BlindCallPolicy,
+    bridge: bool = False,
 ) -> tuple[str, RefusalReason]:
     """The refusal of a call to ``name``, which this round does not expose: text and reason.
 
@@ -239,7 +296,18 @@ def refusal(
         if name in session.loaded_tool_names:
             return BLIND_CALL_LOADED.format(name=name), "blind_call_loaded"
     logger.warning("refused call to unloaded tool name=%r id=%s", name, call_id)
-    return NOT_LOADED_YET.format(name=name), "not_loaded"
+    template = NOT_LOADED_YET_BRIDGE if bridge else NOT_LOADED_YET
+    return template.format(name=name), "not_loaded"
+
+
+def _schemas(ctx: AskContext, names: Sequence[str]) -> list[dict[str, Any]]:
+    """The catalog schemas of loaded tools (the session loads permitted tools only)."""
+    return ctx.toolset.catalog.schemas(n for n in names if n in ctx.permitted)
+
+
+def _declare(ctx: AskContext, call_id: str, names: Sequence[str]) -> None:
+    """Queue the ``additional_tools`` message for ``names`` right after ``call_id``'s result."""
+    ctx.follow_ups.setdefault(call_id, []).append(additional_tools_message(_schemas(ctx, names)))
 
 
 def canonical_query(

@@ -1,5 +1,8 @@
 """Responses mode: ``previous_response_id`` plus only the new items, with a stateless fallback.
 
+A history message of ``type`` ``additional_tools`` (``[skills] tool_search_loading``) becomes
+one ``{"type": "additional_tools", "role": "developer", "tools": [...]}`` input item in place.
+
 System messages travel as ``instructions`` on every request (a stored response does not carry
 them over). After a response, the server holds the conversation up to and including the
 assistant turn it produced, so the next request sends only the newer items (the
@@ -143,6 +146,11 @@ def to_input_items(conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for message in conversation:
         role = message.get("role")
+        if message.get("type") == "additional_tools":
+            # Declares tools loaded mid-ask without touching ``tools`` (the cached prefix).
+            tools = [flat_tool(tool) for tool in message.get("tools") or ()]
+            items.append({"type": "additional_tools", "role": "developer", "tools": tools})
+            continue
         if role == "tool":
             items.append(
                 {

@@ -81,6 +81,9 @@ def encode_message(message: Mapping[str, Any], names: WireNames) -> dict[str, An
     if isinstance(content, str):
         # The last guard before the SDK encodes the body: no lone surrogate leaves.
         out["content"] = well_formed(content)
+    declared = message.get("tools")
+    if message.get("type") == "additional_tools" and isinstance(declared, list):
+        out["tools"] = [_encode_tool(tool, names) for tool in declared]
     calls = message.get("tool_calls")
     if calls:
         out["tool_calls"] = [

@@ -60,6 +60,7 @@ class ScriptState:
         with self.lock:
             self.turns: deque[Turn] = deque()
             self.requests: list[ModelRequest] = []
+            self.prompts: list[str] = []
             self.failures: list[str] = []
             self.failed_requests: list[ModelRequest] = []
             # response id -> the conversation items it leaves behind (input + output)
@@ -203,6 +204,7 @@ def _prompt_usage(
     remember if the request succeeds), or the default estimate (no keys)."""
     if state.prompt_cache is not None:
         text = render_prompt(request, history)
+        state.prompts.append(text)
         return state.prompt_cache.lookup(request.model or "", text)
     text = prompt_text(request, history)
     prompt_tokens = estimate_tokens(len(text))

@@ -52,6 +52,20 @@ class ModelRequest:
         return names
 
     @property
+    def additional_tool_names(self) -> list[str]:
+        """Responses: the function names declared by ``additional_tools`` input items of this
+        request (``{"type": "additional_tools", "role": "developer", "tools": [...]}``), in
+        order; items stored behind ``previous_response_id`` are not included."""
+        names: list[str] = []
+        for item in self.messages if self.api == "responses" else []:
+            if item.get("type") == "additional_tools":
+                for tool in _dicts(item.get("tools")):
+                    name = tool.get("name")
+                    if isinstance(name, str):
+                        names.append(name)
+        return names
+
+    @property
     def messages(self) -> list[dict[str, Any]]:
         """Chat: ``body["messages"]``; Responses: the ``input`` items (a string is a user item)."""
         if self.api == "chat_completions":
@@ -147,10 +161,11 @@ def content_text(content: object) -> str:
 
 
 def _system_texts(items: list[dict[str, Any]]) -> list[str]:
+    # Typed developer items that are no message (``additional_tools``) carry no text.
     return [
         content_text(item.get("content"))
         for item in items
-        if item.get("role") in ("system", "developer")
+        if item.get("role") in ("system", "developer") and item.get("type") in (None, "message")
     ]
 
 

@@ -274,6 +274,17 @@ class ScriptedOpenAIServer:
             return list(self._state.requests)
 
     @property
+    def prompts(self) -> list[str]:
+        """With the prefix-cache model on: the rendered prompt text (see `PromptCacheModel`) of
+        every request the cache model saw, in arrival order (a copy); otherwise empty.
+
+        A request the server rejects before that, as the real API would (an unknown
+        ``previous_response_id``, unpaired tool calls), has no prompt here.
+        """
+        with self._state.lock:
+            return list(self._state.prompts)
+
+    @property
     def remaining(self) -> list[Turn]:
         """The scripted turns not used yet (a copy)."""
         with self._state.lock:

@@ -71,6 +71,7 @@ def test_file_key_wins_over_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         ("PREFETCH_TOOLS", "get_current_time", "skills.prefetch_tools", ("get_current_time",)),
         ("PREFETCH_TOOLS_HIDE", "on", "skills.prefetch_tools_hide", True),
         ("TOOL_SEARCH_BLIND_CALL", "load", "skills.tool_search_blind_call", "load"),
+        ("TOOL_SEARCH_LOADING", " bridge ", "skills.tool_search_loading", "bridge"),
         ("TOOLS_DOT_DELIMITER", "__", "tools.dot_delimiter", "__"),
         ("EASTER_EGG_AGENT_CALL_MESSAGE_ENABLED", "tools", "easter_egg.agent_call_message_enabled",
          "tools"),
@@ -124,6 +125,7 @@ def test_each_env_fallback_is_logged_once(
         ("TOOL_SEARCH_MAX_RESULTS", "0", "must be at least 1, got 0"),
         ("TOOLS_DOT_DELIMITER", ".", "must be 1-16 characters"),
         ("TOOL_SEARCH_BLIND_CALL", "sometimes", "must be one of 'reject' or 'load'"),
+        ("TOOL_SEARCH_LOADING", "prepend", "'append', 'additional_tools' or 'bridge'"),
     ],
 )  # fmt: skip
 def test_env_errors_name_the_variable(

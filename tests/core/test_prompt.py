@@ -6,9 +6,13 @@ import pytest
 
 from bot_toolsearch import TOOL_SEARCH_NAME, TOOL_SEARCH_RULES, render_deferred_tools
 from bot_toolsearch._core.prompt import (
+    CALL_TOOL_DESCRIPTION,
+    CALL_TOOL_NAME,
     MAX_RESULTS_DESCRIPTION,
     QUERY_DESCRIPTION,
     TOOL_SEARCH_DESCRIPTION,
+    TOOL_SEARCH_RULES_BRIDGE,
+    call_tool_schema,
     tool_search_schema,
 )
 
@@ -39,6 +43,27 @@ def test_rules_snapshot_says_what_the_spec_requires() -> None:
         "doing: tool_search runs nothing, so do not end the task just because a load "
         "succeeded while the real action is still pending."
     )
+
+
+def test_bridge_rules_keep_the_shared_rules_and_explain_call_tool() -> None:
+    shared = TOOL_SEARCH_RULES.split(" A tool in `loaded`")[0]
+    assert TOOL_SEARCH_RULES_BRIDGE.startswith(shared)
+    assert "call_tool" in TOOL_SEARCH_RULES_BRIDGE
+    assert "call_tool" not in TOOL_SEARCH_RULES
+    assert "`tools`" in TOOL_SEARCH_RULES_BRIDGE
+    assert TOOL_SEARCH_RULES_BRIDGE.endswith("while the real action is still pending.")
+
+
+def test_call_tool_schema_fields() -> None:
+    schema = call_tool_schema()
+    assert schema["function"]["name"] == CALL_TOOL_NAME == "call_tool"
+    assert schema["function"]["description"] == CALL_TOOL_DESCRIPTION
+    parameters = schema["function"]["parameters"]
+    assert parameters["required"] == ["name", "arguments"]
+    assert parameters["properties"]["arguments"]["type"] == "object"
+    assert parameters["additionalProperties"] is False
+    schema["function"]["name"] = "changed"
+    assert call_tool_schema()["function"]["name"] == "call_tool"
 
 
 def test_schema_fields() -> None:

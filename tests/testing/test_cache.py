@@ -263,3 +263,31 @@ def test_a_failed_request_caches_nothing(
     first = chat(client, messages, chat_tools(40))
     assert first[1] == 0
     assert chat(client, messages, chat_tools(40))[1] == whole_blocks(first[0])
+
+
+def test_additional_tools_items_are_recorded_rendered_and_chained(
+    server: ScriptedOpenAIServer, client: openai.OpenAI
+) -> None:
+    declared = {"type": "additional_tools", "role": "developer", "tools": responses_tools(2)}
+    server.script(call("tool_search", query="select:tool_0"), text("ok"))
+    first = client.responses.create(
+        model="m", instructions="Be brief.", input="hi", tools=responses_tools(1)
+    )
+    client.responses.create(
+        model="m",
+        instructions="Be brief.",
+        previous_response_id=first.id,
+        input=[
+            {"type": "function_call_output", "call_id": "call_1", "output": "{}"},
+            declared,  # type: ignore[list-item]  # not in this SDK's input types yet
+        ],
+        tools=responses_tools(1),
+    )
+
+    one, two = server.requests
+    assert (one.additional_tool_names, two.additional_tool_names) == ([], ["tool_0", "tool_1"])
+    assert two.system_texts == ["Be brief."]  # a declaration is no message
+    assert two.messages[-1] == declared
+    before, after = server.prompts
+    assert after.startswith(before + "\n")
+    assert after.endswith("\n" + canonical(declared))
