@@ -54,14 +54,6 @@ def blocks(heading: str) -> list[str]:
     return [code for h, code in python_blocks() if h == heading]
 
 
-def run_awaiting(code: str, namespace: dict[str, Any]) -> None:
-    """Run a block written with top-level ``await`` (as in an async function or a notebook)."""
-    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-    done = eval(compile(code, str(README), "exec", flags=flags), namespace)  # our own README
-    if inspect.iscoroutine(done):
-        asyncio.run(done)
-
-
 def run(code: str, **names: Any) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "readme_snippet", **names}
     exec(compile(code, str(README), "exec"), namespace)  # our own README, not input
@@ -187,7 +179,14 @@ def frameworks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             "messages": [{"role": "user", "content": "hi"}],
             "all_tools": [tool],
         }
-        run_awaiting(wrapper, namespace)
+        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        code = compile(wrapper, str(README), "exec", flags=flags)
+
+        async def go() -> None:
+            await eval(code, namespace)  # our own README, not input
+            await namespace["client"].close()  # in its own loop, not later by the collector
+
+        asyncio.run(go())
         server.assert_consumed()
     assert namespace["reply"].choices[0].message.content == "Hello."
     assert server.requests[0].tool_names == ["tool_search"]  # the projection, not all_tools
