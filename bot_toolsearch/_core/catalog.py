@@ -76,6 +76,9 @@ is level 1). Deeper parameters are refused with `CatalogError` (or the catalog e
 explicitly, long before Python's recursion limit could turn them into a ``RecursionError``."""
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def schema_depth_problem(value: object, limit: int = MAX_SCHEMA_DEPTH) -> str | None:
     """Why ``value`` nests too deeply, or ``None`` when it is within ``limit`` levels.
 
@@ -85,22 +88,25 @@ def schema_depth_problem(value: object, limit: int = MAX_SCHEMA_DEPTH) -> str | 
     >>> schema_depth_problem({"a": [{"b": 1}]}), schema_depth_problem([[[]]], limit=2)
     (None, 'nests deeper than 2 levels')
     """
-    stack: list[tuple[object, int]] = [(value, 1)]
+    if not isinstance(value, Mapping | list | tuple):
+        return None
+    # Only containers are pushed (scalars are most of a schema and need no visit).
+    stack: list[tuple[Any, int]] = [(value, 1)]  # containers only: mappings, lists, tuples
     seen: set[int] = set()
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, Mapping):
-            children: Iterable[object] = node.values()
-        elif isinstance(node, list | tuple):
-            children = node
-        else:
-            continue
         if depth > limit:
             return f"nests deeper than {limit} levels"
         if id(node) in seen:
             continue
         seen.add(id(node))
-        stack.extend((child, depth + 1) for child in children)
+        children = node.values() if type(node) is dict or isinstance(node, Mapping) else node
+        deeper = depth + 1
+        for child in children:
+            kind = type(child)  # exact types first: the ABC check is slow and rarely needed
+            container = kind is dict or kind is list
+            if container or (kind not in _SCALARS and isinstance(child, Mapping | tuple | list)):
+                stack.append((child, deeper))
     return None
 
 
@@ -423,11 +429,11 @@ def _encoded_entry(
 ) -> str | None:
     """The catalog's JSON copy of one entry, or ``None`` (with one warning) when it is unusable:
     nested too deep, or not JSON at all."""
-    depth = schema_depth_problem(function.get("parameters"))
-    if depth is None:
-        # Envelope and function add two levels; anything else deep is refused too.
-        depth = schema_depth_problem(entry, MAX_SCHEMA_DEPTH + 2)
+    # One walk of the whole entry (envelope and function add two levels); only when it is too
+    # deep is the walk repeated on the parameters, to say where.
+    depth = schema_depth_problem(entry, MAX_SCHEMA_DEPTH + 2)
     if depth is not None:
+        depth = schema_depth_problem(function.get("parameters")) or depth
         logger.warning("tool catalog: skipping entry %d (%r): parameters %s", position, name, depth)
         return None
     try:
