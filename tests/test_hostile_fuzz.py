@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from typing import Any
 
 import pytest
@@ -19,8 +20,11 @@ from bot_toolsearch import CatalogError, ToolCatalog, ToolSearchSession
 from bot_toolsearch._core.query import MAX_SELECT_NAMES, KeywordQuery, SelectQuery, parse_query
 from bot_toolsearch._transports.text_calls import TextToolCallError, parse_text_tool_calls
 
+# 2,000 examples per property in CI (CI=true, as .ci/run is run), where every landing is
+# checked; 300 on a developer's `make test`, to keep it fast. FUZZ_EXAMPLES overrides both.
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES") or (2000 if os.environ.get("CI") else 300))
 FUZZ = settings(
-    max_examples=2000,
+    max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -196,3 +200,10 @@ def test_catalog_construction_indexes_or_skips_every_entry(entries: list[object]
 def test_catalog_of_a_single_value_raises_catalog_error(value: object) -> None:
     with pytest.raises(CatalogError):
         ToolCatalog(value)  # type: ignore[arg-type]
+
+
+def test_ci_runs_two_thousand_examples_per_property() -> None:
+    # .ci/run runs with CI=true: there every property gets its 2,000 examples (issue 10).
+    if os.environ.get("CI") and not os.environ.get("FUZZ_EXAMPLES"):
+        assert EXAMPLES == 2000
+    assert FUZZ.max_examples == EXAMPLES >= 300
