@@ -117,14 +117,20 @@ def _put(section: Table | dict[str, Any], name: str, item: Item) -> None:
     if name in section or not isinstance(section, Table):
         section[name] = item
         return
-    keys = [
-        key.key
-        for key, value in section.value.body
-        if key is not None and not isinstance(value, Table | AoT)
-    ]
-    insert_after = getattr(section.value, "_insert_after", None)  # no public equivalent
-    if keys and insert_after is not None:
-        insert_after(keys[-1], name, item)
+    body = section.value.body
+    last = max(
+        (
+            i
+            for i, (key, value) in enumerate(body)
+            if key is not None and not isinstance(value, Table | AoT)
+        ),
+        default=-1,
+    )
+    # ``_insert_at`` has no public equivalent (tomlkit 0.13 to 0.15 at least); without it, or
+    # when the last key ends the table, plain assignment puts the key in the same place.
+    insert_at = getattr(section.value, "_insert_at", None)
+    if 0 <= last < len(body) - 1 and insert_at is not None:
+        insert_at(last + 1, name, item)
     else:
         section[name] = item
 
