@@ -2,18 +2,13 @@
 
 A framework resends its full tool list on every ``create`` call; indexing it costs time
 proportional to the catalog, so the catalog is built once and reused while the list is
-unchanged. The fingerprint is checked in two steps: the same list object holding the same
-element objects (a few tens of µs at 10,000 tools), else the same tool names in the same order
-and an equal copy (a framework that rebuilds the list each call); only a changed list is
-indexed again.
+unchanged (see `ToolsCache` for what "unchanged" costs to check).
 """
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -139,74 +134,59 @@ def _with_wire_name(tool: Mapping[str, Any], api: Api, wire: str) -> Mapping[str
 
 @dataclass(slots=True, eq=False)
 class _Entry:
-    source: Sequence[Any]
+    api: Api
+    dot_delimiter: str
     elements: tuple[Any, ...]
-    names: tuple[str | None, ...]
-    snapshot: list[Any]
     tools: CallerTools
 
 
 class ToolsCache:
-    """The indexed caller tool lists, most recently used last, keyed by a cheap fingerprint."""
+    """The indexed caller tool lists, most recently used first, keyed by a cheap fingerprint.
+
+    The fingerprint is the API, the wire-name delimiter, the length and the entries
+    themselves, compared element by element with Python's identity shortcut at every level:
+    the same list object costs one pointer comparison per tool, a list rebuilt around the same
+    ``parameters`` objects (what frameworks do) a few dictionary lookups per tool, and only a
+    list parsed anew (the proxy) compares its schemas in full. The caller's entries are
+    treated as values: a dict the wrapper has seen and that is then changed in place is not
+    noticed; pass a new dict (or list) to change a tool.
+    """
 
     def __init__(self, size: int = _CACHE_SIZE) -> None:
         self._size = size
-        self._entries: OrderedDict[tuple[Api, str, tuple[str | None, ...]], _Entry] = OrderedDict()
+        self._entries: list[_Entry] = []
         self._lock = threading.Lock()
 
     def get(self, tools: Sequence[Any], api: Api, dot_delimiter: str) -> CallerTools:
         """The indexed form of ``tools``, built only when no equal list was indexed before."""
         elements = tuple(tools)
         with self._lock:
-            for entry in reversed(self._entries.values()):
-                # Same list object with the same element objects: nothing to look at.
-                if (
-                    entry.source is tools
-                    and entry.tools.api == api
-                    and _delimiter(entry) == dot_delimiter
-                    and entry.elements == elements
-                ):
-                    return entry.tools
-        names = _names(elements, api)
-        key = (api, dot_delimiter, names)
-        with self._lock:
-            found = self._entries.get(key)
-        if found is not None and (found.elements == elements or found.snapshot == list(elements)):
-            with self._lock:
-                found.source, found.elements = tools, elements
-                self._entries.move_to_end(key)
-            return found.tools
+            candidates = [
+                entry
+                for entry in self._entries
+                if entry.api == api
+                and entry.dot_delimiter == dot_delimiter
+                and len(entry.elements) == len(elements)
+            ]
+        for entry in candidates:
+            if _equal(entry.elements, elements):
+                with self._lock:
+                    # The newest equal tuple: the next call's identity shortcuts hit sooner.
+                    entry.elements = elements
+                    if entry in self._entries:
+                        self._entries.remove(entry)
+                    self._entries.insert(0, entry)
+                return entry.tools
         built = CallerTools.build(elements, api, dot_delimiter)
-        snapshot = _snapshot(elements)
         with self._lock:
-            self._entries[key] = _Entry(tools, elements, names, snapshot, built)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+            self._entries.insert(0, _Entry(api, dot_delimiter, elements, built))
+            del self._entries[self._size :]
         return built
 
 
-def _names(elements: tuple[Any, ...], api: Api) -> tuple[str | None, ...]:
-    """Every entry's function name (``None`` for other entries), plain dicts the fast way."""
+def _equal(cached: tuple[Any, ...], elements: tuple[Any, ...]) -> bool:
+    """Whether two tool lists are equal (an entry that cannot be compared never is)."""
     try:
-        if api == "chat":
-            names = tuple(tool["function"]["name"] for tool in elements)
-        else:
-            names = tuple(tool["name"] for tool in elements)
-    except (KeyError, TypeError, IndexError):
-        return tuple(tool_name(tool, api) for tool in elements)
-    if all(type(name) is str for name in names):
-        return names
-    return tuple(tool_name(tool, api) for tool in elements)
-
-
-def _delimiter(entry: _Entry) -> str:
-    return entry.tools.names.dot_delimiter
-
-
-def _snapshot(elements: tuple[Any, ...]) -> list[Any]:
-    """A deep copy to compare later lists with (a caller may mutate its own dicts)."""
-    try:
-        return copy.deepcopy(list(elements))
-    except Exception:  # an uncopyable entry: never equal, so the list is indexed each time
-        return [object()]
+        return bool(cached == elements)
+    except Exception:  # a caller object whose __eq__ raises
+        return False

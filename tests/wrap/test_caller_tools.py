@@ -1,0 +1,79 @@
+"""ToolsCache: an unchanged caller tool list is indexed once, a changed one again."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from bot_toolsearch._wrap.caller_tools import ToolsCache
+
+from ._tools import chat_tools
+
+
+def test_the_same_list_object_reuses_the_index() -> None:
+    cache = ToolsCache()
+    tools = chat_tools()
+    assert cache.get(tools, "chat", "-_-") is cache.get(tools, "chat", "-_-")
+
+
+def test_a_list_rebuilt_around_the_same_parameters_reuses_the_index() -> None:
+    cache = ToolsCache()
+    tools = chat_tools()
+    first = cache.get(tools, "chat", "-_-")
+    rebuilt = [{**tool, "function": {**tool["function"]}} for tool in tools]
+    assert cache.get(rebuilt, "chat", "-_-") is first
+    assert cache.get(tuple(copy.deepcopy(tools)), "chat", "-_-") is first
+
+
+def test_a_changed_description_or_schema_is_indexed_again() -> None:
+    cache = ToolsCache()
+    tools = chat_tools()
+    first = cache.get(tools, "chat", "-_-")
+    described = copy.deepcopy(tools)
+    described[3]["function"]["description"] = "Plays a chess move."
+    again = cache.get(described, "chat", "-_-")
+    assert again is not first
+    assert again.catalog is not None
+    assert again.catalog.description(described[3]["function"]["name"]) == "Plays a chess move."
+    schema = copy.deepcopy(tools)
+    schema[0]["function"]["parameters"]["properties"]["units"] = {"type": "string"}
+    assert cache.get(schema, "chat", "-_-") not in (first, again)
+
+
+def test_api_delimiter_and_length_are_part_of_the_key() -> None:
+    cache = ToolsCache()
+    tools = chat_tools()
+    first = cache.get(tools, "chat", "-_-")
+    assert cache.get(tools, "chat", "__") is not first
+    assert cache.get(tools[:-1], "chat", "-_-") is not first
+    assert cache.get(tools, "chat", "-_-") is first
+
+
+def test_the_cache_is_bounded_and_most_recently_used_stays() -> None:
+    cache = ToolsCache(size=2)
+    a, b, c = chat_tools(70), chat_tools(71), chat_tools(72)
+    index_a = cache.get(a, "chat", "-_-")
+    cache.get(b, "chat", "-_-")
+    assert cache.get(a, "chat", "-_-") is index_a  # a is now the most recent
+    cache.get(c, "chat", "-_-")  # evicts b, not a
+    assert cache.get(a, "chat", "-_-") is index_a
+
+
+class _Hostile:
+    """A caller entry whose comparison raises."""
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("no comparing me")
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_an_entry_that_cannot_be_compared_is_indexed_each_time_without_a_crash() -> None:
+    cache = ToolsCache()
+    tools: list[Any] = [*chat_tools(), _Hostile()]
+    first = cache.get(tools, "chat", "-_-")
+    rebuilt = [*chat_tools(), _Hostile()]
+    second = cache.get(rebuilt, "chat", "-_-")
+    assert second is not first
+    assert len(second.others) == 1
+    assert isinstance(second.others[0], _Hostile)
