@@ -156,6 +156,8 @@ class ToolsCache:
         self._size = size
         self._entries: list[_Entry] = []
         self._lock = threading.Lock()
+        self.builds = 0
+        """How many lists were indexed so far (a server settles its heap after a new one)."""
 
     def get(self, tools: Sequence[Any], api: Api, dot_delimiter: str) -> CallerTools:
         """The indexed form of ``tools``, built only when no equal list was indexed before."""
@@ -179,9 +181,19 @@ class ToolsCache:
                 return entry.tools
         built = CallerTools.build(elements, api, dot_delimiter)
         with self._lock:
+            self.builds += 1
             self._entries.insert(0, _Entry(api, dot_delimiter, elements, built))
             del self._entries[self._size :]
         return built
+
+    def build_indexes(self) -> None:
+        """Build the search index of every cached catalog now (it is otherwise built on the
+        first keyword search), so that everything the cache holds is allocated."""
+        with self._lock:
+            catalogs = [entry.tools.catalog for entry in self._entries]
+        for catalog in catalogs:
+            if catalog is not None:
+                _ = catalog.index
 
 
 def _equal(cached: tuple[Any, ...], elements: tuple[Any, ...]) -> bool:

@@ -22,7 +22,7 @@ from .engine import Engine
 from .responses import ResponsesPlan
 from .streaming import AsyncChatStream, SyncChatStream
 
-__all__ = ["wrap_openai"]
+__all__ = ["engine_of", "wrap_openai"]
 
 
 class _Delegate:
@@ -221,6 +221,12 @@ class ToolSearchOpenAI(openai.OpenAI):
         if self._ts_owner:
             self._ts_engine.close()
         self._ts_inner.close()
+
+
+def engine_of(client: object) -> Engine | None:
+    """The `Engine` behind a client made by `wrap_openai`, else ``None``."""
+    engine = getattr(client, "_ts_engine", None)
+    return engine if isinstance(engine, Engine) else None
 
 
 @overload
