@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 _CHILD = r"""
 import asyncio, gc, json, sys
 import httpx
@@ -17,34 +19,38 @@ from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch.testing import ScriptedOpenAIServer, text
 from tests.wrap._tools import chat_tools
 
-freeze = sys.argv[1] == "freeze"
-out = {}
+result = {}
 with ScriptedOpenAIServer() as server:
-    server.script(text("one"), text("two"), text("three"))
-    app = ProxyApp(server.base_url, freeze_heap=freeze)
+    # The embedded app first: once a heap is frozen, it stays so for the process.
+    for mode in ("plain", "freeze"):
+        out = result[mode] = {}
+        server.script(text("one"), text("two"), text("three"))
+        app = ProxyApp(server.base_url, freeze_heap=mode == "freeze")
 
-    async def main():
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
-            for name, tools in (("first", chat_tools(70)), ("same", chat_tools(70)),
-                                ("other", chat_tools(71))):
-                body = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
-                        "tools": tools}
-                reply = await client.post("/v1/chat/completions", json=body)
-                out[name] = [reply.status_code, gc.get_freeze_count()]
-        out["indexed"] = [e.tools.catalog._index is not None for e in app._cache._entries]
-        await app.aclose()
+        async def main():
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+                for name, tools in (("first", chat_tools(70)), ("same", chat_tools(70)),
+                                    ("other", chat_tools(71))):
+                    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                            "tools": tools}
+                    reply = await client.post("/v1/chat/completions", json=body)
+                    out[name] = [reply.status_code, gc.get_freeze_count()]
+            out["indexed"] = [e.tools.catalog._index is not None for e in app._cache._entries]
+            await app.aclose()
 
-    asyncio.run(main())
-print(json.dumps(out))
+        asyncio.run(main())
+print(json.dumps(result))
 """
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(mode: str) -> dict[str, list[object]]:
+@pytest.fixture(scope="module")
+def child() -> dict[str, dict[str, list[object]]]:
+    """What one child process saw: an embedded app, then one as ``serve`` runs it."""
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, mode],
+        [sys.executable, "-c", _CHILD],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -52,12 +58,14 @@ def _run(mode: str) -> dict[str, list[object]]:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    result: dict[str, list[object]] = json.loads(done.stdout.splitlines()[-1])
+    result: dict[str, dict[str, list[object]]] = json.loads(done.stdout.splitlines()[-1])
     return result
 
 
-def test_the_heap_is_frozen_after_each_new_tool_list_and_only_then() -> None:
-    frozen = _run("freeze")
+def test_the_heap_is_frozen_after_each_new_tool_list_and_only_then(
+    child: dict[str, dict[str, list[object]]],
+) -> None:
+    frozen = child["freeze"]
     assert [frozen[k][0] for k in ("first", "same", "other")] == [200, 200, 200]
     first, same, other = (int(str(frozen[k][1])) for k in ("first", "same", "other"))
     assert first > 0
@@ -66,6 +74,8 @@ def test_the_heap_is_frozen_after_each_new_tool_list_and_only_then() -> None:
     assert frozen["indexed"] == [True, True]  # both catalogs' search indexes were built first
 
 
-def test_an_embedded_app_leaves_the_collector_alone() -> None:
-    plain = _run("plain")
+def test_an_embedded_app_leaves_the_collector_alone(
+    child: dict[str, dict[str, list[object]]],
+) -> None:
+    plain = child["plain"]
     assert [plain[k] for k in ("first", "same", "other")] == [[200, 0], [200, 0], [200, 0]]
