@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch.testing import ScriptedOpenAIServer, text
 from tests.wrap._tools import chat_tools
 
-result = {}
+result = {"default_threshold": list(gc.get_threshold())}
 with ScriptedOpenAIServer() as server:
     # The embedded app first: once a heap is frozen, it stays so for the process.
     for mode in ("plain", "freeze"):
@@ -36,6 +37,7 @@ with ScriptedOpenAIServer() as server:
                             "tools": tools}
                     reply = await client.post("/v1/chat/completions", json=body)
                     out[name] = [reply.status_code, gc.get_freeze_count()]
+            out["threshold"] = list(gc.get_threshold())
             out["indexed"] = [e.tools.catalog._index is not None for e in app._cache._entries]
             await app.aclose()
 
@@ -47,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def child() -> dict[str, dict[str, list[object]]]:
+def child() -> dict[str, Any]:
     """What one child process saw: an embedded app, then one as ``serve`` runs it."""
     done = subprocess.run(
         [sys.executable, "-c", _CHILD],
@@ -58,12 +60,12 @@ def child() -> dict[str, dict[str, list[object]]]:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    result: dict[str, dict[str, list[object]]] = json.loads(done.stdout.splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return result
 
 
 def test_the_heap_is_frozen_after_each_new_tool_list_and_only_then(
-    child: dict[str, dict[str, list[object]]],
+    child: dict[str, Any],
 ) -> None:
     frozen = child["freeze"]
     assert [frozen[k][0] for k in ("first", "same", "other")] == [200, 200, 200]
@@ -72,10 +74,12 @@ def test_the_heap_is_frozen_after_each_new_tool_list_and_only_then(
     assert same <= first  # not indexed again: nothing more frozen (freed ones leave)
     assert other > first  # a new list: its catalog joins the frozen heap
     assert frozen["indexed"] == [True, True]  # both catalogs' search indexes were built first
+    assert frozen["threshold"][2] == 1000  # full collections a hundred times rarer
 
 
 def test_an_embedded_app_leaves_the_collector_alone(
-    child: dict[str, dict[str, list[object]]],
+    child: dict[str, Any],
 ) -> None:
     plain = child["plain"]
     assert [plain[k] for k in ("first", "same", "other")] == [[200, 0], [200, 0], [200, 0]]
+    assert plain["threshold"] == child["default_threshold"]  # the interpreter's, untouched
