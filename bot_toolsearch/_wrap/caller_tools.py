@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog
-from bot_toolsearch._errors import ToolSearchNameCollisionError
+from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
 from bot_toolsearch._runtime.toolset import pattern_filter
+from bot_toolsearch._tools.tool import Tool
 from bot_toolsearch._transports.names import WireNames
 
 __all__ = ["Api", "CallerTools", "ToolsCache", "tool_name"]
@@ -69,6 +70,8 @@ class CallerTools:
     _permissions: dict[
         tuple[tuple[str, ...], tuple[str, ...]], tuple[frozenset[str], tuple[str, ...]]
     ] = field(default_factory=dict, repr=False)
+    _checkers: dict[str, Tool | None] = field(default_factory=dict, repr=False)
+    _noted: set[str] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -105,6 +108,35 @@ class CallerTools:
             catalog = None
         return cls(api, catalog, entries, tuple(others), names, plain)
 
+    def note_once(self, text: str) -> None:
+        """Log a warning about this tool list once (every call with it would repeat it)."""
+        with self._lock:
+            if text in self._noted:
+                return
+            self._noted.add(text)
+        logger.warning("%s", text)
+
+    def checker(self, name: str) -> Tool | None:
+        """A schema-only `Tool` to check the arguments of a call to ``name`` with (``None``
+        when the name is unknown or its parameters are unusable); built once per name."""
+        with self._lock:
+            if name in self._checkers:
+                return self._checkers[name]
+        entry = self.entries.get(name)
+        found: Tool | None = None
+        if entry is not None:
+            function = entry.get("function") if self.api == "chat" else entry
+            parameters = function.get("parameters") if isinstance(function, Mapping) else None
+            try:
+                found = Tool(
+                    name, "", parameters if isinstance(parameters, Mapping) else None, _never
+                )
+            except CatalogError:
+                found = None
+        with self._lock:
+            self._checkers[name] = found
+        return found
+
     def permissions(
         self, allow: Sequence[str], deny: Sequence[str]
     ) -> tuple[frozenset[str], tuple[str, ...]]:
@@ -121,6 +153,10 @@ class CallerTools:
                 self._permissions.pop(next(iter(self._permissions)))
             self._permissions[key] = (permitted, hidden)
         return permitted, hidden
+
+
+def _never(**_: Any) -> None:  # pragma: no cover - a checker's handler is never called
+    raise RuntimeError("the caller runs its own tools")
 
 
 def _with_wire_name(tool: Mapping[str, Any], api: Api, wire: str) -> Mapping[str, Any]:

@@ -20,31 +20,19 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
     Function,
 )
 
+from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._runtime.calls import CallRequest, history_calls
-from bot_toolsearch._transports.names import WireNames, encode_foreign_name
+from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.transport import encode_message
 
+from .caller_tools import CallerTools
 from .plan import Setup, UsageSum, given, read_calls
 
-__all__ = ["ChatPlan", "called_tools", "insert_directory"]
+__all__ = ["ChatPlan", "insert_directory"]
 
 logger = logging.getLogger("bot_toolsearch")
 
 _SYSTEM_ROLES = ("system", "developer")
-
-
-def called_tools(messages: Sequence[Any]) -> list[str]:
-    """The tool names the assistant turns of ``messages`` called, in order (repeats kept)."""
-    names: list[str] = []
-    for message in messages:
-        if not isinstance(message, Mapping) or message.get("role") != "assistant":
-            continue
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, Mapping) else None
-            name = function.get("name") if isinstance(function, Mapping) else None
-            if isinstance(name, str):
-                names.append(name)
-    return names
 
 
 def insert_directory(messages: list[Any], directory: str) -> list[Any]:
@@ -59,8 +47,34 @@ def insert_directory(messages: list[Any], directory: str) -> list[Any]:
     return [*messages[:at], {"role": "system", "content": directory}, *messages[at:]]
 
 
-def _wire_message(message: Any, names: WireNames, known: Mapping[str, object]) -> Any:
+def _calls(message: Any) -> list[tuple[str, str, str]]:
+    """``(id, name, arguments)`` of every well-formed call of an assistant message."""
+    if not isinstance(message, Mapping) or message.get("role") != "assistant":
+        return []
+    raw = message.get("tool_calls")
+    if not isinstance(raw, list | tuple) or not raw:
+        return []
+    out: list[tuple[str, str, str]] = []
+    for call in raw:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if not isinstance(name, str) or not isinstance(function, Mapping):
+            return []  # a malformed call: the message goes upstream as the caller wrote it
+        arguments = function.get("arguments")
+        call_id = call.get("id") if isinstance(call, Mapping) else None
+        out.append(
+            (
+                call_id if isinstance(call_id, str) else "",
+                name,
+                arguments if isinstance(arguments, str) else "",
+            )
+        )
+    return out
+
+
+def _wire_message(message: Any, tools: CallerTools) -> Any:
     """A caller message with the names of its tool calls in wire spelling."""
+    names, known = tools.names, tools.entries
     if not isinstance(message, Mapping) or not message.get("tool_calls"):
         return message
     calls = []
@@ -86,17 +100,70 @@ class ChatPlan:
     def __init__(self, setup: Setup, kwargs: Mapping[str, Any]) -> None:
         self._setup = setup
         self._kwargs = {k: v for k, v in kwargs.items() if k not in ("messages", "tools")}
-        tools = setup.tools
-        messages = list(kwargs.get("messages") or ())
-        if not tools.plain:
-            messages = [_wire_message(m, tools.names, tools.entries) for m in messages]
-        assert setup.projection.directory is not None
-        self.messages = insert_directory(messages, setup.projection.directory)
+        projection = setup.projection
+        messages = self._replay(list(kwargs.get("messages") or ()))
+        projection.load_forced()
+        assert projection.directory is not None
+        self.messages = insert_directory(messages, projection.directory)
         options = kwargs.get("stream_options")
         self.stream_options: object = options if given(options) else None
         """The caller's ``stream_options`` (``include_usage`` asks for the summed usage)."""
         self.rounds = 0
         self.usage = UsageSum()
+
+    def _replay(self, messages: list[Any]) -> list[Any]:
+        """The caller's history as sent upstream, loading every tool it called, in order.
+
+        Under ``bridge`` a call of a deferred tool is sent as the ``call_tool`` call, and the
+        tools it first used are re-declared right before it by exact-name ``tool_search``
+        calls carrying their schemas: the same bytes in every call, so the prompt of each
+        ``create`` call extends the one before.
+        """
+        tools = self._setup.tools
+        projection = self._setup.projection
+        bridge = projection.mode == "bridge"
+        out: list[Any] = []
+        for original in messages:
+            message = original
+            calls = _calls(message)
+            if calls:
+                loaded = projection.load_called(name for _, name, _ in calls)
+                if bridge:
+                    if loaded:
+                        out.extend(self._searches(calls[0][0], loaded))
+                    message = {
+                        **message,
+                        "tool_calls": [
+                            projection.bridge_call(call_id, name, arguments)
+                            if projection.is_deferred(name)
+                            else call
+                            for (call_id, name, arguments), call in zip(
+                                calls, message["tool_calls"], strict=True
+                            )
+                        ],
+                    }
+            out.append(message if tools.plain else _wire_message(message, tools))
+        return out
+
+    def _searches(self, anchor: str, loaded: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
+        replayed = self._setup.projection.replayed_searches(anchor, loaded)
+        assistant = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": TOOL_SEARCH_NAME, "arguments": arguments},
+                }
+                for call_id, arguments, _ in replayed
+            ],
+        }
+        results = [
+            {"role": "tool", "tool_call_id": call_id, "content": content}
+            for call_id, _, content in replayed
+        ]
+        return [assistant, *results]
 
     def request(self) -> dict[str, Any]:
         """The keyword arguments of the next upstream ``create``."""
@@ -127,8 +194,9 @@ class ChatPlan:
         )
         if not calls:
             return self._finish(completion)
-        answered = projection.answer(calls)
-        mine = [call for i, call in enumerate(calls) if i not in answered]
+        answer = projection.answer(calls)
+        answered = answer.answered
+        mine = [call for i, call in enumerate(answer.calls) if i not in answered]
         if mine or others or self.rounds >= self._setup.settings.model.max_rounds:
             if answered:
                 if mine or others:
@@ -143,7 +211,7 @@ class ChatPlan:
                         "returning the reply without them",
                         self.rounds,
                     )
-            if answered or recovered or not self._setup.tools.plain or native != _ids(calls):
+            if answered or recovered or not self._setup.tools.plain or native != _ids(answer.calls):
                 message.tool_calls = [*others, *(_tool_call(c) for c in mine)] or None
                 if recovered:
                     message.content = None

@@ -263,7 +263,10 @@ def wrap_openai(
     ``create`` call (at most ``[model] max_rounds`` requests), so the caller only ever sees
     calls of its own tools. The loaded set is re-derived from the history the caller resends
     (the tools it already called, in first-call order); the wrapper keeps no conversation
-    state. ``usage`` is summed over every upstream request of the call. A request without
+    state. Under ``[skills] tool_search_loading = "bridge"`` or ``"additional_tools"`` the
+    upstream gets the same ``tools`` in every request, and a ``call_tool`` call comes back as
+    an ordinary call of the tool. ``usage`` is summed over every upstream request of the
+    call. A request without
     ``tools``, with a caller tool named ``tool_search``, or with tool search off in the
     settings is passed through untouched; upstream errors raise the ``openai`` exceptions
     the client itself raises.

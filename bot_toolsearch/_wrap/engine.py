@@ -16,9 +16,9 @@ from bot_toolsearch._config.reload import ConfigReloader
 from bot_toolsearch._config.settings import BotSettings, SkillsSettings
 
 from .caller_tools import ToolsCache
-from .chat import ChatPlan, called_tools
+from .chat import ChatPlan
 from .plan import setup
-from .responses import ResponsesPlan, called_in_input
+from .responses import ResponsesPlan
 
 __all__ = ["Engine"]
 
@@ -67,7 +67,6 @@ class Engine:
             self.snapshot(),
             self.cache,
             tools=kwargs.get("tools"),
-            called=called_tools(messages),
             tool_choice=kwargs.get("tool_choice"),
             api="chat",
         )
@@ -79,7 +78,6 @@ class Engine:
             self.snapshot(),
             self.cache,
             tools=kwargs.get("tools"),
-            called=called_in_input(kwargs.get("input")),
             tool_choice=kwargs.get("tool_choice"),
             api="responses",
         )

@@ -45,7 +45,6 @@ def setup(
     cache: ToolsCache,
     *,
     tools: object,
-    called: list[str],
     tool_choice: object,
     api: Api,
 ) -> Setup | None:
@@ -64,9 +63,7 @@ def setup(
     if indexed.catalog is None:
         return None
     forced = requested_tool(tool_choice, api)
-    if forced is not None:
-        called = [*called, forced]
-    projection = Projection(indexed, settings, called)
+    projection = Projection(indexed, settings, forced=forced)
     if not projection.active:
         return None
     return Setup(settings, indexed, projection)

@@ -23,13 +23,15 @@ import openai
 from openai.types.responses import Response, ResponseFunctionToolCall
 
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
+from bot_toolsearch._core.prompt import CALL_TOOL_NAME
 from bot_toolsearch._runtime.calls import CallRequest
 from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.responses import is_missing_call_output_error
 
 from .plan import Setup, UsageSum, given, mapping_get, read_calls
+from .projection import Answer
 
-__all__ = ["ResponsesPlan", "called_in_input"]
+__all__ = ["ResponsesPlan"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -46,17 +48,12 @@ CALLER_ITEMS = frozenset(
 """Output items other than function calls that the caller must act on."""
 
 
-def called_in_input(input_: object) -> list[str]:
-    """The names of the ``function_call`` items of a Responses ``input``, in order."""
-    if not isinstance(input_, list | tuple):
-        return []
-    names: list[str] = []
-    for item in input_:
-        if mapping_get(item, "type") == "function_call":
-            name = mapping_get(item, "name")
-            if isinstance(name, str):
-                names.append(name)
-    return names
+_RUN_TYPES = frozenset({"function_call", "reasoning"})
+"""Input items that form one model turn's run: declarations go before the run."""
+
+
+def _arguments(call: Mapping[str, Any]) -> dict[str, str]:
+    return {"arguments": str(call["function"]["arguments"])}
 
 
 def _as_dict(item: object) -> Any:
@@ -87,12 +84,18 @@ class ResponsesPlan:
         else:
             items = []
         tools = setup.tools
-        if not tools.plain:
-            items = [self._wire_item(item) for item in items]
-        self._original_input: Any = raw if isinstance(raw, str) and tools.plain else items
-        self._items = items
         previous = kwargs.get("previous_response_id")
         self._previous: str | None = previous if given(previous) else None
+        replayed = self._replay(items)
+        setup.projection.load_forced()
+        changed = len(replayed) != len(items) or any(
+            a is not b for a, b in zip(replayed, items, strict=False)
+        )
+        items = replayed
+        self._original_input: Any = (
+            raw if isinstance(raw, str) and tools.plain and not changed else items
+        )
+        self._items = items
         directory = setup.projection.directory
         assert directory is not None
         instructions = kwargs.get("instructions")
@@ -110,12 +113,69 @@ class ResponsesPlan:
         self.rounds = 0
         self.usage = UsageSum()
 
+    def _replay(self, items: list[Any]) -> list[Any]:
+        """The caller's input as sent upstream, loading every tool it called, in order.
+
+        A run of ``function_call`` items (with the ``reasoning`` items before them) that first
+        uses deferred tools is preceded, under ``additional_tools``, by one item declaring
+        them and, under ``bridge``, by exact-name ``tool_search`` calls and outputs carrying
+        their schemas, with its calls of deferred tools sent as ``call_tool`` calls. The same
+        bytes in every call, so each ``create`` call's prompt extends the one before. With
+        ``previous_response_id`` the server holds the earlier items; only new ones are here.
+        """
+        projection = self._setup.projection
+        out: list[Any] = []
+        i = 0
+        while i < len(items):
+            end = i
+            while end < len(items) and mapping_get(items[end], "type") in _RUN_TYPES:
+                end += 1
+            run = items[i:end] if end > i else [items[i]]
+            calls = [
+                item
+                for item in run
+                if mapping_get(item, "type") == "function_call"
+                and isinstance(mapping_get(item, "name"), str)
+            ]
+            if calls:
+                loaded = projection.load_called(str(mapping_get(c, "name")) for c in calls)
+                if loaded and projection.mode == "additional_tools":
+                    out.append(projection.declaration([name for name, _ in loaded]))
+                elif loaded and projection.mode == "bridge":
+                    anchor = str(mapping_get(calls[0], "call_id") or "")
+                    for call_id, arguments, content in projection.replayed_searches(anchor, loaded):
+                        out.append(
+                            {
+                                "type": "function_call",
+                                "call_id": call_id,
+                                "name": TOOL_SEARCH_NAME,
+                                "arguments": arguments,
+                            }
+                        )
+                        out.append(
+                            {"type": "function_call_output", "call_id": call_id, "output": content}
+                        )
+            out.extend(self._wire_item(item) for item in run)
+            i = max(end, i + 1)
+        return out
+
     def _wire_item(self, item: Any) -> Any:
         if mapping_get(item, "type") != "function_call":
             return item
         tools = self._setup.tools
+        projection = self._setup.projection
         name = mapping_get(item, "name")
         if not isinstance(name, str):
+            return item
+        if projection.mode == "bridge" and projection.is_deferred(name):
+            arguments = mapping_get(item, "arguments")
+            call = projection.bridge_call(
+                str(mapping_get(item, "call_id") or ""),
+                name,
+                arguments if isinstance(arguments, str) else "",
+            )
+            return {**_as_dict(item), "name": CALL_TOOL_NAME, **_arguments(call)}
+        if tools.plain:
             return item
         wire = tools.names.to_wire(name) if name in tools.entries else encode_foreign_name(name)
         return {**_as_dict(item), "name": wire}
@@ -171,8 +231,9 @@ class ResponsesPlan:
         calls, recovered = read_calls(native, text, self._setup.tools, projection.permitted)
         if not calls:
             return self._finish(response)
-        answered = projection.answer(calls)
-        mine = [call for i, call in enumerate(calls) if i not in answered]
+        answer = projection.answer(calls)
+        answered = answer.answered
+        mine = [call for i, call in enumerate(answer.calls) if i not in answered]
         if mine or others or self.rounds >= self._setup.settings.model.max_rounds:
             if not (mine or others):
                 logger.warning(
@@ -180,10 +241,11 @@ class ResponsesPlan:
                     "returning the reply without them",
                     self.rounds,
                 )
-            if answered or recovered or not self._setup.tools.plain:
-                response.output = self._caller_output(output, calls, answered, recovered)
+            bridged = any(a is not b for a, b in zip(calls, answer.calls, strict=True))
+            if answered or recovered or bridged or not self._setup.tools.plain:
+                response.output = self._caller_output(output, answer.calls, answered, recovered)
             return self._finish(response)
-        self._hide(response, output, calls, answered, recovered)
+        self._hide(response, output, calls, answer, recovered)
         return None
 
     def _caller_output(
@@ -200,6 +262,7 @@ class ResponsesPlan:
                 call = keep.get(item.call_id)
                 if call is not None:
                     item.name = call.name
+                    item.arguments = call.arguments_raw
                     out.append(item)
             elif not (recovered and getattr(item, "type", None) == "message"):
                 out.append(item)
@@ -221,13 +284,17 @@ class ResponsesPlan:
         response: Response,
         output: list[Any],
         calls: Sequence[CallRequest],
-        answered: Mapping[int, str],
+        answer: Answer,
         recovered: bool,
     ) -> None:
-        results = [
-            {"type": "function_call_output", "call_id": call.id, "output": answered[i]}
-            for i, call in enumerate(calls)
-        ]
+        results: list[dict[str, Any]] = []
+        for i, call in enumerate(calls):
+            results.append(
+                {"type": "function_call_output", "call_id": call.id, "output": answer.answered[i]}
+            )
+            declared = answer.declared.get(call.id)
+            if declared:
+                results.append(self._setup.projection.declaration(declared))
         if recovered:
             tools = self._setup.tools
             known = self._setup.projection.permitted | {TOOL_SEARCH_NAME}

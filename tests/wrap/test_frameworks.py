@@ -178,3 +178,37 @@ async def test_openai_agents_sdk_streamed(
     assert result.final_output == "It is sunny in Oslo."
     _check_upstream(server)
     assert all(r.body.get("stream") is True for r in server.requests)
+
+
+# --- a fixed tool list: tool_search_loading = "bridge" ----------------------------------------
+
+
+async def test_openai_agents_sdk_in_bridge_mode(server: ScriptedOpenAIServer) -> None:
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+
+    from bot_toolsearch import BotSettings
+
+    set_tracing_disabled(True)
+    server.script(
+        call("tool_search", query="select:get_weather"),
+        call("call_tool", name="get_weather", arguments={"city": "Oslo"}),
+        text("It is sunny in Oslo."),
+    )
+    settings = BotSettings.model_validate(
+        {"skills": {"tool_search_enabled": True, "tool_search_loading": "bridge"}}
+    )
+    inner = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+    wrapped = wrap_openai(inner, settings=settings)
+    ran: list[str] = []
+    model = OpenAIChatCompletionsModel(model="scripted-model", openai_client=wrapped)
+    agent = Agent(name="assistant", instructions="Be brief.", model=model, tools=_agents_tools(ran))
+    try:
+        result = await Runner.run(agent, "Weather in Oslo?")
+    finally:
+        await wrapped.close()
+
+    assert ran == ["Oslo"]
+    assert result.final_output == "It is sunny in Oslo."
+    # The upstream saw the same two tools in every request; the framework only its own tool.
+    assert [r.tool_names for r in server.requests] == [["tool_search", "call_tool"]] * 3
+    assert server.requests[2].tool_outputs[-1][1] == "Oslo: sunny, 21 C"

@@ -1,0 +1,302 @@
+"""The wrapper's loading modes (``[skills] tool_search_loading``) over HTTP, the caller a loop.
+
+Under ``bridge`` and ``additional_tools`` every upstream request of a conversation carries the
+same ``tools`` bytes, and each request's rendered prompt extends an earlier one: within a
+``create`` call the previous request, across calls the last request the caller's history
+covers (a call's hidden search rounds are not in the caller's history).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from bot_toolsearch import BotSettings, wrap_openai
+from bot_toolsearch._core.prompt import CALL_TOOL_NAME, TOOL_SEARCH_RULES_BRIDGE
+from bot_toolsearch.testing import PromptCacheModel, ScriptedOpenAIServer, call, text
+
+from ._tools import chat_tools, loaded, responses_tools
+
+SYSTEM = {"role": "system", "content": "Be brief."}
+USER = {"role": "user", "content": "Weather in Oslo?"}
+
+
+def _settings(mode: str, **skills: Any) -> BotSettings:
+    return BotSettings.model_validate(
+        {"skills": {"tool_search_enabled": True, "tool_search_loading": mode, **skills}}
+    )
+
+
+@pytest.fixture
+def cache_server() -> Iterator[ScriptedOpenAIServer]:
+    model = PromptCacheModel(min_tokens=1, block_tokens=1, tokenizer="estimate")
+    with ScriptedOpenAIServer(prompt_cache=model) as srv:
+        yield srv
+        srv.assert_consumed()
+
+
+@pytest.fixture
+async def clients(cache_server: ScriptedOpenAIServer) -> AsyncIterator[dict[str, Any]]:
+    made: dict[str, Any] = {}
+
+    def make(mode: str, **skills: Any) -> openai.AsyncOpenAI:
+        inner = openai.AsyncOpenAI(base_url=cache_server.base_url, api_key="k", max_retries=0)
+        client = wrap_openai(inner, settings=_settings(mode, **skills))
+        made[str(len(made))] = client
+        return client
+
+    yield {"make": make}
+    for client in made.values():
+        await client.close()
+
+
+def _tools_bytes(server: ScriptedOpenAIServer) -> list[str]:
+    return [json.dumps(r.body.get("tools")) for r in server.requests]
+
+
+def _extends(after: str, before: str) -> bool:
+    return after.startswith(before + "\n")
+
+
+# -- Chat Completions, bridge -----------------------------------------------------------------
+
+
+async def test_chat_bridge_keeps_the_tools_and_the_prefix_across_calls(
+    cache_server: ScriptedOpenAIServer, clients: dict[str, Any]
+) -> None:
+    cache_server.script(
+        call("tool_search", query="select:get_weather"),
+        call(CALL_TOOL_NAME, name="get_weather", arguments={"city": "Oslo"}),
+        text("Sunny in Oslo."),
+        call(CALL_TOOL_NAME, name="get_weather", arguments={"city": "Bergen"}),
+    )
+    client = clients["make"]("bridge")
+    tools = chat_tools()
+    messages: list[Any] = [SYSTEM, USER]
+    first = await client.chat.completions.create(model="m", messages=messages, tools=tools)
+
+    message = first.choices[0].message
+    assert [(c.function.name, c.function.arguments) for c in message.tool_calls] == [
+        ("get_weather", '{"city":"Oslo"}')
+    ]
+    messages += [message.model_dump(exclude_none=True)]
+    messages += [{"role": "tool", "tool_call_id": message.tool_calls[0].id, "content": "sunny"}]
+    second = await client.chat.completions.create(model="m", messages=messages, tools=tools)
+    assert second.choices[0].message.content == "Sunny in Oslo."
+    messages += [second.choices[0].message.model_dump(exclude_none=True)]
+    messages += [{"role": "user", "content": "And Bergen?"}]
+    third = await client.chat.completions.create(model="m", messages=messages, tools=tools)
+    bergen = third.choices[0].message.tool_calls[0]
+    assert (bergen.function.name, bergen.function.arguments) == ("get_weather", '{"city":"Bergen"}')
+
+    requests = cache_server.requests
+    assert len(requests) == 4
+    assert requests[0].tool_names == ["tool_search", CALL_TOOL_NAME]
+    assert _tools_bytes(cache_server) == [_tools_bytes(cache_server)[0]] * 4
+    assert TOOL_SEARCH_RULES_BRIDGE in requests[0].system_texts[-1]
+    # The search result carries the schema the model calls through call_tool.
+    search_result = json.loads(requests[1].tool_outputs[-1][1])
+    assert search_result["loaded"] == ["get_weather"]
+    assert [t["name"] for t in search_result["tools"]] == ["get_weather"]
+    # Resent history: the caller's get_weather call goes up as call_tool, after an exact-name
+    # search that re-declares its schema.
+    replayed = requests[2].messages
+    assistant_calls = [
+        c["function"] for m in replayed if m.get("role") == "assistant" for c in m["tool_calls"]
+    ]
+    assert [f["name"] for f in assistant_calls] == ["tool_search", CALL_TOOL_NAME]
+    assert json.loads(assistant_calls[0]["arguments"]) == {"query": "get_weather"}
+    assert json.loads(assistant_calls[1]["arguments"]) == {
+        "name": "get_weather",
+        "arguments": {"city": "Oslo"},
+    }
+    prompts = cache_server.prompts
+    assert _extends(prompts[1], prompts[0])  # the hidden round extends the first request
+    assert _extends(prompts[2], prompts[0])  # the next call: its history, rebuilt
+    assert _extends(prompts[3], prompts[2])  # and the call after extends that byte for byte
+
+
+async def test_chat_bridge_checks_arguments_against_the_schema_and_asks_again(
+    cache_server: ScriptedOpenAIServer, clients: dict[str, Any]
+) -> None:
+    cache_server.script(
+        call("tool_search", query="select:get_weather"),
+        call(CALL_TOOL_NAME, name="get_weather", arguments={"town": "Oslo"}),
+        call(CALL_TOOL_NAME, name="get_weather", arguments={"city": "Oslo"}),
+    )
+    client = clients["make"]("bridge")
+    result = await client.chat.completions.create(model="m", messages=[USER], tools=chat_tools())
+
+    calls = result.choices[0].message.tool_calls
+    assert [(c.function.name, c.function.arguments) for c in calls] == [
+        ("get_weather", '{"city":"Oslo"}')
+    ]
+    rejected = cache_server.requests[2].tool_outputs[-1][1]
+    assert "get_weather was not executed" in rejected
+    assert '"city"' in rejected  # names the missing argument
+    assert '"parameters"' in rejected  # and gives the schema to call it right
+
+
+async def test_chat_bridge_refuses_a_tool_that_is_not_loaded_and_never_returns_call_tool(
+    cache_server: ScriptedOpenAIServer, clients: dict[str, Any]
+) -> None:
+    cache_server.script(
+        call(CALL_TOOL_NAME, name="play_music", arguments={"title": "x"}),
+        call(CALL_TOOL_NAME, arguments={}),
+        text("Done."),
+    )
+    client = clients["make"]("bridge")
+    result = await client.chat.completions.create(model="m", messages=[USER], tools=chat_tools())
+
+    assert result.choices[0].message.content == "Done."
+    assert result.choices[0].message.tool_calls is None
+    not_loaded = cache_server.requests[1].tool_outputs[-1][1]
+    assert "play_music" in not_loaded
+    assert "tool_search" in not_loaded
+    malformed = cache_server.requests[2].tool_outputs[-1][1]
+    assert "name" in malformed
+
+
+async def test_chat_bridge_streams_the_real_tool(
+    cache_server: ScriptedOpenAIServer, clients: dict[str, Any]
+) -> None:
+    cache_server.script(
+        call("tool_search", query="weather"),
+        call(CALL_TOOL_NAME, name="get_weather", arguments={"city": "Oslo"}),
+    )
+    client = clients["make"]("bridge")
+    stream = await client.chat.completions.create(
+        model="m", messages=[USER], tools=chat_tools(), stream=True
+    )
+    names: list[str] = []
+    arguments = ""
+    async for chunk in stream:
+        for choice in chunk.choices:
+            for delta in choice.delta.tool_calls or ():
+                if delta.function is not None and delta.function.name:
+                    names.append(delta.function.name)
+                arguments += (delta.function.arguments or "") if delta.function else ""
+    assert names == ["get_weather"]
+    assert json.loads(arguments) == {"city": "Oslo"}
+
+
+async def test_a_forced_deferred_tool_is_appended_for_that_call(
+    cache_server: ScriptedOpenAIServer, clients: dict[str, Any]
+) -> None:
+    cache_server.script(call("get_weather", city="Oslo"))
+    client = clients["make"]("bridge")
+    await client.chat.completions.create(
+        model="m",
+        messages=[USER],
+        tools=chat_tools(),
+        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+    )
+    assert cache_server.requests[0].tool_names == ["tool_search", "get_weather"]
+
+
+async def test_fallbacks_to_append_are_logged_once(
+    cache_server: ScriptedOpenAIServer,
+    clients: dict[str, Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cache_server.script(text("a"), text("b"), text("c"))
+    chat = clients["make"]("additional_tools")
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        for _ in range(2):
+            await chat.chat.completions.create(model="m", messages=[USER], tools=chat_tools())
+        named = [*chat_tools(), _tool(CALL_TOOL_NAME)]
+        bridge = clients["make"]("bridge")
+        await bridge.chat.completions.create(model="m", messages=[USER], tools=named)
+    fallbacks = [r.getMessage() for r in caplog.records if "append" in r.getMessage()]
+    assert sum("needs the Responses API" in m for m in fallbacks) == 1
+    assert sum(f"named {CALL_TOOL_NAME!r}" in m for m in fallbacks) == 1
+    assert [r.tool_names for r in cache_server.requests][-1] == ["tool_search"]
+    assert all(CALL_TOOL_NAME not in r.tool_names for r in cache_server.requests)
+
+
+def _tool(name: str) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": name, "description": "A caller tool.", "parameters": {}},
+    }
+
+
+# -- Responses --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["additional_tools", "bridge"])
+async def test_responses_fixed_modes_keep_the_tools_and_the_prefix_across_calls(
+    cache_server: ScriptedOpenAIServer, clients: dict[str, Any], mode: str
+) -> None:
+    def use(**arguments: Any) -> Any:
+        if mode == "bridge":
+            return call(CALL_TOOL_NAME, name="get_weather", arguments=arguments)
+        return call("get_weather", **arguments)
+
+    cache_server.script(
+        call("tool_search", query="select:get_weather"),
+        use(city="Oslo"),
+        text("Sunny in Oslo."),
+        use(city="Bergen"),
+    )
+    client = clients["make"](mode)
+    tools = responses_tools()
+    items: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    first = await client.responses.create(
+        model="m", input=items, tools=tools, instructions="Be brief.", store=False
+    )
+    calls = [item for item in first.output if item.type == "function_call"]
+    assert [(c.name, c.arguments) for c in calls] == [("get_weather", '{"city":"Oslo"}')]
+    items += [calls[0].model_dump(exclude_none=True)]
+    items += [{"type": "function_call_output", "call_id": calls[0].call_id, "output": "sunny"}]
+    second = await client.responses.create(
+        model="m", input=items, tools=tools, instructions="Be brief.", store=False
+    )
+    items += [o.model_dump(exclude_none=True) for o in second.output]
+    items += [{"role": "user", "content": "And Bergen?"}]
+    third = await client.responses.create(
+        model="m", input=items, tools=tools, instructions="Be brief.", store=False
+    )
+    assert [o.name for o in third.output if o.type == "function_call"] == ["get_weather"]
+
+    requests = cache_server.requests
+    fixed = ["tool_search", *([CALL_TOOL_NAME] if mode == "bridge" else [])]
+    assert requests[0].tool_names == fixed
+    assert _tools_bytes(cache_server) == [_tools_bytes(cache_server)[0]] * 4
+    hidden = requests[1].messages
+    if mode == "additional_tools":
+        # The load is declared right after the search's output, with the caller's own entry.
+        kinds = [item.get("type") for item in hidden]
+        assert kinds[-2:] == ["function_call_output", "additional_tools"]
+        assert hidden[-1]["tools"] == [tools[0]]
+        resent = [item.get("type") for item in requests[2].messages]
+        assert resent.index("additional_tools") == resent.index("function_call") - 1
+    else:
+        assert loaded(requests[1].tool_outputs[-1][1]) == ["get_weather"]
+    prompts = cache_server.prompts
+    assert _extends(prompts[1], prompts[0])
+    assert _extends(prompts[2], prompts[0])
+    assert _extends(prompts[3], prompts[2])
+    for before, after in itertools.pairwise(prompts[2:]):
+        assert after.startswith(before)
+
+
+async def test_responses_chained_hidden_round_carries_the_declaration(
+    cache_server: ScriptedOpenAIServer, clients: dict[str, Any]
+) -> None:
+    cache_server.script(call("tool_search", query="select:get_weather"), call("get_weather"))
+    client = clients["make"]("additional_tools")
+    await client.responses.create(model="m", input="Weather?", tools=responses_tools())
+
+    hidden = cache_server.requests[1]
+    assert hidden.body.get("previous_response_id")
+    assert [item.get("type") for item in hidden.messages] == [
+        "function_call_output",
+        "additional_tools",
+    ]
