@@ -1,7 +1,7 @@
 """The OpenAI-compatible proxy: the wrapped client behind HTTP, for a client in any language.
 
 ``POST /v1/chat/completions`` and ``POST /v1/responses`` go through `wrap_openai` (tool
-search, hidden rounds, SSE streaming for Chat Completions); ``GET /healthz`` answers ``ok``;
+search, hidden rounds, SSE streaming for both); ``GET /healthz`` answers ``ok``;
 every other path (``GET /v1/models`` ...) is forwarded to the upstream as is. The API key the
 client sends (``Authorization: Bearer``) is the one used upstream, per request; no key is ever
 logged. An upstream 4xx comes back with its own status and body (the client's request or key
@@ -179,7 +179,7 @@ class ProxyApp:
         if self._freeze_heap and self._cache.builds != builds:
             self._settle()
         if body.get("stream") is True:
-            await _sse(send, result)
+            await _sse(send, result, events=not chat)
         else:
             await _json(send, 200, result.model_dump(mode="json", exclude_unset=True))
 
@@ -263,30 +263,34 @@ async def _json(send: _Send, status: int, payload: object) -> None:
     await send({"type": "http.response.body", "body": raw})
 
 
-async def _sse(send: _Send, stream: AsyncIterator[Any]) -> None:
+async def _sse(send: _Send, stream: AsyncIterator[Any], *, events: bool = False) -> None:
+    """The stream as server-sent events: Chat Completions chunks as ``data:`` lines ending with
+    ``[DONE]``; Responses events (``events``) as ``event: <type>`` plus ``data:``, no ``[DONE]``,
+    as the real APIs send them."""
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+    async def line(data: str, kind: str | None = None) -> None:
+        head = f"event: {kind}\n" if kind else ""
+        body = f"{head}data: {data}\n\n".encode()
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+
     try:
         async for chunk in stream:
             data = chunk.model_dump_json(exclude_unset=True)
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": f"data: {data}\n\n".encode(),
-                    "more_body": True,
-                }
-            )
+            await line(data, getattr(chunk, "type", None) if events else None)
     except openai.APIError as exc:  # the status line is sent: report in the stream
         logger.warning("proxy: upstream failed mid-stream: %s", type(exc).__name__)
-        error = {"error": {"message": f"upstream failed: {exc.message}", "type": "upstream_error"}}
-        await send(
-            {
-                "type": "http.response.body",
-                "body": f"data: {json.dumps(error)}\n\n".encode(),
-                "more_body": True,
-            }
-        )
-    await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+        message = f"upstream failed: {exc.message}"
+        if events:
+            error = {"type": "error", "code": "upstream_error", "message": message, "param": None}
+            await line(json.dumps(error), "error")
+        else:
+            await line(json.dumps({"error": {"message": message, "type": "upstream_error"}}))
+    if events:
+        await send({"type": "http.response.body", "body": b""})
+    else:
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
 
 
 async def _read_body(receive: _Receive) -> bytes:

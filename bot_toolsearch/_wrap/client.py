@@ -3,9 +3,10 @@
 The wrapped client is a real ``openai.AsyncOpenAI`` (or ``openai.OpenAI``) sharing the given
 client's configuration and HTTP connection pool, so ``isinstance`` checks and every other
 resource (``models``, ``files``, ``embeddings`` ...) behave as the given client's. Only
-``chat.completions.create`` and ``responses.create`` are wrapped; ``with_options``/``copy``
-return wrapped copies. ``with_raw_response`` and ``with_streaming_response`` are the given
-client's own (no tool search).
+``chat.completions.create`` and ``responses.create`` are wrapped, with their
+``with_raw_response`` and ``with_streaming_response`` forms (`bot_toolsearch._wrap.raw`);
+``with_options``/``copy`` return wrapped copies. The client-level ``with_raw_response`` and
+``with_streaming_response`` are the given client's own (no tool search).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from bot_toolsearch._config.settings import BotSettings
 
 from .chat import ChatPlan
 from .engine import Engine
+from .raw import AsyncRaw, AsyncStreaming, SyncRaw, SyncStreaming
 from .responses import ResponsesPlan
+from .responses_streaming import AsyncResponsesStream, SyncResponsesStream
 from .streaming import AsyncChatStream, SyncChatStream
 
 __all__ = ["engine_of", "wrap_openai"]
@@ -39,12 +42,28 @@ class _Delegate:
 class _AsyncCompletions(_Delegate):
     async def create(self, **kwargs: Any) -> Any:
         """``chat.completions.create`` with tool search (see `wrap_openai`)."""
-        plan = self._engine.chat_plan(kwargs)
+        plan = self._plan(kwargs)
         if plan is None:
             return await self._inner.create(**kwargs)
+        return await self._run(plan, kwargs)
+
+    def _plan(self, kwargs: dict[str, Any]) -> ChatPlan | None:
+        return self._engine.chat_plan(kwargs)
+
+    async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
         if kwargs.get("stream") is True:
             return await AsyncChatStream.start(self._inner.create, plan)
         return await _run_chat_async(self._inner.create, plan)
+
+    @property
+    def with_raw_response(self) -> AsyncRaw:
+        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
+        return AsyncRaw(self)
+
+    @property
+    def with_streaming_response(self) -> AsyncStreaming:
+        """``with_streaming_response.create`` with tool search."""
+        return AsyncStreaming(self)
 
 
 async def _run_chat_async(create: Any, plan: ChatPlan) -> Any:
@@ -63,9 +82,17 @@ class _AsyncChat(_Delegate):
 class _AsyncResponses(_Delegate):
     async def create(self, **kwargs: Any) -> Any:
         """``responses.create`` with tool search (see `wrap_openai`)."""
-        plan = self._engine.responses_plan(kwargs)
-        if plan is None or kwargs.get("stream") is True:
+        plan = self._plan(kwargs)
+        if plan is None:
             return await self._inner.create(**kwargs)
+        return await self._run(plan, kwargs)
+
+    def _plan(self, kwargs: dict[str, Any]) -> ResponsesPlan | None:
+        return self._engine.responses_plan(kwargs)
+
+    async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
+        if kwargs.get("stream") is True:
+            return await AsyncResponsesStream.start(self._inner.create, plan)
         request = plan.request()
         while True:
             try:
@@ -81,19 +108,45 @@ class _AsyncResponses(_Delegate):
                 return done
             request = plan.request()
 
+    @property
+    def with_raw_response(self) -> AsyncRaw:
+        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
+        return AsyncRaw(self)
+
+    @property
+    def with_streaming_response(self) -> AsyncStreaming:
+        """``with_streaming_response.create`` with tool search."""
+        return AsyncStreaming(self)
+
 
 class _SyncCompletions(_Delegate):
     def create(self, **kwargs: Any) -> Any:
         """``chat.completions.create`` with tool search (see `wrap_openai`)."""
-        plan = self._engine.chat_plan(kwargs)
+        plan = self._plan(kwargs)
         if plan is None:
             return self._inner.create(**kwargs)
+        return self._run(plan, kwargs)
+
+    def _plan(self, kwargs: dict[str, Any]) -> ChatPlan | None:
+        return self._engine.chat_plan(kwargs)
+
+    def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
         if kwargs.get("stream") is True:
             return SyncChatStream.start(self._inner.create, plan)
         while True:
             done = plan.feed(self._inner.create(**plan.request()))
             if done is not None:
                 return done
+
+    @property
+    def with_raw_response(self) -> SyncRaw:
+        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
+        return SyncRaw(self)
+
+    @property
+    def with_streaming_response(self) -> SyncStreaming:
+        """``with_streaming_response.create`` with tool search."""
+        return SyncStreaming(self)
 
 
 class _SyncChat(_Delegate):
@@ -105,10 +158,28 @@ class _SyncChat(_Delegate):
 class _SyncResponses(_Delegate):
     def create(self, **kwargs: Any) -> Any:
         """``responses.create`` with tool search (see `wrap_openai`)."""
-        plan = self._engine.responses_plan(kwargs)
-        if plan is None or kwargs.get("stream") is True:
+        plan = self._plan(kwargs)
+        if plan is None:
             return self._inner.create(**kwargs)
+        return self._run(plan, kwargs)
+
+    def _plan(self, kwargs: dict[str, Any]) -> ResponsesPlan | None:
+        return self._engine.responses_plan(kwargs)
+
+    def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
+        if kwargs.get("stream") is True:
+            return SyncResponsesStream.start(self._inner.create, plan)
         return _run_responses_sync(self._inner.create, plan)
+
+    @property
+    def with_raw_response(self) -> SyncRaw:
+        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
+        return SyncRaw(self)
+
+    @property
+    def with_streaming_response(self) -> SyncStreaming:
+        """``with_streaming_response.create`` with tool search."""
+        return SyncStreaming(self)
 
 
 def _run_responses_sync(create: Any, plan: ResponsesPlan) -> Any:

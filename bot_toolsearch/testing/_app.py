@@ -11,7 +11,7 @@ from typing import Any, TypeAlias
 
 from ._cache import PromptCache, PromptCacheModel, render_prompt
 from ._request import Api, ModelRequest, input_items
-from ._stream import chat_stream
+from ._stream import chat_stream, responses_stream
 from ._turns import ErrorTurn, ScriptEntry, TextTurn, ToolCallsTurn, Turn, as_turn
 from ._wire import (
     chat_completion,
@@ -157,9 +157,6 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
             f"Previous response with id '{request.previous_response_id}' not found.",
             param="previous_response_id",
         )
-    if body.get("stream") and api != "chat_completions":
-        state.fail(f"streaming request: {request.describe()}", request)
-        return _error(400, "ScriptedOpenAIServer streams Chat Completions only.", param="stream")
     if state.validate:
         problem = (
             check_chat_tool_messages(request)
@@ -190,6 +187,8 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
         prompt_tokens=prompt_tokens,
         cached_tokens=cached_tokens,
     )
+    if body.get("stream") and api != "chat_completions":
+        return 200, responses_stream(body_out), []
     if body.get("stream"):
         options = body.get("stream_options")
         usage = isinstance(options, dict) and options.get("include_usage") is True

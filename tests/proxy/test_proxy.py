@@ -57,6 +57,28 @@ def test_responses_through_the_proxy(server: ScriptedOpenAIServer, proxy_url: st
     client.close()
 
 
+def test_responses_streaming_through_the_proxy(
+    server: ScriptedOpenAIServer, proxy_url: str
+) -> None:
+    server.script(call("tool_search", query="select:get_weather"), call("get_weather", city="Oslo"))
+    tools = [{"type": "function", **t["function"]} for t in chat_tools()]
+    body = {"model": "m", "input": "Weather?", "tools": tools, "stream": True}
+    raw = httpx.post(f"{proxy_url}/responses", json=body, headers={"authorization": "Bearer k"})
+    assert raw.headers["content-type"].startswith("text/event-stream")
+    blocks = [b for b in raw.text.split("\n\n") if b.strip()]
+    assert all(b.startswith("event: ") for b in blocks)  # as the real API frames them
+    assert "[DONE]" not in raw.text
+    # The SDK reads the same stream.
+    client = openai.OpenAI(base_url=proxy_url, api_key="k", max_retries=0)
+    server.script(call("tool_search", query="select:get_weather"), call("get_weather", city="Oslo"))
+    events = list(client.responses.create(model="m", input="Weather?", tools=tools, stream=True))  # type: ignore[call-overload]
+    client.close()
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    final = events[-1].response
+    assert [i.name for i in final.output if i.type == "function_call"] == ["get_weather"]
+    assert len(server.requests) == 4
+
+
 def test_healthz_models_and_errors(server: ScriptedOpenAIServer, proxy_url: str) -> None:
     root = proxy_url.removesuffix("/v1")
     assert httpx.get(f"{root}/healthz").json() == {"status": "ok"}

@@ -434,17 +434,34 @@ def test_unused_turns_are_reported(server: ScriptedOpenAIServer, client: openai.
     assert "2 scripted turn(s) unused" in str(exc_info.value)
 
 
-def test_responses_streaming_is_refused(
+def test_responses_streaming_sends_the_events_the_sdk_reads(
     server: ScriptedOpenAIServer, client: openai.OpenAI
 ) -> None:
-    server.script(text("x"))
-    with pytest.raises(openai.BadRequestError, match="stream") as exc_info:
-        client.responses.create(model="m", input="hi", stream=True)
-    assert exc_info.value.param == "stream"
-    assert server.remaining == [text("x")]
-    [failure] = server.failures
-    assert "streaming" in failure
-    server.reset()
+    server.script(text("Hello there, streaming world."), call("get_weather", city="Oslo"))
+    events = list(client.responses.create(model="m", input="hi", stream=True))
+    kinds = [e.type for e in events]
+    assert kinds[:2] == ["response.created", "response.in_progress"]
+    assert kinds[-1] == "response.completed"
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
+    assert len(deltas) > 1
+    assert "".join(deltas) == "Hello there, streaming world."
+    completed = events[-1].response
+    assert completed.output_text == "Hello there, streaming world."
+    assert completed.usage is not None
+
+    calls = list(
+        client.responses.create(
+            model="m", input="weather?", stream=True, previous_response_id=completed.id
+        )
+    )
+    arguments = "".join(
+        e.delta for e in calls if e.type == "response.function_call_arguments.delta"
+    )
+    assert json.loads(arguments) == {"city": "Oslo"}
+    [done] = [e for e in calls if e.type == "response.output_item.done"]
+    assert (done.item.type, done.item.name) == ("function_call", "get_weather")
+    server.assert_consumed()
 
 
 def test_chat_streaming_sends_chunks_and_usage(
