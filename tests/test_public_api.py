@@ -51,7 +51,8 @@ def _private_aliases() -> dict[int, str]:
     for module_name, module in list(sys.modules.items()):
         if not module_name.startswith("bot_toolsearch._") or module is None:
             continue
-        for name, value in vars(module).items():
+        # A copy: a module may still be importing in a thread another test left running.
+        for name, value in list(vars(module).items()):
             alias = typing.get_origin(value) is not None and not inspect.isclass(value)
             if alias and not name.startswith("_") and name[:1].isupper():
                 found.setdefault(id(value), f"{module_name}.{name}")

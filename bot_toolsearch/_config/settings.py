@@ -60,13 +60,14 @@ ModelApi = Literal["chat_completions", "responses"]
 BlindCallPolicy = Literal["reject", "load"]
 """What a call to a permitted but not yet loaded deferred tool does: ``reject`` refuses it
 (the reference behaviour); ``load`` refuses it this round and loads its schema for the next."""
-ToolSearchLoading = Literal["append", "additional_tools", "bridge"]
+ToolSearchLoading = Literal["append", "additional_tools", "bridge", "auto"]
 """How a load reaches the model: ``append`` adds the loaded schemas to ``tools`` (the list
 grows at its end); ``additional_tools`` (Responses API; Chat Completions falls back to
 ``append``) keeps ``tools`` fixed and declares loaded tools in an ``additional_tools`` input
 item after the search's output; ``bridge`` keeps ``tools`` fixed (plus a virtual
 ``call_tool``), puts the loaded schemas in the search result and runs ``call_tool`` calls as
-calls of the named tool."""
+calls of the named tool; ``auto`` is the cheapest mode of each API in the cache benchmark:
+``bridge`` on Chat Completions, ``additional_tools`` on Responses."""
 EasterEggMode = Literal["none", "agent", "tools", "clean", "all"]
 KeepLoadedPolicy = Literal["ask", "conversation"]
 """Which tools stay loaded across the asks of one conversation: ``ask`` resets the loaded set

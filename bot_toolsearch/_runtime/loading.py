@@ -42,6 +42,7 @@ __all__ = [
     "bridge_collides",
     "bridge_search_result",
     "effective_loading",
+    "fell_back",
     "request_tools",
     "schema_entry",
     "schema_note",
@@ -59,10 +60,20 @@ FALLBACK_TO_APPEND = (
 
 
 def effective_loading(mode: ToolSearchLoading, api: str) -> ToolSearchLoading:
-    """The mode that applies on ``api``: ``additional_tools`` needs ``"responses"``."""
+    """The mode that applies on ``api`` (``"responses"`` or a Chat Completions name):
+    ``additional_tools`` needs the Responses API; ``auto`` is ``additional_tools`` there and
+    ``bridge`` on Chat Completions. Never ``auto``."""
+    if mode == "auto":
+        return "additional_tools" if api == "responses" else "bridge"
     if mode == "additional_tools" and api != "responses":
         return "append"
     return mode
+
+
+def fell_back(wanted: ToolSearchLoading, mode: ToolSearchLoading) -> bool:
+    """Whether `effective_loading` refused ``wanted`` (``additional_tools`` on Chat
+    Completions), which is worth one log line; ``auto`` choosing a mode is not."""
+    return wanted == "additional_tools" and mode == "append"
 
 
 def bridge_collides(names: WireNames) -> bool:

@@ -45,6 +45,7 @@ from .loading import (
     bridge_collides,
     bridge_search_result,
     effective_loading,
+    fell_back,
     request_tools,
     schema_note,
 )
@@ -180,7 +181,7 @@ class ToolSearchMiddleware:
         api = ctx.settings.model.api
         mode = effective_loading(wanted, api)
         generation = ctx.settings.generation
-        if mode != wanted and generation not in self._fallback_logged:
+        if fell_back(wanted, mode) and generation not in self._fallback_logged:
             self._fallback_logged.add(generation)
             logger.warning(FALLBACK_TO_APPEND, api)
         if mode == "bridge" and bridge_collides(names):

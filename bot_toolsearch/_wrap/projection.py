@@ -39,6 +39,7 @@ from bot_toolsearch._runtime.loading import (
     bridge_collides,
     bridge_search_result,
     effective_loading,
+    fell_back,
     schema_note,
     unwrap_calls,
 )
@@ -119,7 +120,7 @@ class Projection:
     def _mode(self, wanted: ToolSearchLoading, forced: str | None) -> ToolSearchLoading:
         api = "responses" if self._tools.api == "responses" else "chat_completions"
         mode = effective_loading(wanted, api)
-        if mode != wanted:
+        if fell_back(wanted, mode):
             self._tools.note_once(FALLBACK_TO_APPEND % api)
         if mode == "bridge" and bridge_collides(self._tools.names):
             self._tools.note_once(

@@ -125,7 +125,7 @@ def test_each_env_fallback_is_logged_once(
         ("TOOL_SEARCH_MAX_RESULTS", "0", "must be at least 1, got 0"),
         ("TOOLS_DOT_DELIMITER", ".", "must be 1-16 characters"),
         ("TOOL_SEARCH_BLIND_CALL", "sometimes", "must be one of 'reject' or 'load'"),
-        ("TOOL_SEARCH_LOADING", "prepend", "'append', 'additional_tools' or 'bridge'"),
+        ("TOOL_SEARCH_LOADING", "prepend", "'append', 'additional_tools', 'bridge' or 'auto'"),
     ],
 )  # fmt: skip
 def test_env_errors_name_the_variable(

@@ -425,6 +425,25 @@ async def test_the_loading_mode_is_hot_reloaded_for_the_next_ask(
     assert server.requests[3].tool_names == [*FIXED_TOOLS, CALL_TOOL_NAME]
 
 
+async def test_auto_is_bridge_on_chat_and_additional_tools_on_responses(
+    server: ScriptedOpenAIServer,
+    make_bot: BotFactory,
+    weather_tools: list[Tool],
+    api: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server.script(call("tool_search", query="select:weather.forecast"), call("end"))
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        await make_bot(weather_tools, skills={"tool_search_loading": "auto"}).ask("x")
+
+    fixed = [*FIXED_TOOLS, *([CALL_TOOL_NAME] if api == "chat_completions" else [])]
+    assert [r.tool_names for r in server.requests] == [fixed, fixed]
+    if api == "responses":
+        assert [m.get("type") for m in server.requests[1].messages][-1] == "additional_tools"
+    assert not [r for r in caplog.records if "falls back" in r.getMessage().lower()]
+    assert not [r for r in caplog.records if "tool_search_loading" in r.getMessage()]
+
+
 # -- the prefix property -----------------------------------------------------------------------
 
 
@@ -519,6 +538,8 @@ async def test_append_breaks_the_prefix_after_a_load(
 
 
 def test_effective_loading_falls_back_only_for_additional_tools_off_responses() -> None:
+    assert effective_loading("auto", "chat_completions") == "bridge"
+    assert effective_loading("auto", "responses") == "additional_tools"
     assert effective_loading("additional_tools", "chat_completions") == "append"
     assert effective_loading("additional_tools", "responses") == "additional_tools"
     assert effective_loading("bridge", "chat_completions") == "bridge"

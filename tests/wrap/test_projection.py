@@ -300,3 +300,17 @@ async def test_responses_chained_hidden_round_carries_the_declaration(
         "function_call_output",
         "additional_tools",
     ]
+
+
+async def test_auto_picks_bridge_for_chat_and_additional_tools_for_responses(
+    cache_server: ScriptedOpenAIServer, clients: dict[str, Any]
+) -> None:
+    cache_server.script(text("a"), text("b"))
+    client = clients["make"]("auto")
+    await client.chat.completions.create(model="m", messages=[USER], tools=chat_tools())
+    await client.responses.create(model="m", input="hi", tools=responses_tools())
+    chat, responses = cache_server.requests
+    assert chat.tool_names == ["tool_search", CALL_TOOL_NAME]
+    assert responses.tool_names == ["tool_search"]
+    assert TOOL_SEARCH_RULES_BRIDGE in chat.system_texts[-1]
+    assert TOOL_SEARCH_RULES_BRIDGE not in str(responses.body.get("instructions"))
