@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pydantic
 from openai.types.chat import ChatCompletion
 from openai.types.chat.chat_completion_message_function_tool_call import (
     ChatCompletionMessageFunctionToolCall,
@@ -45,6 +46,15 @@ def insert_directory(messages: list[Any], directory: str) -> list[Any]:
     ):
         at += 1
     return [*messages[:at], {"role": "system", "content": directory}, *messages[at:]]
+
+
+def _plain(message: Any) -> Any:
+    """An SDK model in ``messages`` (``completion.choices[0].message`` appended as is) as the
+    dict the SDK itself would send for it; anything else unchanged."""
+    if isinstance(message, pydantic.BaseModel):
+        exclude = getattr(message, "__api_exclude__", None)
+        return message.model_dump(exclude_unset=True, mode="json", exclude=exclude)
+    return message
 
 
 def _calls(message: Any) -> list[tuple[str, str, str]]:
@@ -124,7 +134,7 @@ class ChatPlan:
         bridge = projection.mode == "bridge"
         out: list[Any] = []
         for original in messages:
-            message = original
+            message = _plain(original)
             calls = _calls(message)
             if calls:
                 loaded = projection.load_called(name for _, name, _ in calls)

@@ -332,3 +332,27 @@ async def test_the_directory_budget_groups_the_wrappers_directory_as_the_bots(
     assert expected.grouped
     assert sent.startswith(expected.text + "\n\n")
     assert sent.endswith(GROUPED_DIRECTORY_RULES)
+
+
+async def test_sdk_message_objects_in_the_history_count_as_called(
+    server: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    """``messages.append(completion.choices[0].message)``: the SDK object, not a dict."""
+    server.script(
+        call("tool_search", query="select:get_weather"),
+        call("get_weather", city="Oslo"),
+        text("ok"),
+    )
+    client = make(settings=SETTINGS)
+    tools = chat_tools()
+    messages: list[Any] = [USER]
+    first = await client.chat.completions.create(model="m", messages=messages, tools=tools)
+    message = first.choices[0].message
+    messages += [
+        message,
+        {"role": "tool", "tool_call_id": message.tool_calls[0].id, "content": "x"},
+    ]
+    await client.chat.completions.create(model="m", messages=messages, tools=tools)
+    assert server.requests[-1].tool_names == ["tool_search", "get_weather"]
+    resent = [m for m in server.requests[-1].messages if m.get("role") == "assistant"]
+    assert resent[-1]["tool_calls"][0]["function"]["name"] == "get_weather"
