@@ -10,6 +10,8 @@
   added latency is against the same requests sent straight to the upstream.
 - First-request tokens sent upstream vs the caller's full list (o200k_base when the offline
   BPE is installed, else the ~4 characters per token estimate).
+- The prompt-cache workload of ``bench_cache`` as one conversation through the wrapper, per
+  API and loading mode (the provider's cache across ``create`` calls).
 """
 
 from __future__ import annotations
@@ -266,4 +268,121 @@ def run() -> list[Row]:
         rows.append(Row("wrap", f"first call (indexing), {n:,} tools", f"{first * 1e3:.0f} ms", ""))
     rows.extend(_token_rows(tools))
     rows.extend(_proxy_rows(tools[:1_000]))
+    rows.extend(_cache_rows())
     return rows
+
+
+# -- prompt cache through the wrapper ---------------------------------------------------------
+
+
+def _cache_rows() -> list[Row]:
+    """The cache table's workload through the wrapper, one conversation the caller resends.
+
+    The same three asks as ``bench_cache`` (search A, call A, search B, call B, reply; search C,
+    call C, reply; reply), at 769 tools, but as one conversation: a plain caller loop keeps the
+    whole history (Chat Completions messages; Responses input with ``store=False``) and resends
+    it on every ``create`` call, as a framework does. Each mode's figures are summed over every
+    upstream request, hidden rounds included.
+    """
+    from .bench_cache import DATA, build_workload, catalog_schemas
+
+    if not (DATA / "catalog.json").is_file():
+        return [Row("wrap", "prompt cache through the wrapper", "skipped", f"no catalog in {DATA}")]
+    rows: list[Row] = []
+    for api in ("chat_completions", "responses"):
+        modes = ["-", "append", "bridge"] + (["additional_tools"] if api == "responses" else [])
+        for mode in modes:
+            workload = build_workload(769, tool_search=mode != "-", loading_mode=mode)
+            schemas = catalog_schemas(769)
+            figures = asyncio.run(wrapped_conversation(workload, api, mode, schemas))
+            prompt, cached, cost, requests = figures
+            label = "search off" if mode == "-" else f"search on, {mode}"
+            rows.append(
+                Row(
+                    "wrap",
+                    f"wrapper conversation, 769 tools, {api}, {label}",
+                    f"{prompt:,}",
+                    f"{requests} requests; cached {cached:,} ({cached / prompt:.0%}); "
+                    f"cost {cost:,.0f} (cached 0.1x)",
+                )
+            )
+    return rows
+
+
+async def wrapped_conversation(
+    workload: Any, api: str, mode: str, schemas: list[dict[str, Any]]
+) -> tuple[int, int, float, int]:
+    """``(input tokens, cached tokens, cost, upstream requests)`` of the workload's asks as one
+    conversation through the wrapper in loading mode ``mode`` (``"-"``: tool search off)."""
+    import httpx
+    import openai
+
+    from bot_toolsearch import BotSettings, wrap_openai
+    from bot_toolsearch.testing import ScriptedOpenAIServer
+
+    from .bench_cache import CACHED_RATE, INSTRUCTIONS, _Model
+
+    usages: list[tuple[int, int]] = []
+
+    async def record(response: httpx.Response) -> None:
+        body = json.loads(await response.aread())
+        usage = body.get("usage") or {}
+        details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details") or {}
+        prompt = usage.get("prompt_tokens", usage.get("input_tokens", 0))
+        usages.append((int(prompt), int(details.get("cached_tokens", 0))))
+
+    skills: dict[str, Any] = {"tool_search_enabled": mode != "-"}
+    if mode not in ("-", "append"):
+        skills["tool_search_loading"] = mode
+    settings = BotSettings.model_validate({"skills": skills})
+    tools: list[Any] = (
+        schemas
+        if api == "chat_completions"
+        else [{"type": "function", "strict": False, **s["function"]} for s in schemas]
+    )
+    model = _Model(workload)
+    with ScriptedOpenAIServer(model, prompt_cache=True) as server:
+        http = httpx.AsyncClient(event_hooks={"response": [record]})
+        inner = openai.AsyncOpenAI(
+            base_url=server.base_url, api_key="bench", max_retries=0, http_client=http
+        )
+        client = wrap_openai(inner, settings=settings)
+        history: list[Any] = [{"role": "system", "content": INSTRUCTIONS}] if api[0] == "c" else []
+        for message, steps in workload.asks:
+            model.expect(steps)
+            history.append({"role": "user", "content": message})
+            while True:
+                names = await _turn(client, api, history, tools)
+                if not names:
+                    break
+        await client.close()
+        server.assert_consumed()
+    prompt = sum(p for p, _ in usages)
+    cached = sum(c for _, c in usages)
+    return prompt, cached, (prompt - cached) + CACHED_RATE * cached, len(usages)
+
+
+async def _turn(client: Any, api: str, history: list[Any], tools: list[Any]) -> list[str]:
+    """One caller ``create`` call: the reply joins the history, the caller runs its calls."""
+    from .bench_cache import INSTRUCTIONS, _result
+
+    if api == "chat_completions":
+        completion = await client.chat.completions.create(model="m", messages=history, tools=tools)
+        message = completion.choices[0].message
+        history.append(message.model_dump(exclude_none=True))
+        calls = message.tool_calls or []
+        for c in calls:
+            history.append(
+                {"role": "tool", "tool_call_id": c.id, "content": _result(c.function.name)}
+            )
+        return [c.function.name for c in calls]
+    response = await client.responses.create(
+        model="m", instructions=INSTRUCTIONS, input=history, tools=tools, store=False
+    )
+    history.extend(item.model_dump(exclude_none=True) for item in response.output)
+    calls = [item for item in response.output if item.type == "function_call"]
+    for c in calls:
+        history.append(
+            {"type": "function_call_output", "call_id": c.call_id, "output": _result(c.name)}
+        )
+    return [c.name for c in calls]
