@@ -14,7 +14,7 @@ from typing import Any
 from bot_toolsearch.testing import ModelRequest, ToolCall
 from bot_toolsearch.testing._request import content_text
 
-__all__ = ["Episode", "Step", "read_episode", "resolve_follow_up"]
+__all__ = ["CALL_TOOL", "Episode", "Step", "read_episode", "resolve_follow_up"]
 
 _FOLLOW_UP_OPENINGS = ("and what about ", "and how about ", "what about ", "how about ", "and ")
 _PREPOSITIONS = ("in", "for", "at", "to", "from", "on")
@@ -86,10 +86,23 @@ class Episode:
         """A copy with ``call`` appended as a pending step."""
         grown = self.copy()
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
-        grown.steps.append(
-            Step(call.id or "", call.name.replace(dot_delimiter, "."), dict(arguments))
-        )
+        grown.steps.append(_step(call.id or "", call.name, dict(arguments), dot_delimiter))
         return grown
+
+
+CALL_TOOL = "call_tool"
+"""The virtual tool of bridge loading: ``call_tool(name, arguments)`` calls ``name``."""
+
+
+def _step(call_id: str, wire: str, arguments: dict[str, Any], dot_delimiter: str) -> Step:
+    """One call as a step; a ``call_tool`` call is the step of the tool it names."""
+    if wire == CALL_TOOL and isinstance(arguments.get("name"), str):
+        return Step(
+            call_id,
+            arguments["name"].replace(dot_delimiter, "."),
+            _arguments(arguments.get("arguments", {})),
+        )
+    return Step(call_id, wire.replace(dot_delimiter, "."), arguments)
 
 
 def _arguments(raw: object) -> dict[str, Any]:
@@ -119,14 +132,22 @@ def read_episode(
         elif role == "assistant" and isinstance(item.get("tool_calls"), list):
             for call in item["tool_calls"]:
                 function = call.get("function") or {}
-                name = str(function.get("name", "")).replace(dot_delimiter, ".")
                 episode.steps.append(
-                    Step(str(call.get("id")), name, _arguments(function.get("arguments")))
+                    _step(
+                        str(call.get("id")),
+                        str(function.get("name", "")),
+                        _arguments(function.get("arguments")),
+                        dot_delimiter,
+                    )
                 )
         elif kind == "function_call":
-            name = str(item.get("name", "")).replace(dot_delimiter, ".")
             episode.steps.append(
-                Step(str(item.get("call_id")), name, _arguments(item.get("arguments")))
+                _step(
+                    str(item.get("call_id")),
+                    str(item.get("name", "")),
+                    _arguments(item.get("arguments")),
+                    dot_delimiter,
+                )
             )
         elif role == "tool" or kind == "function_call_output":
             call_id = str(item.get("tool_call_id") if role == "tool" else item.get("call_id"))

@@ -26,11 +26,12 @@ from typing import Any
 
 from bot_toolsearch._transports.names import DEFAULT_DOT_DELIMITER
 from bot_toolsearch.testing import ModelRequest, ScriptEntry, ToolCall, text
+from bot_toolsearch.testing._request import content_text
 
 from ._answer import compose_answer
 from ._arguments import SPECIFIC_GUESS, extract_arguments, read_arguments
 from ._glossary import english_glosses
-from ._history import Episode, Step, read_episode
+from ._history import CALL_TOOL, Episode, Step, read_episode
 from ._reading import content_words, score_tool, terms
 
 __all__ = ["OFFLINE_MODEL_NAME", "OfflinePlanner"]
@@ -39,7 +40,7 @@ OFFLINE_MODEL_NAME = "offline-demo-planner"
 """The model name the embedded offline model answers to."""
 
 TOOL_SEARCH = "tool_search"
-_HOST = frozenset({"send_message", "end", TOOL_SEARCH})
+_HOST = frozenset({"send_message", "end", TOOL_SEARCH, CALL_TOOL})
 _DIRECTORY = re.compile(r"<available_deferred_tools>\s*(.*?)\s*</available_deferred_tools>", re.S)
 _MAX_ROUNDS = 6
 _MAX_SEARCHES = 2
@@ -62,8 +63,8 @@ class OfflinePlanner:
     def __call__(self, request: ModelRequest) -> ScriptEntry:
         """Answer one request with tool calls (or text when the host offers no send_message)."""
         with self._lock:
-            tools = _tools_by_canonical(request, self.dot_delimiter)
             episode = read_episode(request, self._memory, self.dot_delimiter)
+            tools = _tools_by_canonical(request, self.dot_delimiter, episode)
             decision = self._decide(request, episode, tools)
             if isinstance(decision, list):
                 for call in decision:
@@ -91,7 +92,10 @@ class OfflinePlanner:
         if target is not None:
             wire, schema = tools[target]
             params = schema.get("function", {}).get("parameters") or {}
-            return self._call(wire, extract_arguments(params, episode.user_text))
+            arguments = extract_arguments(params, episode.user_text)
+            if wire == CALL_TOOL:  # loaded in a search result (bridge): called through it
+                return self._call(CALL_TOOL, {"name": target, "arguments": arguments})
+            return self._call(wire, arguments)
         searches = [s for s in steps if s.name == TOOL_SEARCH]
         if TOOL_SEARCH in tools and len(searches) < _MAX_SEARCHES:
             query = _query(episode, _directory(request), retry=bool(searches))
@@ -135,10 +139,22 @@ class OfflinePlanner:
 
 
 def _tools_by_canonical(
-    request: ModelRequest, dot_delimiter: str
+    request: ModelRequest, dot_delimiter: str, episode: Episode
 ) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every tool the model can call now: canonical name -> (wire name, schema).
+
+    The request's tools; those declared by ``additional_tools`` input items; and under bridge
+    loading (``call_tool`` offered) those whose schemas came in this ask's search results,
+    with ``call_tool`` as their wire name.
+    """
     out: dict[str, tuple[str, dict[str, Any]]] = {}
-    for tool in request.body.get("tools") or []:
+    declared = [
+        tool
+        for item in request.messages
+        if item.get("type") == "additional_tools"
+        for tool in item.get("tools") or []
+    ]
+    for tool in [*(request.body.get("tools") or []), *declared]:
         if not isinstance(tool, dict):
             continue
         # Normalise the Responses shape to the Chat Completions one.
@@ -146,7 +162,37 @@ def _tools_by_canonical(
         wire = schema["function"].get("name")
         if isinstance(wire, str):
             out[wire.replace(dot_delimiter, ".")] = (wire, schema)
+    if CALL_TOOL in out:
+        # Search results anywhere in the conversation (a tool loaded in an earlier turn stays
+        # loaded), and this ask's (a Responses request may hold only its newest items).
+        outputs: list[str | None] = [
+            content_text(item.get("content") if item.get("role") == "tool" else item.get("output"))
+            for item in request.messages
+            if item.get("role") == "tool" or item.get("type") == "function_call_output"
+        ]
+        outputs += [step.output for step in episode.steps if step.name == TOOL_SEARCH]
+        for output in outputs:
+            for entry in _result_fields(output).get("tools") or []:
+                name = entry.get("name") if isinstance(entry, dict) else None
+                if isinstance(name, str) and name not in out:
+                    out[name] = (CALL_TOOL, {"function": entry})
     return out
+
+
+def _search_result(step: Step) -> dict[str, Any]:
+    """The fields of a ``tool_search`` step's result (empty for any other step)."""
+    return _result_fields(step.output) if step.name == TOOL_SEARCH else {}
+
+
+def _result_fields(output: str | None) -> dict[str, Any]:
+    """A tool result's JSON object fields (empty when it is not one)."""
+    if not output or not output.lstrip().startswith("{"):
+        return {}
+    try:
+        result = json.loads(output)
+    except ValueError:
+        return {}
+    return result if isinstance(result, dict) else {}
 
 
 def _directory(request: ModelRequest) -> list[str]:
@@ -173,15 +219,8 @@ def _query(episode: Episode, directory: list[str], *, retry: bool) -> str:
 def _search_ranks(episode: Episode) -> list[str]:
     ranked: list[str] = []
     for step in episode.steps:
-        if step.name == TOOL_SEARCH and step.output:
-            try:
-                result = json.loads(step.output)
-            except ValueError:
-                continue
-            if isinstance(result, dict):
-                ranked += [
-                    str(n) for n in result.get("loaded", []) + result.get("already_loaded", [])
-                ]
+        result = _search_result(step)
+        ranked += [str(n) for n in result.get("loaded", []) + result.get("already_loaded", [])]
     return ranked
 
 

@@ -119,8 +119,9 @@ def _compact(value: object) -> str:
 
 
 def bridge_search_result(result: Mapping[str, Any], schemas: Sequence[Mapping[str, Any]]) -> str:
-    """A search result's text in bridge mode: its fields plus ``tools``, the full schema of
-    every tool it newly loaded (canonical names, the names ``call_tool`` takes)."""
+    """A search result's text in bridge mode: its fields plus ``tools``, the full schemas
+    ``schemas`` (the tools it loaded, and any already loaded one the ask has not shown yet;
+    canonical names, the names ``call_tool`` takes)."""
     return _compact({**result, "tools": [schema_entry(s) for s in schemas]})
 
 

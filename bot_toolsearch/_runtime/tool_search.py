@@ -16,9 +16,11 @@ forbidden tool exists). Off (the full list, no directory, no virtual tool) when
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -77,6 +79,11 @@ class _AskState:
     directory: Mapping[str, str]
     names: WireNames
     mode: ToolSearchLoading = "append"
+    declared: set[str] = field(default_factory=set)
+    """Under ``bridge``/``additional_tools``: the tools whose schemas this ask has shown."""
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    """Under ``bridge``/``additional_tools`` with ``tool_search_keep_loaded = "conversation"``:
+    the messages that show the kept tools' schemas (they are not in ``tools``)."""
 
 
 def directory_message(
@@ -174,7 +181,15 @@ class ToolSearchMiddleware:
         mode = self._mode(ctx, names)
         ctx.loading = mode
         directory = directory_message(session.directory, bridge=mode == "bridge")
-        ctx.state[_AskState] = _AskState(session, directory, names, mode)
+        state = _AskState(session, directory, names, mode)
+        deferred = frozenset(session.deferred_tool_names)
+        kept = [
+            n for n in ctx.conversation_tools if n in deferred and n in session.loaded_tool_names
+        ]
+        if kept and mode != "append":
+            state.kept = _kept_declaration(ctx, session, kept, mode)
+            state.declared.update(kept)
+        ctx.state[_AskState] = state
 
     def _mode(self, ctx: AskContext, names: WireNames) -> ToolSearchLoading:
         wanted = ctx.settings.skills.tool_search_loading
@@ -200,6 +215,14 @@ class ToolSearchMiddleware:
             return request
         tools = request_tools(state.session.request_tools(), state.mode)
         messages = list(request.messages)
+        if state.kept:
+            # Right before this ask's message: after the earlier turns (a stable prefix), the
+            # same bytes in every round of the ask.
+            at = max(
+                (i for i, m in enumerate(messages) if m.get("role") == "user"),
+                default=len(messages),
+            )
+            messages[at:at] = state.kept
         messages.insert(ctx.system_prompt_count, state.directory)
         return replace(
             request, messages=messages, tools=tools, exposed=state.session.exposed_tool_names()
@@ -246,10 +269,15 @@ class ToolSearchMiddleware:
             stats.zero_result_searches += 1
         stats.loaded.extend(result.loaded)
         content = result.to_json()
-        if result.loaded and state.mode == "bridge":
-            content = bridge_search_result(result.to_dict(), _schemas(ctx, result.loaded))
-        elif result.loaded and state.mode == "additional_tools":
-            _declare(ctx, call.id, result.loaded)
+        # Under the fixed-tool modes a schema must reach the conversation once per ask: the
+        # newly loaded tools', and an already loaded one's this ask has not shown (a tool kept
+        # loaded from an earlier ask of the conversation), or the model could not call it.
+        fresh = [n for n in (*result.loaded, *result.already_loaded) if n not in state.declared]
+        if fresh and state.mode == "bridge":
+            content = bridge_search_result(result.to_dict(), _schemas(ctx, fresh))
+        elif fresh and state.mode == "additional_tools":
+            _declare(ctx, call.id, fresh)
+        state.declared.update(fresh)
         return CallResult(call.id, call.name, content, "answered")
 
     def _refuse(self, ctx: AskContext, state: _AskState, call: CallRequest) -> CallResult:
@@ -268,6 +296,7 @@ class ToolSearchMiddleware:
                 text += "".join(schema_note(call.name, s) for s in _schemas(ctx, (call.name,)))
             elif state.mode == "additional_tools":
                 _declare(ctx, call.id, (call.name,))
+            state.declared.add(call.name)
         return CallResult(call.id, call.name, text, "refused", reason)
 
 
@@ -304,6 +333,39 @@ def refusal(
 def _schemas(ctx: AskContext, names: Sequence[str]) -> list[dict[str, Any]]:
     """The catalog schemas of loaded tools (the session loads permitted tools only)."""
     return ctx.toolset.catalog.schemas(n for n in names if n in ctx.permitted)
+
+
+def _kept_declaration(
+    ctx: AskContext, session: ToolSearchSession, kept: Sequence[str], mode: ToolSearchLoading
+) -> list[dict[str, Any]]:
+    """The messages that show the schemas of the tools kept loaded from earlier asks.
+
+    ``additional_tools``: one declaration. ``bridge``: the ``tool_search`` call that would
+    have loaded them (``select:``, an id derived from the names) and its result, with the
+    schemas, as a search in this ask would show them.
+    """
+    if mode == "additional_tools":
+        return [additional_tools_message(_schemas(ctx, kept))]
+    query = "select:" + ",".join(kept)
+    result = session.search(query)  # all already loaded: changes nothing
+    digest = hashlib.sha256(query.encode()).hexdigest()[:20]
+    call_id = f"call_kept{digest}"
+    arguments = json.dumps({"query": query}, ensure_ascii=False, separators=(",", ":"))
+    content = bridge_search_result(result.to_dict(), _schemas(ctx, kept))
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": TOOL_SEARCH_NAME, "arguments": arguments},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": content},
+    ]
 
 
 def _declare(ctx: AskContext, call_id: str, names: Sequence[str]) -> None:

@@ -365,3 +365,57 @@ async def test_from_config_keeps_conversations_in_sqlite_and_follows_max_turns_e
         await bot.aclose()
     assert (tmp_path / "bot.db").is_file()
     assert [t.user_text for t in history.turns] == ["first", "second", "third"]
+
+
+@pytest.mark.parametrize(
+    ("api", "mode"),
+    [
+        ("chat_completions", "bridge"),
+        ("responses", "bridge"),
+        ("responses", "additional_tools"),  # a Responses item (Chat Completions appends)
+    ],
+    indirect=["api"],
+)
+async def test_fixed_tool_modes_show_the_kept_tools_schemas_before_the_new_message(  # noqa: PLR0917
+    server: ScriptedOpenAIServer,
+    make_bot: BotFactory,
+    weather_tools: list[Tool],
+    ran: Ran,
+    api: str,
+    mode: str,
+) -> None:
+    """A kept tool is not in ``tools`` under these modes: its schema must be in the prompt."""
+    skills = {"tool_search_keep_loaded": "conversation", "tool_search_loading": mode}
+    bot = make_bot(weather_tools, skills=skills)
+
+    def use(city: str, call_id: str) -> Any:
+        if mode == "bridge":
+            return call("call_tool", id=call_id, name="weather.forecast", arguments={"city": city})
+        return call("weather-_-forecast", id=call_id, city=city)
+
+    server.script(
+        call("tool_search", id="s1", query="select:weather.forecast"),
+        use("Oslo", "w1"),
+        call("end", id="e1"),
+        use("Rome", "w2"),  # callable in round 1: its schema is in the prompt
+        call("end", id="e2"),
+    )
+    await bot.ask("weather in Oslo?", conversation="c")
+    second = await bot.ask("and Rome?", conversation="c")
+
+    assert ("weather.forecast", {"city": "Rome"}) in ran.calls
+    assert second.trace[0].calls[0].outcome == "ran"
+    first_round, last_round = server.requests[3], server.requests[4]
+    messages = first_round.messages
+    at = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+    if mode == "bridge":
+        declared = json.loads(
+            messages[at - 1]["content"] if api != "responses" else messages[at - 1]["output"]
+        )
+        assert [t["name"] for t in declared["tools"]] == ["weather.forecast"]
+    else:
+        assert messages[at - 1]["type"] == "additional_tools"
+        assert [t["name"] for t in messages[at - 1]["tools"]] == ["weather-_-forecast"]
+    # The tools never change, and the later round keeps the declaration in place.
+    assert first_round.tool_names == last_round.tool_names
+    assert "weather-_-forecast" not in first_round.tool_names

@@ -98,6 +98,22 @@ async def test_bridge_keeps_tools_fixed_and_runs_call_tool_as_the_real_tool(
     assert result.stats.loaded_never_called == ()
 
 
+async def test_bridge_shows_a_schema_once_per_ask(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool]
+) -> None:
+    server.script(
+        call("tool_search", query="select:weather.forecast", id="s1"),
+        call("tool_search", query="select:weather.forecast", id="s2"),
+        call("end"),
+    )
+    await make_bot(weather_tools, skills=BRIDGE).ask("x")
+
+    first, again = json.loads(outputs(server)["s1"]), json.loads(outputs(server)["s2"])
+    assert [t["name"] for t in first["tools"]] == ["weather.forecast"]
+    assert again["already_loaded"] == ["weather.forecast"]
+    assert "tools" not in again  # already shown in this ask
+
+
 async def test_bridge_call_tool_schema_is_the_virtual_tool(
     server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool]
 ) -> None:
