@@ -26,8 +26,8 @@ from bot_toolsearch._runtime.calls import CallRequest, history_calls
 from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.transport import encode_message
 
-from .caller_tools import CallerTools
-from .plan import Setup, UsageSum, given, read_calls
+from .caller_tools import CallerView
+from .plan import Setup, UsageSum, given, mapping_get, read_calls
 
 __all__ = ["ChatPlan", "insert_directory"]
 
@@ -46,6 +46,15 @@ def insert_directory(messages: list[Any], directory: str) -> list[Any]:
     ):
         at += 1
     return [*messages[:at], {"role": "system", "content": directory}, *messages[at:]]
+
+
+def _ask_start(messages: Sequence[Any]) -> int:
+    """Where the current ask starts: at the last user message (``tool_search_keep_loaded =
+    "ask"`` loads only the tools this ask called, as the `Bot` does)."""
+    for at in range(len(messages) - 1, -1, -1):
+        if mapping_get(messages[at], "role") == "user":
+            return at
+    return 0
 
 
 def _plain(message: Any) -> Any:
@@ -82,10 +91,11 @@ def _calls(message: Any) -> list[tuple[str, str, str]]:
     return out
 
 
-def _wire_message(message: Any, tools: CallerTools) -> Any:
-    """A caller message with the names of its tool calls in wire spelling."""
-    names, known = tools.names, tools.entries
-    if not isinstance(message, Mapping) or not message.get("tool_calls"):
+def _wire_message(message: Any, view: CallerView) -> Any:
+    """A caller message with the names of its tool calls in wire spelling (a malformed
+    message goes upstream as the caller wrote it)."""
+    names, known = view.names, view.entries
+    if not isinstance(message, Mapping) or not isinstance(message.get("tool_calls"), list | tuple):
         return message
     calls = []
     for call in message["tool_calls"]:
@@ -113,8 +123,8 @@ class ChatPlan:
         projection = setup.projection
         messages = self._replay(list(kwargs.get("messages") or ()))
         projection.load_forced()
-        assert projection.directory is not None
-        self.messages = insert_directory(messages, projection.directory)
+        directory = projection.directory
+        self.messages = messages if directory is None else insert_directory(messages, directory)
         options = kwargs.get("stream_options")
         self.stream_options: object = options if given(options) else None
         """The caller's ``stream_options`` (``include_usage`` asks for the summed usage)."""
@@ -129,13 +139,14 @@ class ChatPlan:
         calls carrying their schemas: the same bytes in every call, so the prompt of each
         ``create`` call extends the one before.
         """
-        tools = self._setup.tools
         projection = self._setup.projection
+        view = projection.view
         bridge = projection.mode == "bridge"
+        start = 0 if projection.keep_conversation else _ask_start(messages)
         out: list[Any] = []
-        for original in messages:
+        for at, original in enumerate(messages):
             message = _plain(original)
-            calls = _calls(message)
+            calls = _calls(message) if at >= start else []
             if calls:
                 loaded = projection.load_called(name for _, name, _ in calls)
                 if bridge:
@@ -152,7 +163,7 @@ class ChatPlan:
                             )
                         ],
                     }
-            out.append(message if tools.plain else _wire_message(message, tools))
+            out.append(message if view.plain else _wire_message(message, view))
         return out
 
     def _searches(self, anchor: str, loaded: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
@@ -200,7 +211,7 @@ class ChatPlan:
         ]
         projection = self._setup.projection
         calls, recovered = read_calls(
-            native, message.content, self._setup.tools, projection.permitted
+            native, message.content, projection.view.names, projection.permitted
         )
         if not calls:
             return self._finish(completion)
@@ -221,7 +232,8 @@ class ChatPlan:
                         "returning the reply without them",
                         self.rounds,
                     )
-            if answered or recovered or not self._setup.tools.plain or native != _ids(answer.calls):
+            plain = projection.view.plain
+            if answered or recovered or not plain or native != _ids(answer.calls):
                 message.tool_calls = [*others, *(_tool_call(c) for c in mine)] or None
                 if recovered:
                     message.content = None
@@ -235,8 +247,8 @@ class ChatPlan:
         return None
 
     def _hide(self, calls: Sequence[CallRequest], answered: Mapping[int, str]) -> None:
-        tools = self._setup.tools
-        permitted = self._setup.projection.permitted
+        view = self._setup.projection.view
+        permitted = view.permitted
         assistant = {
             "role": "assistant",
             "content": None,
@@ -246,7 +258,7 @@ class ChatPlan:
             {"role": "tool", "tool_call_id": call.id, "content": answered[i]}
             for i, call in enumerate(calls)
         ]
-        self.messages = [*self.messages, encode_message(assistant, tools.names), *results]
+        self.messages = [*self.messages, encode_message(assistant, view.names), *results]
 
     def _finish(self, completion: ChatCompletion) -> ChatCompletion:
         if self.usage.requests > 1:

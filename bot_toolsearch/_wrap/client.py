@@ -11,6 +11,7 @@ resource (``models``, ``files``, ``embeddings`` ...) behave as the given client'
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, overload
 
@@ -26,6 +27,15 @@ from .responses_streaming import AsyncResponsesStream, SyncResponsesStream
 from .streaming import AsyncChatStream, SyncChatStream
 
 __all__ = ["engine_of", "wrap_openai"]
+
+logger = logging.getLogger("bot_toolsearch")
+
+TOOL_SEARCH_NOT_SET = (
+    "wrap_openai: the %s does not set [skills] tool_search_enabled, so tool search is off "
+    "for this client (only [tools] allow/deny apply); wrap_openai with neither config nor "
+    "settings turns it on. Set tool_search_enabled = true (or false) to silence this."
+)
+"""The warning for settings that leave tool search at its default (off)."""
 
 
 class _Delegate:
@@ -338,15 +348,18 @@ def wrap_openai(
     upstream gets the same ``tools`` in every request, and a ``call_tool`` call comes back as
     an ordinary call of the tool. ``usage`` is summed over every upstream request of the
     call. A request without
-    ``tools``, with a caller tool named ``tool_search``, or with tool search off in the
-    settings is passed through untouched; upstream errors raise the ``openai`` exceptions
-    the client itself raises.
+    ``tools``, or with a caller tool named ``tool_search``, is passed through untouched; with
+    tool search off in the settings, only the tools ``[tools] allow``/``deny`` leave are sent
+    (a call to another is refused as no such tool); upstream errors raise the ``openai``
+    exceptions the client itself raises.
 
     Args:
         client: an ``openai.AsyncOpenAI`` or ``openai.OpenAI``; it stays usable on its own.
         config: a ``config.toml`` path, hot-reloaded (the next call sees a valid edit).
         settings: fixed settings instead of a file. With neither, the ``[skills]`` defaults
-            with tool search on.
+            with tool search on. Settings (or a file) that do not set ``[skills]
+            tool_search_enabled`` leave it off, as for the `Bot`, and log a warning saying so;
+            ``[tools] allow``/``deny`` hold either way.
 
     Returns:
         A client of the same kind, sharing the given one's configuration and connections.
@@ -356,6 +369,9 @@ def wrap_openai(
         ConfigError: ``config`` cannot be read or is invalid.
     """
     engine = Engine(config=config, settings=settings)
+    given = settings if settings is not None else engine.snapshot() if config is not None else None
+    if given is not None and "tool_search_enabled" not in given.skills.model_fields_set:
+        logger.warning(TOOL_SEARCH_NOT_SET, "config" if config is not None else "settings")
     if isinstance(client, openai.AsyncOpenAI):
         wrapped: openai.AsyncOpenAI = _adopt(ToolSearchAsyncOpenAI, client, engine, True)
         return wrapped

@@ -47,7 +47,7 @@ from bot_toolsearch._runtime.tool_search import canonical_query, directory_messa
 from bot_toolsearch._tools.validation import validate_arguments
 from bot_toolsearch._transports.responses import flat_tool
 
-from .caller_tools import Api, CallerTools
+from .caller_tools import Api, CallerTools, CallerView
 
 __all__ = ["Answer", "Projection", "requested_tool"]
 
@@ -84,9 +84,11 @@ class Projection:
         "_tools",
         "directory",
         "exposed",
+        "keep_conversation",
         "mode",
         "permitted",
         "session",
+        "view",
     )
 
     def __init__(
@@ -96,25 +98,34 @@ class Projection:
         skills = settings.skills
         self._tools = tools
         self._blind_call = skills.tool_search_blind_call
-        self.permitted, hidden = tools.permissions(settings.tools.allow, settings.tools.deny)
+        self.view: CallerView = tools.view(settings.tools.allow, settings.tools.deny)
+        """The permitted tools and their wire names (over the permitted tools only)."""
+        self.permitted = self.view.permitted
+        # The wrapper cannot run prefetch tools (the caller runs every tool): they are loaded
+        # from round 1, as the `Bot` loads a prefetched tool it does not hide.
+        always = (*skills.tool_search_always_loaded, *skills.prefetch_tools)
         self.session = ToolSearchSession(
             tools.catalog,
-            always_loaded=skills.tool_search_always_loaded,
+            always_loaded=always,
             max_results=skills.tool_search_max_results,
-            hidden=hidden,
+            hidden=self.view.hidden,
             directory_budget=skills.tool_search_directory_budget,
             namespaces=settings.tools.namespaces,
         )
-        self._deferred = frozenset(self.session.deferred_tool_names)
-        self.mode = self._mode(skills.tool_search_loading, forced)
+        self.keep_conversation = skills.tool_search_keep_loaded == "conversation"
+        """Tools called before this ask's user message stay loaded (else only this ask's)."""
+        on = skills.tool_search_enabled and bool(self.session.deferred_tool_names)
+        self._deferred = frozenset(self.session.deferred_tool_names) if on else frozenset()
+        self.mode = self._mode(skills.tool_search_loading, forced) if on else "append"
         self._forced = forced
         session = self.session
         self.directory: str | None = (
             str(directory_message(session.directory, bridge=self.mode == "bridge")["content"])
-            if session.deferred_tool_names
+            if on
             else None
         )
-        """The directory and the rules, or ``None`` when nothing is deferred (search is off)."""
+        """The directory and the rules, or ``None`` when tool search is off for this call
+        (off in the settings, or nothing deferred): then the permitted tools are all sent."""
         self.exposed: frozenset[str] = frozenset()
 
     def _mode(self, wanted: ToolSearchLoading, forced: str | None) -> ToolSearchLoading:
@@ -122,7 +133,7 @@ class Projection:
         mode = effective_loading(wanted, api)
         if fell_back(wanted, mode):
             self._tools.note_once(FALLBACK_TO_APPEND % api)
-        if mode == "bridge" and bridge_collides(self._tools.names):
+        if mode == "bridge" and bridge_collides(self.view.names):
             self._tools.note_once(
                 f"a caller tool is named {CALL_TOOL_NAME!r}: tool_search_loading = "
                 '"bridge" cannot be used; loads are appended to the tools list ("append")'
@@ -140,8 +151,13 @@ class Projection:
 
     @property
     def active(self) -> bool:
-        """Whether tool search applies (some permitted tool is deferred)."""
+        """Whether tool search applies (on, and some permitted tool is deferred)."""
         return self.directory is not None
+
+    @property
+    def filtering(self) -> bool:
+        """Whether ``[tools] allow``/``deny`` leave out some of the caller's tools."""
+        return bool(self.view.hidden)
 
     @property
     def fixed(self) -> bool:
@@ -152,7 +168,7 @@ class Projection:
         """The permitted canonical name ``name`` (canonical or wire spelling) stands for."""
         if name in self.permitted:
             return name
-        canonical = self._tools.names.to_canonical(name)
+        canonical = self.view.names.to_canonical(name)
         return canonical if canonical is not None and canonical in self.permitted else None
 
     def is_deferred(self, name: str) -> bool:
@@ -229,7 +245,7 @@ class Projection:
         return {
             "type": "additional_tools",
             "role": "developer",
-            "tools": [self._tools.entries[n] for n in names if n in self._tools.entries],
+            "tools": [self.view.entries[n] for n in names if n in self.view.entries],
         }
 
     def round_tools(self) -> list[Any]:
@@ -241,6 +257,11 @@ class Projection:
         """
         tools = self._tools
         out: list[Any] = list(tools.others)
+        if not self.active:
+            # Tool search off: every permitted tool, in the caller's order (as the `Bot`).
+            out.extend(self.view.entries.values())
+            self.exposed = self.permitted
+            return out
         for schema in self.session.request_tools():
             name = schema["function"]["name"]
             if name == TOOL_SEARCH_NAME:
@@ -248,7 +269,7 @@ class Projection:
                 if self.fixed:
                     break
             else:
-                out.append(tools.entries[name])
+                out.append(self.view.entries[name])
         if self.mode == "bridge":
             bridge = call_tool_schema()
             out.append(bridge if tools.api == "chat" else flat_tool(bridge))
@@ -268,12 +289,12 @@ class Projection:
         answer = Answer(list(calls))
         bridged: frozenset[int] = frozenset()
         if self.mode == "bridge":
-            unwrapped = unwrap_calls(calls, self._tools.names, self.permitted)
+            unwrapped = unwrap_calls(calls, self.view.names, self.permitted)
             answer.calls = unwrapped.calls
             answer.answered = {i: r.content for i, r in unwrapped.answered.items()}
             bridged = unwrapped.bridged
         for i, call in enumerate(answer.calls):
-            if i not in answer.answered and call.name == TOOL_SEARCH_NAME:
+            if self.active and i not in answer.answered and call.name == TOOL_SEARCH_NAME:
                 answer.answered[i] = self._search(call, answer)
         for i, call in enumerate(answer.calls):
             if i in answer.answered:
@@ -293,7 +314,7 @@ class Projection:
             query = arguments.get("query")
             if isinstance(query, str):
                 arguments["query"] = canonical_query(
-                    query, self._tools.names, self.permitted, self.session
+                    query, self.view.names, self.permitted, self.session
                 )
         result = self.session.run(arguments)
         if result.loaded and self.mode == "additional_tools":

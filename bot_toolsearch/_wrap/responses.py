@@ -52,6 +52,15 @@ _RUN_TYPES = frozenset({"function_call", "reasoning"})
 """Input items that form one model turn's run: declarations go before the run."""
 
 
+def _ask_start(items: Sequence[Any]) -> int:
+    """Where the current ask starts: at the last user message (``tool_search_keep_loaded =
+    "ask"`` loads only the tools this ask called, as the `Bot` does)."""
+    for at in range(len(items) - 1, -1, -1):
+        if mapping_get(items[at], "role") == "user":
+            return at
+    return 0
+
+
 def _arguments(call: Mapping[str, Any]) -> dict[str, str]:
     return {"arguments": str(call["function"]["arguments"])}
 
@@ -83,7 +92,7 @@ class ResponsesPlan:
             items = list(raw)
         else:
             items = []
-        tools = setup.tools
+        view = setup.projection.view
         previous = kwargs.get("previous_response_id")
         self._previous: str | None = previous if given(previous) else None
         replayed = self._replay(items)
@@ -93,14 +102,15 @@ class ResponsesPlan:
         )
         items = replayed
         self._original_input: Any = (
-            raw if isinstance(raw, str) and tools.plain and not changed else items
+            raw if isinstance(raw, str) and view.plain and not changed else items
         )
         self._items = items
         directory = setup.projection.directory
-        assert directory is not None
         instructions = kwargs.get("instructions")
-        self._instructions = (
-            f"{instructions}\n\n{directory}"
+        self._instructions: object = (
+            instructions
+            if directory is None
+            else f"{instructions}\n\n{directory}"
             if given(instructions) and isinstance(instructions, str) and instructions
             else directory
         )
@@ -124,6 +134,7 @@ class ResponsesPlan:
         ``previous_response_id`` the server holds the earlier items; only new ones are here.
         """
         projection = self._setup.projection
+        start = 0 if projection.keep_conversation else _ask_start(items)
         out: list[Any] = []
         i = 0
         while i < len(items):
@@ -136,6 +147,7 @@ class ResponsesPlan:
                 for item in run
                 if mapping_get(item, "type") == "function_call"
                 and isinstance(mapping_get(item, "name"), str)
+                and i >= start
             ]
             if calls:
                 loaded = projection.load_called(str(mapping_get(c, "name")) for c in calls)
@@ -155,19 +167,19 @@ class ResponsesPlan:
                         out.append(
                             {"type": "function_call_output", "call_id": call_id, "output": content}
                         )
-            out.extend(self._wire_item(item) for item in run)
+            out.extend(self._wire_item(item, replaying=i >= start) for item in run)
             i = max(end, i + 1)
         return out
 
-    def _wire_item(self, item: Any) -> Any:
+    def _wire_item(self, item: Any, *, replaying: bool) -> Any:
         if mapping_get(item, "type") != "function_call":
             return item
-        tools = self._setup.tools
         projection = self._setup.projection
+        view = projection.view
         name = mapping_get(item, "name")
         if not isinstance(name, str):
             return item
-        if projection.mode == "bridge" and projection.is_deferred(name):
+        if replaying and projection.mode == "bridge" and projection.is_deferred(name):
             arguments = mapping_get(item, "arguments")
             call = projection.bridge_call(
                 str(mapping_get(item, "call_id") or ""),
@@ -175,19 +187,17 @@ class ResponsesPlan:
                 arguments if isinstance(arguments, str) else "",
             )
             return {**_as_dict(item), "name": CALL_TOOL_NAME, **_arguments(call)}
-        if tools.plain:
+        if view.plain:
             return item
-        wire = tools.names.to_wire(name) if name in tools.entries else encode_foreign_name(name)
+        wire = view.names.to_wire(name) if name in view.entries else encode_foreign_name(name)
         return {**_as_dict(item), "name": wire}
 
     def request(self) -> dict[str, Any]:
         """The keyword arguments of the next upstream ``create``."""
         self.rounds += 1
-        request = {
-            **self._kwargs,
-            "tools": self._setup.projection.round_tools(),
-            "instructions": self._instructions,
-        }
+        request = {**self._kwargs, "tools": self._setup.projection.round_tools()}
+        if given(self._instructions):
+            request["instructions"] = self._instructions
         if self._chain is not None:
             request["previous_response_id"], request["input"] = self._chain
         else:
@@ -228,7 +238,7 @@ class ResponsesPlan:
             for part in getattr(item, "content", None) or ()
         )
         projection = self._setup.projection
-        calls, recovered = read_calls(native, text, self._setup.tools, projection.permitted)
+        calls, recovered = read_calls(native, text, projection.view.names, projection.permitted)
         if not calls:
             return self._finish(response)
         answer = projection.answer(calls)
@@ -242,7 +252,7 @@ class ResponsesPlan:
                     self.rounds,
                 )
             bridged = any(a is not b for a, b in zip(calls, answer.calls, strict=True))
-            if answered or recovered or bridged or not self._setup.tools.plain:
+            if answered or recovered or bridged or not projection.view.plain:
                 response.output = self._caller_output(output, answer.calls, answered, recovered)
             return self._finish(response)
         self._hide(response, output, calls, answer, recovered)
@@ -296,13 +306,13 @@ class ResponsesPlan:
             if declared:
                 results.append(self._setup.projection.declaration(declared))
         if recovered:
-            tools = self._setup.tools
+            names = self._setup.projection.view.names
             known = self._setup.projection.permitted | {TOOL_SEARCH_NAME}
             said: list[Any] = [
                 {
                     "type": "function_call",
                     "call_id": call.id,
-                    "name": tools.names.to_wire(call.name)
+                    "name": names.to_wire(call.name)
                     if call.name in known
                     else encode_foreign_name(call.name),
                     "arguments": call.arguments_raw,
