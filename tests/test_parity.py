@@ -19,7 +19,7 @@ import openai
 import pytest
 
 from bot_toolsearch import Bot, BotSettings, Tool, wrap_openai
-from bot_toolsearch._runtime.messages import PREFETCH_HEADER
+from bot_toolsearch._protocol.messages import PREFETCH_HEADER
 from bot_toolsearch._transports.responses import flat_tool
 from bot_toolsearch.testing import ModelRequest, ScriptedOpenAIServer, ScriptEntry, call, text
 

@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from bot_toolsearch._config.settings import BotSettings, ToolSearchLoading
 from bot_toolsearch._core.unicode import well_formed
+from bot_toolsearch._protocol.calls import CallResult, RefusalReason
 from bot_toolsearch._tools.tool import HandlerThreads
 from bot_toolsearch._transports.transport import Transport
 
 from .ask_result import AskStats, OutboundMessage
-from .calls import CallResult, RefusalReason
 from .toolset import ToolSet
 
 __all__ = ["AskContext", "StatsRecorder"]

@@ -3,7 +3,7 @@
 Per ask it builds a `ToolSearchSession` from the prebuilt catalog with the ask's forbidden
 tools hidden. Per round it sends the session's tools as ``[skills] tool_search_loading`` says
 (``append``: each round's list extends the previous one; ``additional_tools`` and ``bridge``:
-the same list all ask, see `bot_toolsearch._runtime.loading`) and inserts the deferred-tool
+the same list all ask, see `bot_toolsearch._protocol.loading`) and inserts the deferred-tool
 directory with the rules as one system message right after the bot's own system prompt,
 byte-identical in every round. Per batch of calls it answers
 ``tool_search`` itself, in call order, and refuses every call to a tool this round does not
@@ -36,12 +36,8 @@ from bot_toolsearch._core.prompt import (
 )
 from bot_toolsearch._core.query import select_items
 from bot_toolsearch._core.session import ToolSearchSession
-from bot_toolsearch._transports.names import WireNames
-
-from .announce import announce_calls
-from .calls import CallRequest, CallResult, RefusalReason
-from .context import AskContext
-from .loading import (
+from bot_toolsearch._protocol.calls import CallRequest, CallResult, RefusalReason
+from bot_toolsearch._protocol.loading import (
     FALLBACK_TO_APPEND,
     additional_tools_message,
     bridge_collides,
@@ -51,7 +47,7 @@ from .loading import (
     request_tools,
     schema_note,
 )
-from .messages import (
+from bot_toolsearch._protocol.messages import (
     BLIND_CALL_LOADED,
     LOADED_THIS_ROUND,
     NOT_LOADED_YET,
@@ -59,6 +55,10 @@ from .messages import (
     no_such_tool,
     shown_name,
 )
+from bot_toolsearch._transports.names import WireNames
+
+from .announce import announce_calls
+from .context import AskContext
 from .middleware import CallHandler, Middleware, RoundRequest, forward_unanswered
 
 __all__ = [
@@ -138,7 +138,7 @@ def _budgeted_message(block: str, grouped: bool, bridge: bool) -> Mapping[str, s
 class ToolSearchMiddleware:
     """The tool-search middleware; stateless itself, its per-ask state lives in the context.
 
-    ``[skills] tool_search_loading`` is read per ask (see `bot_toolsearch._runtime.loading`).
+    ``[skills] tool_search_loading`` is read per ask (see `bot_toolsearch._protocol.loading`).
     """
 
     name = "tool_search"

@@ -22,7 +22,7 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
 )
 
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
-from bot_toolsearch._runtime.calls import CallRequest, history_calls
+from bot_toolsearch._protocol.calls import CallRequest, history_calls
 from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.transport import encode_message
 

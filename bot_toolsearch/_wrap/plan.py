@@ -14,8 +14,8 @@ from typing import Any
 import openai
 
 from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._protocol.calls import CallRequest, from_native, from_text, unique_ids
 from bot_toolsearch._runtime.ask_loop import recover_text_calls
-from bot_toolsearch._runtime.calls import CallRequest, from_native, from_text, unique_ids
 from bot_toolsearch._transports.base import ModelToolCall
 from bot_toolsearch._transports.names import WireNames
 

@@ -7,7 +7,7 @@ tool list is the same from call to call and a provider's prompt cache survives. 
 gives the tools to send and the directory text, byte for byte the `Bot`'s; per response it
 answers ``tool_search`` calls and refuses calls this round does not expose, with the `Bot`'s
 own functions and texts, in the call's loading mode (``[skills] tool_search_loading``, see
-`bot_toolsearch._runtime.loading`):
+`bot_toolsearch._protocol.loading`):
 
 - ``append``: loaded tools go at the end of ``tools`` (the caller's own entries);
 - ``bridge``: ``tools`` is fixed (the caller's other tools, always-loaded tools,
@@ -32,9 +32,8 @@ from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._core.prompt import CALL_TOOL_NAME, call_tool_schema
 from bot_toolsearch._core.result import ToolSearchResult
 from bot_toolsearch._core.session import ToolSearchSession
-from bot_toolsearch._runtime.calls import CallRequest, parse_arguments
-from bot_toolsearch._runtime.executor import invalid_arguments, rejected_arguments
-from bot_toolsearch._runtime.loading import (
+from bot_toolsearch._protocol.calls import CallRequest, parse_arguments
+from bot_toolsearch._protocol.loading import (
     FALLBACK_TO_APPEND,
     bridge_collides,
     bridge_search_result,
@@ -43,6 +42,7 @@ from bot_toolsearch._runtime.loading import (
     schema_note,
     unwrap_calls,
 )
+from bot_toolsearch._runtime.executor import invalid_arguments, rejected_arguments
 from bot_toolsearch._runtime.tool_search import canonical_query, directory_message, refusal
 from bot_toolsearch._tools.validation import validate_arguments
 from bot_toolsearch._transports.responses import flat_tool

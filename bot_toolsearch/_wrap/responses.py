@@ -24,7 +24,7 @@ from openai.types.responses import Response, ResponseFunctionToolCall
 
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._core.prompt import CALL_TOOL_NAME
-from bot_toolsearch._runtime.calls import CallRequest
+from bot_toolsearch._protocol.calls import CallRequest
 from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.responses import is_missing_call_output_error
 

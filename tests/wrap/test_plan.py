@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from bot_toolsearch import BotSettings, wrap_openai
-from bot_toolsearch._runtime.messages import no_such_tool
+from bot_toolsearch._protocol.messages import no_such_tool
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 
 from ._tools import chat_tools, responses_tools
