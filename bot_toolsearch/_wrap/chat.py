@@ -22,7 +22,7 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
 )
 
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
-from bot_toolsearch._protocol.calls import CallRequest, history_calls
+from bot_toolsearch._protocol.calls import CallRequest, CallResult, history_calls
 from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.transport import encode_message
 
@@ -216,7 +216,7 @@ class ChatPlan:
         if not calls:
             return self._finish(completion)
         answer = projection.answer(calls)
-        answered = answer.answered
+        answered = answer.results
         mine = [call for i, call in enumerate(answer.calls) if i not in answered]
         if mine or others or self.rounds >= self._setup.settings.model.max_rounds:
             if answered:
@@ -246,7 +246,7 @@ class ChatPlan:
         self._hide(calls, answered)
         return None
 
-    def _hide(self, calls: Sequence[CallRequest], answered: Mapping[int, str]) -> None:
+    def _hide(self, calls: Sequence[CallRequest], answered: Mapping[int, CallResult]) -> None:
         view = self._setup.projection.view
         permitted = view.permitted
         assistant = {
@@ -255,7 +255,7 @@ class ChatPlan:
             "tool_calls": history_calls(calls, permitted),
         }
         results = [
-            {"role": "tool", "tool_call_id": call.id, "content": answered[i]}
+            {"role": "tool", "tool_call_id": call.id, "content": answered[i].content}
             for i, call in enumerate(calls)
         ]
         self.messages = [*self.messages, encode_message(assistant, view.names), *results]

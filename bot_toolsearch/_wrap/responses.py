@@ -24,7 +24,7 @@ from openai.types.responses import Response, ResponseFunctionToolCall
 
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._core.prompt import CALL_TOOL_NAME
-from bot_toolsearch._protocol.calls import CallRequest
+from bot_toolsearch._protocol.calls import CallRequest, CallResult
 from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.responses import is_missing_call_output_error
 
@@ -242,7 +242,7 @@ class ResponsesPlan:
         if not calls:
             return self._finish(response)
         answer = projection.answer(calls)
-        answered = answer.answered
+        answered = answer.results
         mine = [call for i, call in enumerate(answer.calls) if i not in answered]
         if mine or others or self.rounds >= self._setup.settings.model.max_rounds:
             if not (mine or others):
@@ -262,7 +262,7 @@ class ResponsesPlan:
         self,
         output: list[Any],
         calls: Sequence[CallRequest],
-        answered: Mapping[int, str],
+        answered: Mapping[int, CallResult],
         recovered: bool,
     ) -> list[Any]:
         keep = {call.id: call for i, call in enumerate(calls) if i not in answered}
@@ -300,7 +300,11 @@ class ResponsesPlan:
         results: list[dict[str, Any]] = []
         for i, call in enumerate(calls):
             results.append(
-                {"type": "function_call_output", "call_id": call.id, "output": answer.answered[i]}
+                {
+                    "type": "function_call_output",
+                    "call_id": call.id,
+                    "output": answer.results[i].content,
+                }
             )
             declared = answer.declared.get(call.id)
             if declared:
