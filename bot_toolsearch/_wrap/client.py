@@ -22,7 +22,7 @@ from bot_toolsearch._config.settings import BotSettings
 from .chat import ChatPlan
 from .engine import Engine
 from .raw import AsyncRaw, AsyncStreaming, SyncRaw, SyncStreaming
-from .responses import ResponsesPlan
+from .responses import ResponsesPlan, create_round, create_round_async
 from .responses_streaming import AsyncResponsesStream, SyncResponsesStream
 from .streaming import AsyncChatStream, SyncChatStream
 
@@ -103,20 +103,10 @@ class _AsyncResponses(_Delegate):
     async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
         if kwargs.get("stream") is True:
             return await AsyncResponsesStream.start(self._inner.create, plan)
-        request = plan.request()
         while True:
-            try:
-                response = await self._inner.create(**request)
-            except openai.BadRequestError as exc:
-                retry = plan.retry(exc)
-                if retry is None:
-                    raise
-                request = retry
-                continue
-            done = plan.feed(response)
+            done = plan.feed(await create_round_async(self._inner.create, plan))
             if done is not None:
                 return done
-            request = plan.request()
 
     @property
     def with_raw_response(self) -> AsyncRaw:
@@ -193,20 +183,10 @@ class _SyncResponses(_Delegate):
 
 
 def _run_responses_sync(create: Any, plan: ResponsesPlan) -> Any:
-    request = plan.request()
     while True:
-        try:
-            response = create(**request)
-        except openai.BadRequestError as exc:
-            retry = plan.retry(exc)
-            if retry is None:
-                raise
-            request = retry
-            continue
-        done = plan.feed(response)
+        done = plan.feed(create_round(create, plan))
         if done is not None:
             return done
-        request = plan.request()
 
 
 _OWN = ("_ts_inner", "_ts_engine", "_ts_owner")

@@ -16,7 +16,7 @@ tools: the model reloads what it needs with ``select:``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import openai
@@ -31,7 +31,7 @@ from bot_toolsearch._transports.responses import is_missing_call_output_error
 from .plan import Setup, UsageSum, given, mapping_get, read_calls
 from .projection import Answer
 
-__all__ = ["ResponsesPlan"]
+__all__ = ["ResponsesPlan", "create_round", "create_round_async"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -337,3 +337,33 @@ class ResponsesPlan:
         if self.usage.requests > 1:
             response.usage = self.usage.responses_usage()
         return response
+
+
+def create_round(create: Callable[..., Any], plan: ResponsesPlan) -> Any:
+    """Send the plan's next round with ``create`` (sync); a lost-call 400 on a chained round
+    is resent statelessly (`ResponsesPlan.retry`), any other error raises.
+
+    The one retry loop of the sync shells (plain and streamed): the plan decides, this sends.
+    """
+    request = plan.request()
+    while True:
+        try:
+            return create(**request)
+        except openai.BadRequestError as exc:
+            retry = plan.retry(exc)
+            if retry is None:
+                raise
+            request = retry
+
+
+async def create_round_async(create: Callable[..., Awaitable[Any]], plan: ResponsesPlan) -> Any:
+    """`create_round` for the async shells."""
+    request = plan.request()
+    while True:
+        try:
+            return await create(**request)
+        except openai.BadRequestError as exc:
+            retry = plan.retry(exc)
+            if retry is None:
+                raise
+            request = retry
