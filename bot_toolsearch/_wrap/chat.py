@@ -27,7 +27,7 @@ from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.transport import encode_message
 
 from .caller_tools import CallerView
-from .plan import Setup, UsageSum, given, mapping_get, read_calls
+from .plan import Setup, UsageSum, ask_start, given, read_calls
 
 __all__ = ["ChatPlan", "insert_directory"]
 
@@ -46,15 +46,6 @@ def insert_directory(messages: list[Any], directory: str) -> list[Any]:
     ):
         at += 1
     return [*messages[:at], {"role": "system", "content": directory}, *messages[at:]]
-
-
-def _ask_start(messages: Sequence[Any]) -> int:
-    """Where the current ask starts: at the last user message (``tool_search_keep_loaded =
-    "ask"`` loads only the tools this ask called, as the `Bot` does)."""
-    for at in range(len(messages) - 1, -1, -1):
-        if mapping_get(messages[at], "role") == "user":
-            return at
-    return 0
 
 
 def _plain(message: Any) -> Any:
@@ -142,7 +133,7 @@ class ChatPlan:
         projection = self._setup.projection
         view = projection.view
         bridge = projection.mode == "bridge"
-        start = 0 if projection.keep_conversation else _ask_start(messages)
+        start = 0 if projection.keep_conversation else ask_start(messages)
         out: list[Any] = []
         for at, original in enumerate(messages):
             message = _plain(original)

@@ -22,7 +22,7 @@ from bot_toolsearch._transports.names import WireNames
 from .caller_tools import Api, CallerTools, ToolsCache
 from .projection import Projection, requested_tool
 
-__all__ = ["Setup", "UsageSum", "given", "mapping_get", "read_calls", "setup"]
+__all__ = ["Setup", "UsageSum", "ask_start", "given", "mapping_get", "read_calls", "setup"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -179,6 +179,16 @@ class UsageSum:
                 reasoning_tokens=self.reasoning
             ),
         )
+
+
+def ask_start(items: Sequence[Any]) -> int:
+    """Where the current ask starts in a caller's history (messages or input items): at the
+    last user message. Under ``tool_search_keep_loaded = "ask"`` only the tools called from
+    there on are loaded, as the `Bot` loads only the tools of its current ask."""
+    for at in range(len(items) - 1, -1, -1):
+        if mapping_get(items[at], "role") == "user":
+            return at
+    return 0
 
 
 def mapping_get(item: object, key: str) -> Any:

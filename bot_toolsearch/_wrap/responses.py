@@ -28,7 +28,7 @@ from bot_toolsearch._protocol.calls import CallRequest, CallResult
 from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.responses import is_missing_call_output_error
 
-from .plan import Setup, UsageSum, given, mapping_get, read_calls
+from .plan import Setup, UsageSum, ask_start, given, mapping_get, read_calls
 from .projection import Answer
 
 __all__ = ["ResponsesPlan", "create_round", "create_round_async"]
@@ -50,15 +50,6 @@ CALLER_ITEMS = frozenset(
 
 _RUN_TYPES = frozenset({"function_call", "reasoning"})
 """Input items that form one model turn's run: declarations go before the run."""
-
-
-def _ask_start(items: Sequence[Any]) -> int:
-    """Where the current ask starts: at the last user message (``tool_search_keep_loaded =
-    "ask"`` loads only the tools this ask called, as the `Bot` does)."""
-    for at in range(len(items) - 1, -1, -1):
-        if mapping_get(items[at], "role") == "user":
-            return at
-    return 0
 
 
 def _arguments(call: Mapping[str, Any]) -> dict[str, str]:
@@ -134,7 +125,7 @@ class ResponsesPlan:
         ``previous_response_id`` the server holds the earlier items; only new ones are here.
         """
         projection = self._setup.projection
-        start = 0 if projection.keep_conversation else _ask_start(items)
+        start = 0 if projection.keep_conversation else ask_start(items)
         out: list[Any] = []
         i = 0
         while i < len(items):
