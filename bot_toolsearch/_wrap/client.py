@@ -49,21 +49,21 @@ class _Delegate:
         return getattr(self._inner, name)
 
 
-class _AsyncCompletions(_Delegate):
+class _AsyncResource(_Delegate):
+    """An async ``create`` with tool search: `_plan` decides, `_run` drives the plan."""
+
     async def create(self, **kwargs: Any) -> Any:
-        """``chat.completions.create`` with tool search (see `wrap_openai`)."""
+        """``create`` with tool search (see `wrap_openai`)."""
         plan = self._plan(kwargs)
         if plan is None:
             return await self._inner.create(**kwargs)
         return await self._run(plan, kwargs)
 
-    def _plan(self, kwargs: dict[str, Any]) -> ChatPlan | None:
-        return self._engine.chat_plan(kwargs)
+    def _plan(self, kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
 
     async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
-        if kwargs.get("stream") is True:
-            return await AsyncChatStream.start(self._inner.create, plan)
-        return await _run_chat_async(self._inner.create, plan)
+        raise NotImplementedError
 
     @property
     def with_raw_response(self) -> AsyncRaw:
@@ -76,11 +76,83 @@ class _AsyncCompletions(_Delegate):
         return AsyncStreaming(self)
 
 
-async def _run_chat_async(create: Any, plan: ChatPlan) -> Any:
-    while True:
-        done = plan.feed(await create(**plan.request()))
-        if done is not None:
-            return done
+class _SyncResource(_Delegate):
+    """A sync ``create`` with tool search: `_plan` decides, `_run` drives the plan."""
+
+    def create(self, **kwargs: Any) -> Any:
+        """``create`` with tool search (see `wrap_openai`)."""
+        plan = self._plan(kwargs)
+        if plan is None:
+            return self._inner.create(**kwargs)
+        return self._run(plan, kwargs)
+
+    def _plan(self, kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    @property
+    def with_raw_response(self) -> SyncRaw:
+        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
+        return SyncRaw(self)
+
+    @property
+    def with_streaming_response(self) -> SyncStreaming:
+        """``with_streaming_response.create`` with tool search."""
+        return SyncStreaming(self)
+
+
+class _AsyncCompletions(_AsyncResource):
+    def _plan(self, kwargs: dict[str, Any]) -> ChatPlan | None:
+        return self._engine.chat_plan(kwargs)
+
+    async def _run(self, plan: ChatPlan, kwargs: dict[str, Any]) -> Any:
+        if kwargs.get("stream") is True:
+            return await AsyncChatStream.start(self._inner.create, plan)
+        while True:
+            done = plan.feed(await self._inner.create(**plan.request()))
+            if done is not None:
+                return done
+
+
+class _AsyncResponses(_AsyncResource):
+    def _plan(self, kwargs: dict[str, Any]) -> ResponsesPlan | None:
+        return self._engine.responses_plan(kwargs)
+
+    async def _run(self, plan: ResponsesPlan, kwargs: dict[str, Any]) -> Any:
+        if kwargs.get("stream") is True:
+            return await AsyncResponsesStream.start(self._inner.create, plan)
+        while True:
+            done = plan.feed(await create_round_async(self._inner.create, plan))
+            if done is not None:
+                return done
+
+
+class _SyncCompletions(_SyncResource):
+    def _plan(self, kwargs: dict[str, Any]) -> ChatPlan | None:
+        return self._engine.chat_plan(kwargs)
+
+    def _run(self, plan: ChatPlan, kwargs: dict[str, Any]) -> Any:
+        if kwargs.get("stream") is True:
+            return SyncChatStream.start(self._inner.create, plan)
+        while True:
+            done = plan.feed(self._inner.create(**plan.request()))
+            if done is not None:
+                return done
+
+
+class _SyncResponses(_SyncResource):
+    def _plan(self, kwargs: dict[str, Any]) -> ResponsesPlan | None:
+        return self._engine.responses_plan(kwargs)
+
+    def _run(self, plan: ResponsesPlan, kwargs: dict[str, Any]) -> Any:
+        if kwargs.get("stream") is True:
+            return SyncResponsesStream.start(self._inner.create, plan)
+        while True:
+            done = plan.feed(create_round(self._inner.create, plan))
+            if done is not None:
+                return done
 
 
 class _AsyncChat(_Delegate):
@@ -89,104 +161,10 @@ class _AsyncChat(_Delegate):
         return _AsyncCompletions(self._inner.completions, self._engine)
 
 
-class _AsyncResponses(_Delegate):
-    async def create(self, **kwargs: Any) -> Any:
-        """``responses.create`` with tool search (see `wrap_openai`)."""
-        plan = self._plan(kwargs)
-        if plan is None:
-            return await self._inner.create(**kwargs)
-        return await self._run(plan, kwargs)
-
-    def _plan(self, kwargs: dict[str, Any]) -> ResponsesPlan | None:
-        return self._engine.responses_plan(kwargs)
-
-    async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
-        if kwargs.get("stream") is True:
-            return await AsyncResponsesStream.start(self._inner.create, plan)
-        while True:
-            done = plan.feed(await create_round_async(self._inner.create, plan))
-            if done is not None:
-                return done
-
-    @property
-    def with_raw_response(self) -> AsyncRaw:
-        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
-        return AsyncRaw(self)
-
-    @property
-    def with_streaming_response(self) -> AsyncStreaming:
-        """``with_streaming_response.create`` with tool search."""
-        return AsyncStreaming(self)
-
-
-class _SyncCompletions(_Delegate):
-    def create(self, **kwargs: Any) -> Any:
-        """``chat.completions.create`` with tool search (see `wrap_openai`)."""
-        plan = self._plan(kwargs)
-        if plan is None:
-            return self._inner.create(**kwargs)
-        return self._run(plan, kwargs)
-
-    def _plan(self, kwargs: dict[str, Any]) -> ChatPlan | None:
-        return self._engine.chat_plan(kwargs)
-
-    def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
-        if kwargs.get("stream") is True:
-            return SyncChatStream.start(self._inner.create, plan)
-        while True:
-            done = plan.feed(self._inner.create(**plan.request()))
-            if done is not None:
-                return done
-
-    @property
-    def with_raw_response(self) -> SyncRaw:
-        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
-        return SyncRaw(self)
-
-    @property
-    def with_streaming_response(self) -> SyncStreaming:
-        """``with_streaming_response.create`` with tool search."""
-        return SyncStreaming(self)
-
-
 class _SyncChat(_Delegate):
     @property
     def completions(self) -> _SyncCompletions:
         return _SyncCompletions(self._inner.completions, self._engine)
-
-
-class _SyncResponses(_Delegate):
-    def create(self, **kwargs: Any) -> Any:
-        """``responses.create`` with tool search (see `wrap_openai`)."""
-        plan = self._plan(kwargs)
-        if plan is None:
-            return self._inner.create(**kwargs)
-        return self._run(plan, kwargs)
-
-    def _plan(self, kwargs: dict[str, Any]) -> ResponsesPlan | None:
-        return self._engine.responses_plan(kwargs)
-
-    def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
-        if kwargs.get("stream") is True:
-            return SyncResponsesStream.start(self._inner.create, plan)
-        return _run_responses_sync(self._inner.create, plan)
-
-    @property
-    def with_raw_response(self) -> SyncRaw:
-        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
-        return SyncRaw(self)
-
-    @property
-    def with_streaming_response(self) -> SyncStreaming:
-        """``with_streaming_response.create`` with tool search."""
-        return SyncStreaming(self)
-
-
-def _run_responses_sync(create: Any, plan: ResponsesPlan) -> Any:
-    while True:
-        done = plan.feed(create_round(create, plan))
-        if done is not None:
-            return done
 
 
 _OWN = ("_ts_inner", "_ts_engine", "_ts_owner")
