@@ -37,6 +37,7 @@ from bot_toolsearch._transports.names import WireNames
 from .calls import CallRequest, CallResult, RefusalReason
 from .loading import (
     FALLBACK_TO_APPEND,
+    BridgedCalls,
     bridge_collides,
     bridge_search_result,
     effective_loading,
@@ -282,7 +283,7 @@ class ToolSearchProtocol:
         """
         answer = Answer(list(calls))
         if unwrap and self.mode == "bridge":
-            unwrapped = unwrap_calls(calls, self.names, self.permitted)
+            unwrapped = self.unwrap(calls)
             answer.calls = unwrapped.calls
             answer.results = dict(unwrapped.answered)
             answer.bridged = unwrapped.bridged
@@ -294,6 +295,10 @@ class ToolSearchProtocol:
             if i not in answer.results and call.name not in exposed:
                 answer.results[i] = self._refuse(call, answer)
         return answer
+
+    def unwrap(self, calls: Sequence[CallRequest]) -> BridgedCalls:
+        """``calls`` with each ``call_tool`` call turned into its target's (`unwrap_calls`)."""
+        return unwrap_calls(calls, self.names, self.permitted)
 
     def _search(self, call: CallRequest, answer: Answer) -> CallResult:
         arguments: Mapping[str, Any] | str = call.arguments_raw

@@ -112,7 +112,8 @@ class ToolSearchMiddleware:
         # follow tool_search in first-call order (the directory is of the deferred set, which
         # loading does not change, so it stays byte-identical from ask to ask).
         kept = [name for name, _ in protocol.replay(ctx.conversation_tools)]
-        ctx.loading = protocol.mode
+        if protocol.mode == "bridge":
+            ctx.unwrap = protocol.unwrap
         state = _AskState(protocol)
         if kept and protocol.fixed:
             state.kept = _kept_declaration(protocol, kept)
