@@ -91,7 +91,7 @@ class AskContext:
     """The current 1-based round (0 before the first)."""
     exposed: frozenset[str] = frozenset()
     """Canonical names callable in the current round (the prepared request's ``exposed``)."""
-    unwrap: Callable[[Sequence[CallRequest]], BridgedCalls] | None = None
+    unwrap: Callable[[Sequence[CallRequest]], BridgedCalls] | None = field(default=None, init=False)
     """Set by the tool-search middleware under ``bridge`` loading: turns each ``call_tool``
     call of a response into its target's call before the batch runs (the history keeps the
     calls as the model sent them)."""

@@ -1,16 +1,14 @@
-"""Tool search as a middleware: the core's session adapted to the ``ask()`` pipeline.
+"""Tool search as a middleware: the `ToolSearchProtocol` of each ask adapted to ``ask()``.
 
-Per ask it builds a `ToolSearchSession` from the prebuilt catalog with the ask's forbidden
-tools hidden. Per round it sends the session's tools as ``[skills] tool_search_loading`` says
-(``append``: each round's list extends the previous one; ``additional_tools`` and ``bridge``:
-the same list all ask, see `bot_toolsearch._protocol.loading`) and inserts the deferred-tool
-directory with the rules as one system message right after the bot's own system prompt,
-byte-identical in every round. Per batch of calls it answers
-``tool_search`` itself, in call order, and refuses every call to a tool this round does not
-expose, saying why: not loaded yet, loaded this round, or no such tool (never hinting that a
-forbidden tool exists). Off (the full list, no directory, no virtual tool) when
-``tool_search_enabled`` is false, when the ask may use a real tool named ``tool_search``
-(logged as an error), or when no deferred tools are left.
+Per ask it builds the protocol (`bot_toolsearch._protocol.engine`) from the snapshot and the
+prebuilt catalog with the ask's forbidden tools hidden, replays the tools the conversation
+keeps loaded, and hands the ask loop its ``call_tool`` unwrapping under ``bridge`` loading.
+Per round it sends the protocol's tools and inserts its directory right after the bot's own
+system prompt, byte-identical in every round. Per batch of calls it lets the protocol answer
+``tool_search`` and refuse every call this round does not expose, and records the stats, the
+announcements and the ``additional_tools`` declarations. Off (the full list, no directory, no
+virtual tool) when ``tool_search_enabled`` is false, when the ask may use a real tool named
+``tool_search`` (logged as an error), or when no deferred tools are left.
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
-"""The one place the wrapper uses the core: a caller's request projected onto tool search.
+"""The one place the wrapper uses the protocol: a caller's request projected onto tool search.
 
-Per ``create`` call it builds a `ToolSearchSession` over the cached catalog of the caller's
-tools, with ``[tools] allow``/``deny`` hiding what is not permitted. The plans re-derive the
-loaded set from the history the caller resent (`load_called`, in first-call order), so the
-tool list is the same from call to call and a provider's prompt cache survives. Per round it
-gives the tools to send and the directory text, byte for byte the `Bot`'s; per response it
-answers ``tool_search`` calls and refuses calls this round does not expose, with the `Bot`'s
-own functions and texts, in the call's loading mode (``[skills] tool_search_loading``, see
-`bot_toolsearch._protocol.loading`):
-
-- ``append``: loaded tools go at the end of ``tools`` (the caller's own entries);
-- ``bridge``: ``tools`` is fixed (the caller's other tools, always-loaded tools,
-  ``tool_search``, ``call_tool``); a search's result carries the loaded schemas, and a
-  ``call_tool`` call is unwrapped, its arguments checked against the tool's schema, and given
-  to the caller as an ordinary call of that tool;
-- ``additional_tools`` (Responses): ``tools`` is fixed; a load declares the caller's entries
-  of the loaded tools in an ``additional_tools`` input item after the search's output.
+Per ``create`` call it builds the `ToolSearchProtocol` the `Bot` uses (over the cached catalog
+of the caller's tools, ``[tools] allow``/``deny`` hiding what is not permitted, wire names over
+the permitted tools only) and maps its canonical schemas onto the caller's own entries. The
+plans replay the loaded set from the history the caller resent (`load_called`: the tools
+called since the last user message, or the whole conversation's under
+``tool_search_keep_loaded = "conversation"``, in first-call order). Per response the protocol
+answers ``tool_search`` calls and refuses calls the round does not expose; an unwrapped
+``call_tool`` call's arguments are checked here against the tool's schema, since the caller
+runs it. With tool search off, the permitted tools are all sent and a call to another tool is
+refused as no such tool.
 """
 
 from __future__ import annotations
