@@ -30,7 +30,11 @@ from bot_toolsearch._protocol.engine import (
     directory_message,
     refusal,
 )
-from bot_toolsearch._protocol.loading import additional_tools_message, bridge_search_result
+from bot_toolsearch._protocol.loading import (
+    additional_tools_message,
+    bridge_search_result,
+    search_messages,
+)
 
 from .announce import announce_calls
 from .context import AskContext
@@ -183,20 +187,7 @@ def _kept_declaration(protocol: ToolSearchProtocol, kept: Sequence[str]) -> list
     call_id = f"call_kept{digest}"
     arguments = json.dumps({"query": query}, ensure_ascii=False, separators=(",", ":"))
     content = bridge_search_result(result.to_dict(), protocol.schemas(kept))
-    return [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": TOOL_SEARCH_NAME, "arguments": arguments},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": call_id, "content": content},
-    ]
+    return search_messages([(call_id, arguments, content)])
 
 
 @dataclass(frozen=True, slots=True)

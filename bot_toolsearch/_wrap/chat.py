@@ -21,8 +21,8 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
     Function,
 )
 
-from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._protocol.calls import CallRequest, CallResult, history_calls
+from bot_toolsearch._protocol.loading import search_messages
 from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.transport import encode_message
 
@@ -158,24 +158,7 @@ class ChatPlan:
         return out
 
     def _searches(self, anchor: str, loaded: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
-        replayed = self._setup.projection.replayed_searches(anchor, loaded)
-        assistant = {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": TOOL_SEARCH_NAME, "arguments": arguments},
-                }
-                for call_id, arguments, _ in replayed
-            ],
-        }
-        results = [
-            {"role": "tool", "tool_call_id": call_id, "content": content}
-            for call_id, _, content in replayed
-        ]
-        return [assistant, *results]
+        return search_messages(self._setup.projection.replayed_searches(anchor, loaded))
 
     def request(self) -> dict[str, Any]:
         """The keyword arguments of the next upstream ``create``."""
