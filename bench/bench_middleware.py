@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 from bot_toolsearch import BotSettings, Tool
-from bot_toolsearch._runtime.calls import CallRequest, CallResult
+from bot_toolsearch._protocol.calls import CallRequest, CallResult
 from bot_toolsearch._runtime.context import AskContext
 from bot_toolsearch._runtime.middleware import Pipeline, RoundRequest
 from bot_toolsearch._runtime.tool_search import ToolSearchMiddleware

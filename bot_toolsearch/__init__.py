@@ -28,6 +28,7 @@ from bot_toolsearch._core.prompt import (
 from bot_toolsearch._core.query import NameDecoder
 from bot_toolsearch._core.result import ToolSearchResult
 from bot_toolsearch._core.session import ToolSearchSession
+from bot_toolsearch._protocol.calls import CallOutcome, CallRequest, CallResult, RefusalReason
 from bot_toolsearch._runtime.ask_result import (
     AskResult,
     AskStats,
@@ -39,7 +40,6 @@ from bot_toolsearch._runtime.ask_result import (
 
 # Public names are re-exported here; keep ``__all__`` sorted (tests/test_public_api.py).
 from bot_toolsearch._runtime.bot import Bot, SettingsSource
-from bot_toolsearch._runtime.calls import CallOutcome, CallRequest, CallResult, RefusalReason
 from bot_toolsearch._runtime.context import AskContext
 from bot_toolsearch._runtime.conversations import (
     ConversationHistory,

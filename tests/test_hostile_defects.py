@@ -19,7 +19,7 @@ import pytest
 from bot_toolsearch import CatalogError, Tool, ToolCatalog, ToolRegistry, ToolSearchSession
 from bot_toolsearch._core.catalog import MAX_SCHEMA_DEPTH
 from bot_toolsearch._core.result import unfence
-from bot_toolsearch._runtime.messages import TRUNCATED_RESULT
+from bot_toolsearch._protocol.messages import TRUNCATED_RESULT
 from bot_toolsearch._tools.tool import MAX_THREADS_PER_TOOL, HandlerThreads
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 

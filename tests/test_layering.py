@@ -22,12 +22,13 @@ RANKS: dict[str, int] = {
     "_config": 2,
     "_tools": 3,
     "_transports": 3,
-    "_runtime": 4,
-    "_wrap": 5,
-    "testing": 5,
-    "_proxy": 6,
-    "_demo": 6,
-    "_cli": 7,
+    "_protocol": 4,
+    "_runtime": 5,
+    "_wrap": 6,
+    "testing": 6,
+    "_proxy": 7,
+    "_demo": 7,
+    "_cli": 8,
 }
 DOORS = {"__init__", "__main__", "config", "offline"}  # public doors: may import any layer
 CORE_FORBIDDEN = {"openai", "pydantic_settings", "tomlkit", "watchdog", "mcp", "uvicorn"}

@@ -29,6 +29,7 @@ import openai
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._errors import ConfigError, ConversationStoreError, ToolSearchError
+from bot_toolsearch._protocol.engine import ToolSearchProtocol
 from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
 from bot_toolsearch._tools.tool import Agent, Tool
@@ -554,8 +555,7 @@ class _ChatSession:
         kept: tuple[str, ...] = ()
         if skills.tool_search_keep_loaded == "conversation" and self.conversation is not None:
             history = runner.run(bot.conversations.load(self.conversation, max_turns=1))
-            permitted = bot.toolset.pattern_permitted(settings.tools.allow, settings.tools.deny)
-            kept = tuple(n for n in history.tools_called if n in permitted and n not in always)
+            kept = _kept(bot, history.tools_called)
             print(f"kept for this conversation: {', '.join(kept) or '(none yet)'}", flush=True)
         else:
             print(
@@ -566,6 +566,29 @@ class _ChatSession:
         if self.last is not None:
             loaded = self.last.stats.tools_loaded
             print(f"the last message loaded: {', '.join(loaded) or '(none)'}", flush=True)
+
+
+def _kept(bot: Bot, called: Sequence[str]) -> tuple[str, ...]:
+    """The tools the next ask of the conversation keeps loaded: the protocol's replay rule,
+    the one the `Bot` applies (permitted, deferred, in first-call order)."""
+    settings = bot.settings
+    toolset = bot.toolset
+    permitted = toolset.pattern_permitted(settings.tools.allow, settings.tools.deny)
+    protocol = ToolSearchProtocol(
+        toolset.catalog,
+        settings,
+        api=settings.model.api,
+        names=toolset.wire_names(settings.tools.dot_delimiter, permitted),
+        permitted=permitted,
+        hidden=toolset.view(permitted).hidden,
+        report=_quiet,
+    )
+    return tuple(name for name, _ in protocol.replay(called))
+
+
+def _quiet(level: int, text: str) -> None:
+    """The chat's ``/tools`` says nothing about mode fallbacks (the next ask logs them)."""
+    del level, text
 
 
 def _where(exc: openai.APIError | openai.APIConnectionError) -> str:

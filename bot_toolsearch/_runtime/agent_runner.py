@@ -14,14 +14,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from bot_toolsearch._core.unicode import well_formed
-from bot_toolsearch._tools.tool import Agent, ArgumentsMismatch, Tool, ToolTimeoutError
-from bot_toolsearch._tools.validation import validate_arguments
-from bot_toolsearch._transports.base import ModelToolCall, TransportState
-from bot_toolsearch._transports.names import WireNames
-
-from .announce import announce_calls
-from .calls import log_failure, parse_arguments
-from .messages import (
+from bot_toolsearch._protocol.calls import log_failure, parse_arguments
+from bot_toolsearch._protocol.messages import (
     INVALID_ARGUMENT_VALUES,
     INVALID_ARGUMENTS,
     TOOL_TIMED_OUT,
@@ -29,6 +23,12 @@ from .messages import (
     tool_failed,
     truncated_result,
 )
+from bot_toolsearch._tools.tool import Agent, ArgumentsMismatch, Tool, ToolTimeoutError
+from bot_toolsearch._tools.validation import validate_arguments
+from bot_toolsearch._transports.base import ModelToolCall, TransportState
+from bot_toolsearch._transports.names import WireNames
+
+from .announce import announce_calls
 
 if TYPE_CHECKING:
     from .context import AskContext

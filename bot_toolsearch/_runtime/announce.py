@@ -21,8 +21,12 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from bot_toolsearch._config.settings import EasterEggMode
+from bot_toolsearch._protocol.messages import (
+    ANNOUNCEMENT,
+    ANNOUNCEMENT_AGENT_TOOL,
+    ANNOUNCEMENT_REPEAT_SUFFIX,
+)
 
-from .messages import ANNOUNCEMENT, ANNOUNCEMENT_AGENT_TOOL, ANNOUNCEMENT_REPEAT_SUFFIX
 from .toolset import END, SEND_MESSAGE
 
 if TYPE_CHECKING:

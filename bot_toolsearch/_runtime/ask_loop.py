@@ -8,6 +8,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bot_toolsearch._protocol.calls import (
+    CallRequest,
+    CallResult,
+    from_native,
+    from_text,
+    history_calls,
+    unique_ids,
+)
+from bot_toolsearch._protocol.loading import BridgedCalls, schema_note
+from bot_toolsearch._protocol.messages import CORRECTION_HINT, INVALID_CALL, end_with_other_calls
 from bot_toolsearch._transports.base import TransportState
 from bot_toolsearch._transports.text_calls import (
     TextToolCall,
@@ -17,10 +27,7 @@ from bot_toolsearch._transports.text_calls import (
 from bot_toolsearch._transports.transport import Transport
 
 from .ask_result import CallTrace, FinishReason, RoundTrace
-from .calls import CallRequest, CallResult, from_native, from_text, history_calls, unique_ids
 from .context import AskContext
-from .loading import BridgedCalls, schema_note, unwrap_calls
-from .messages import CORRECTION_HINT, INVALID_CALL, end_with_other_calls
 from .middleware import Pipeline, RoundRequest, forward_unanswered, merge_results
 from .toolset import END
 
@@ -88,7 +95,7 @@ async def run_rounds(
             # An empty answer is a failed turn, not a reply: ask once more, within the bound.
             history.append({"role": "user", "content": CORRECTION_HINT})
             continue
-        bridged = unwrap_calls(calls, names, ctx.permitted) if ctx.loading == "bridge" else None
+        bridged = ctx.unwrap(calls) if ctx.unwrap is not None else None
         results = await run_batch(ctx, pipeline, calls, history, bridged=bridged)
         traced = bridged.calls if bridged is not None else calls
         out.trace.append(RoundTrace(index, sent, trace_calls(traced, results), None, *usage))

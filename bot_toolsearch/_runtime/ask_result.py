@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .calls import CallOutcome, RefusalReason
+from bot_toolsearch._protocol.calls import CallOutcome, RefusalReason
 
 __all__ = ["AskResult", "AskStats", "CallTrace", "FinishReason", "OutboundMessage", "RoundTrace"]
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot_toolsearch._config.settings import BotSettings, ToolSearchLoading
+from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.unicode import well_formed
+from bot_toolsearch._protocol.calls import CallRequest, CallResult, RefusalReason
+from bot_toolsearch._protocol.loading import BridgedCalls
 from bot_toolsearch._tools.tool import HandlerThreads
 from bot_toolsearch._transports.transport import Transport
 
 from .ask_result import AskStats, OutboundMessage
-from .calls import CallResult, RefusalReason
 from .toolset import ToolSet
 
 __all__ = ["AskContext", "StatsRecorder"]
@@ -90,9 +91,10 @@ class AskContext:
     """The current 1-based round (0 before the first)."""
     exposed: frozenset[str] = frozenset()
     """Canonical names callable in the current round (the prepared request's ``exposed``)."""
-    loading: ToolSearchLoading = "append"
-    """How loads reach the model in this ask: the tool-search middleware sets the mode in force
-    (``[skills] tool_search_loading`` after its fallbacks) when tool search is on."""
+    unwrap: Callable[[Sequence[CallRequest]], BridgedCalls] | None = field(default=None, init=False)
+    """Set by the tool-search middleware under ``bridge`` loading: turns each ``call_tool``
+    call of a response into its target's call before the batch runs (the history keeps the
+    calls as the model sent them)."""
     follow_ups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """History messages to add right after the result of a call (by call id), e.g. the
     ``additional_tools`` declaration after a search's output; consumed with the batch."""

@@ -9,14 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot_toolsearch._core.unicode import well_formed
-from bot_toolsearch._tools.tool import Agent, ArgumentsMismatch, Tool, ToolTimeoutError
-from bot_toolsearch._tools.validation import validate_arguments
-
-from .agent_runner import run_agent
-from .announce import CallKind, announce_calls
-from .calls import CallRequest, CallResult, log_failure
-from .context import AskContext
-from .messages import (
+from bot_toolsearch._protocol.calls import CallRequest, CallResult, log_failure
+from bot_toolsearch._protocol.messages import (
     INVALID_ARGUMENT_VALUES,
     INVALID_ARGUMENTS,
     TOOL_TIMED_OUT,
@@ -25,6 +19,12 @@ from .messages import (
     tool_failed,
     truncated_result,
 )
+from bot_toolsearch._tools.tool import Agent, ArgumentsMismatch, Tool, ToolTimeoutError
+from bot_toolsearch._tools.validation import validate_arguments
+
+from .agent_runner import run_agent
+from .announce import CallKind, announce_calls
+from .context import AskContext
 from .toolset import END, SEND_MESSAGE, Builtin, Entry
 
 __all__ = ["execute_calls", "invalid_arguments", "rejected_arguments", "run_tool"]

@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .calls import CallRequest, CallResult
-from .messages import shown_name
+from bot_toolsearch._protocol.calls import CallRequest, CallResult
+from bot_toolsearch._protocol.messages import shown_name
 
 if TYPE_CHECKING:
     from .context import AskContext

@@ -13,11 +13,11 @@ import logging
 from dataclasses import dataclass
 
 from bot_toolsearch._core.prompt import TOOL_SEARCH_NAME
+from bot_toolsearch._protocol.messages import PREFETCH_HEADER
 from bot_toolsearch._tools.tool import Tool
 
 from .context import AskContext
 from .executor import run_tool
-from .messages import PREFETCH_HEADER
 
 __all__ = ["PrefetchOutcome", "run_prefetch"]
 

@@ -19,7 +19,7 @@ from bot_toolsearch._runtime.toolset import pattern_filter
 from bot_toolsearch._tools.tool import Tool
 from bot_toolsearch._transports.names import WireNames
 
-__all__ = ["Api", "CallerTools", "ToolsCache", "tool_name"]
+__all__ = ["Api", "CallerTools", "CallerView", "ToolsCache", "tool_name"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -51,6 +51,23 @@ def _chat_schema(tool: Mapping[str, Any], api: Api) -> Mapping[str, Any]:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class CallerView:
+    """What ``[tools] allow``/``deny`` leave of a caller tool list (cached per pattern pair)."""
+
+    permitted: frozenset[str]
+    """The caller's function tools this call may use."""
+    hidden: tuple[str, ...]
+    """The catalog names it may not use."""
+    names: WireNames
+    """Canonical <-> wire names of the permitted tools plus ``tool_search``: built over the
+    permitted tools only, so a denied tool never changes a permitted tool's wire spelling."""
+    entries: Mapping[str, Mapping[str, Any]]
+    """Permitted canonical name -> the caller's own entry, with the wire name set."""
+    plain: bool
+    """Every permitted name is its own wire name (nothing to encode or decode)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class CallerTools:
     """One caller tool list, indexed: what every ``create`` call with that list shares."""
 
@@ -67,9 +84,9 @@ class CallerTools:
     """Canonical <-> wire names of every catalog tool plus ``tool_search``."""
     plain: bool
     """Every catalog name is its own wire name (nothing to encode or decode)."""
-    _permissions: dict[
-        tuple[tuple[str, ...], tuple[str, ...]], tuple[frozenset[str], tuple[str, ...]]
-    ] = field(default_factory=dict, repr=False)
+    _permissions: dict[tuple[tuple[str, ...], tuple[str, ...]], CallerView] = field(
+        default_factory=dict, repr=False
+    )
     _checkers: dict[str, Tool | None] = field(default_factory=dict, repr=False)
     _noted: set[str] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -137,22 +154,33 @@ class CallerTools:
             self._checkers[name] = found
         return found
 
-    def permissions(
-        self, allow: Sequence[str], deny: Sequence[str]
-    ) -> tuple[frozenset[str], tuple[str, ...]]:
-        """The permitted names and the hidden catalog names under ``[tools] allow``/``deny``."""
+    def view(self, allow: Sequence[str], deny: Sequence[str]) -> CallerView:
+        """What ``[tools] allow``/``deny`` leave of this list, with its own wire names."""
         key = (tuple(allow), tuple(deny))
         cached = self._permissions.get(key)
         if cached is not None:
             return cached
-        everything = frozenset(self.entries)
-        permitted = pattern_filter(everything, allow, deny)
+        permitted = pattern_filter(frozenset(self.entries), allow, deny)
         hidden = tuple(n for n in self.entries if n not in permitted)
+        if not hidden:
+            view = CallerView(permitted, hidden, self.names, self.entries, self.plain)
+        else:
+            names = WireNames.build(
+                [n for n in self.entries if n in permitted] + [TOOL_SEARCH_NAME],
+                dot_delimiter=self.names.dot_delimiter,
+            )
+            entries = {
+                n: _with_wire_name(e, self.api, names.to_wire(n))
+                for n, e in self.entries.items()
+                if n in permitted
+            }
+            plain = all(canonical == wire for canonical, wire in names.pairs)
+            view = CallerView(permitted, hidden, names, entries, plain)
         with self._lock:
             if len(self._permissions) >= _CACHE_SIZE:
                 self._permissions.pop(next(iter(self._permissions)))
-            self._permissions[key] = (permitted, hidden)
-        return permitted, hidden
+            self._permissions[key] = view
+        return view
 
 
 def _never(**_: Any) -> None:  # pragma: no cover - a checker's handler is never called

@@ -21,13 +21,13 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
     Function,
 )
 
-from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
-from bot_toolsearch._runtime.calls import CallRequest, history_calls
+from bot_toolsearch._protocol.calls import CallRequest, CallResult, history_calls
+from bot_toolsearch._protocol.loading import search_messages
 from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.transport import encode_message
 
-from .caller_tools import CallerTools
-from .plan import Setup, UsageSum, given, read_calls
+from .caller_tools import CallerView
+from .plan import Setup, UsageSum, ask_start, given, read_calls
 
 __all__ = ["ChatPlan", "insert_directory"]
 
@@ -82,10 +82,11 @@ def _calls(message: Any) -> list[tuple[str, str, str]]:
     return out
 
 
-def _wire_message(message: Any, tools: CallerTools) -> Any:
-    """A caller message with the names of its tool calls in wire spelling."""
-    names, known = tools.names, tools.entries
-    if not isinstance(message, Mapping) or not message.get("tool_calls"):
+def _wire_message(message: Any, view: CallerView) -> Any:
+    """A caller message with the names of its tool calls in wire spelling (a malformed
+    message goes upstream as the caller wrote it)."""
+    names, known = view.names, view.entries
+    if not isinstance(message, Mapping) or not isinstance(message.get("tool_calls"), list | tuple):
         return message
     calls = []
     for call in message["tool_calls"]:
@@ -113,8 +114,8 @@ class ChatPlan:
         projection = setup.projection
         messages = self._replay(list(kwargs.get("messages") or ()))
         projection.load_forced()
-        assert projection.directory is not None
-        self.messages = insert_directory(messages, projection.directory)
+        directory = projection.directory
+        self.messages = messages if directory is None else insert_directory(messages, directory)
         options = kwargs.get("stream_options")
         self.stream_options: object = options if given(options) else None
         """The caller's ``stream_options`` (``include_usage`` asks for the summed usage)."""
@@ -129,13 +130,14 @@ class ChatPlan:
         calls carrying their schemas: the same bytes in every call, so the prompt of each
         ``create`` call extends the one before.
         """
-        tools = self._setup.tools
         projection = self._setup.projection
+        view = projection.view
         bridge = projection.mode == "bridge"
+        start = 0 if projection.keep_conversation else ask_start(messages)
         out: list[Any] = []
-        for original in messages:
+        for at, original in enumerate(messages):
             message = _plain(original)
-            calls = _calls(message)
+            calls = _calls(message) if at >= start else []
             if calls:
                 loaded = projection.load_called(name for _, name, _ in calls)
                 if bridge:
@@ -152,28 +154,11 @@ class ChatPlan:
                             )
                         ],
                     }
-            out.append(message if tools.plain else _wire_message(message, tools))
+            out.append(message if view.plain else _wire_message(message, view))
         return out
 
     def _searches(self, anchor: str, loaded: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
-        replayed = self._setup.projection.replayed_searches(anchor, loaded)
-        assistant = {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": TOOL_SEARCH_NAME, "arguments": arguments},
-                }
-                for call_id, arguments, _ in replayed
-            ],
-        }
-        results = [
-            {"role": "tool", "tool_call_id": call_id, "content": content}
-            for call_id, _, content in replayed
-        ]
-        return [assistant, *results]
+        return search_messages(self._setup.projection.replayed_searches(anchor, loaded))
 
     def request(self) -> dict[str, Any]:
         """The keyword arguments of the next upstream ``create``."""
@@ -200,12 +185,12 @@ class ChatPlan:
         ]
         projection = self._setup.projection
         calls, recovered = read_calls(
-            native, message.content, self._setup.tools, projection.permitted
+            native, message.content, projection.view.names, projection.permitted
         )
         if not calls:
             return self._finish(completion)
         answer = projection.answer(calls)
-        answered = answer.answered
+        answered = answer.results
         mine = [call for i, call in enumerate(answer.calls) if i not in answered]
         if mine or others or self.rounds >= self._setup.settings.model.max_rounds:
             if answered:
@@ -221,7 +206,8 @@ class ChatPlan:
                         "returning the reply without them",
                         self.rounds,
                     )
-            if answered or recovered or not self._setup.tools.plain or native != _ids(answer.calls):
+            plain = projection.view.plain
+            if answered or recovered or not plain or native != _ids(answer.calls):
                 message.tool_calls = [*others, *(_tool_call(c) for c in mine)] or None
                 if recovered:
                     message.content = None
@@ -234,19 +220,19 @@ class ChatPlan:
         self._hide(calls, answered)
         return None
 
-    def _hide(self, calls: Sequence[CallRequest], answered: Mapping[int, str]) -> None:
-        tools = self._setup.tools
-        permitted = self._setup.projection.permitted
+    def _hide(self, calls: Sequence[CallRequest], answered: Mapping[int, CallResult]) -> None:
+        view = self._setup.projection.view
+        permitted = view.permitted
         assistant = {
             "role": "assistant",
             "content": None,
             "tool_calls": history_calls(calls, permitted),
         }
         results = [
-            {"role": "tool", "tool_call_id": call.id, "content": answered[i]}
+            {"role": "tool", "tool_call_id": call.id, "content": answered[i].content}
             for i, call in enumerate(calls)
         ]
-        self.messages = [*self.messages, encode_message(assistant, tools.names), *results]
+        self.messages = [*self.messages, encode_message(assistant, view.names), *results]
 
     def _finish(self, completion: ChatCompletion) -> ChatCompletion:
         if self.usage.requests > 1:

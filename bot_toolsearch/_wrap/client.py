@@ -11,6 +11,7 @@ resource (``models``, ``files``, ``embeddings`` ...) behave as the given client'
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, overload
 
@@ -21,11 +22,20 @@ from bot_toolsearch._config.settings import BotSettings
 from .chat import ChatPlan
 from .engine import Engine
 from .raw import AsyncRaw, AsyncStreaming, SyncRaw, SyncStreaming
-from .responses import ResponsesPlan
+from .responses import ResponsesPlan, create_round, create_round_async
 from .responses_streaming import AsyncResponsesStream, SyncResponsesStream
 from .streaming import AsyncChatStream, SyncChatStream
 
 __all__ = ["engine_of", "wrap_openai"]
+
+logger = logging.getLogger("bot_toolsearch")
+
+TOOL_SEARCH_NOT_SET = (
+    "wrap_openai: the %s does not set [skills] tool_search_enabled, so tool search is off "
+    "for this client (only [tools] allow/deny apply); wrap_openai with neither config nor "
+    "settings turns it on. Set tool_search_enabled = true (or false) to silence this."
+)
+"""The warning for settings that leave tool search at its default (off)."""
 
 
 class _Delegate:
@@ -39,21 +49,21 @@ class _Delegate:
         return getattr(self._inner, name)
 
 
-class _AsyncCompletions(_Delegate):
+class _AsyncResource(_Delegate):
+    """An async ``create`` with tool search: `_plan` decides, `_run` drives the plan."""
+
     async def create(self, **kwargs: Any) -> Any:
-        """``chat.completions.create`` with tool search (see `wrap_openai`)."""
+        """``create`` with tool search (see `wrap_openai`)."""
         plan = self._plan(kwargs)
         if plan is None:
             return await self._inner.create(**kwargs)
         return await self._run(plan, kwargs)
 
-    def _plan(self, kwargs: dict[str, Any]) -> ChatPlan | None:
-        return self._engine.chat_plan(kwargs)
+    def _plan(self, kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
 
     async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
-        if kwargs.get("stream") is True:
-            return await AsyncChatStream.start(self._inner.create, plan)
-        return await _run_chat_async(self._inner.create, plan)
+        raise NotImplementedError
 
     @property
     def with_raw_response(self) -> AsyncRaw:
@@ -66,11 +76,83 @@ class _AsyncCompletions(_Delegate):
         return AsyncStreaming(self)
 
 
-async def _run_chat_async(create: Any, plan: ChatPlan) -> Any:
-    while True:
-        done = plan.feed(await create(**plan.request()))
-        if done is not None:
-            return done
+class _SyncResource(_Delegate):
+    """A sync ``create`` with tool search: `_plan` decides, `_run` drives the plan."""
+
+    def create(self, **kwargs: Any) -> Any:
+        """``create`` with tool search (see `wrap_openai`)."""
+        plan = self._plan(kwargs)
+        if plan is None:
+            return self._inner.create(**kwargs)
+        return self._run(plan, kwargs)
+
+    def _plan(self, kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    @property
+    def with_raw_response(self) -> SyncRaw:
+        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
+        return SyncRaw(self)
+
+    @property
+    def with_streaming_response(self) -> SyncStreaming:
+        """``with_streaming_response.create`` with tool search."""
+        return SyncStreaming(self)
+
+
+class _AsyncCompletions(_AsyncResource):
+    def _plan(self, kwargs: dict[str, Any]) -> ChatPlan | None:
+        return self._engine.chat_plan(kwargs)
+
+    async def _run(self, plan: ChatPlan, kwargs: dict[str, Any]) -> Any:
+        if kwargs.get("stream") is True:
+            return await AsyncChatStream.start(self._inner.create, plan)
+        while True:
+            done = plan.feed(await self._inner.create(**plan.request()))
+            if done is not None:
+                return done
+
+
+class _AsyncResponses(_AsyncResource):
+    def _plan(self, kwargs: dict[str, Any]) -> ResponsesPlan | None:
+        return self._engine.responses_plan(kwargs)
+
+    async def _run(self, plan: ResponsesPlan, kwargs: dict[str, Any]) -> Any:
+        if kwargs.get("stream") is True:
+            return await AsyncResponsesStream.start(self._inner.create, plan)
+        while True:
+            done = plan.feed(await create_round_async(self._inner.create, plan))
+            if done is not None:
+                return done
+
+
+class _SyncCompletions(_SyncResource):
+    def _plan(self, kwargs: dict[str, Any]) -> ChatPlan | None:
+        return self._engine.chat_plan(kwargs)
+
+    def _run(self, plan: ChatPlan, kwargs: dict[str, Any]) -> Any:
+        if kwargs.get("stream") is True:
+            return SyncChatStream.start(self._inner.create, plan)
+        while True:
+            done = plan.feed(self._inner.create(**plan.request()))
+            if done is not None:
+                return done
+
+
+class _SyncResponses(_SyncResource):
+    def _plan(self, kwargs: dict[str, Any]) -> ResponsesPlan | None:
+        return self._engine.responses_plan(kwargs)
+
+    def _run(self, plan: ResponsesPlan, kwargs: dict[str, Any]) -> Any:
+        if kwargs.get("stream") is True:
+            return SyncResponsesStream.start(self._inner.create, plan)
+        while True:
+            done = plan.feed(create_round(self._inner.create, plan))
+            if done is not None:
+                return done
 
 
 class _AsyncChat(_Delegate):
@@ -79,124 +161,10 @@ class _AsyncChat(_Delegate):
         return _AsyncCompletions(self._inner.completions, self._engine)
 
 
-class _AsyncResponses(_Delegate):
-    async def create(self, **kwargs: Any) -> Any:
-        """``responses.create`` with tool search (see `wrap_openai`)."""
-        plan = self._plan(kwargs)
-        if plan is None:
-            return await self._inner.create(**kwargs)
-        return await self._run(plan, kwargs)
-
-    def _plan(self, kwargs: dict[str, Any]) -> ResponsesPlan | None:
-        return self._engine.responses_plan(kwargs)
-
-    async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
-        if kwargs.get("stream") is True:
-            return await AsyncResponsesStream.start(self._inner.create, plan)
-        request = plan.request()
-        while True:
-            try:
-                response = await self._inner.create(**request)
-            except openai.BadRequestError as exc:
-                retry = plan.retry(exc)
-                if retry is None:
-                    raise
-                request = retry
-                continue
-            done = plan.feed(response)
-            if done is not None:
-                return done
-            request = plan.request()
-
-    @property
-    def with_raw_response(self) -> AsyncRaw:
-        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
-        return AsyncRaw(self)
-
-    @property
-    def with_streaming_response(self) -> AsyncStreaming:
-        """``with_streaming_response.create`` with tool search."""
-        return AsyncStreaming(self)
-
-
-class _SyncCompletions(_Delegate):
-    def create(self, **kwargs: Any) -> Any:
-        """``chat.completions.create`` with tool search (see `wrap_openai`)."""
-        plan = self._plan(kwargs)
-        if plan is None:
-            return self._inner.create(**kwargs)
-        return self._run(plan, kwargs)
-
-    def _plan(self, kwargs: dict[str, Any]) -> ChatPlan | None:
-        return self._engine.chat_plan(kwargs)
-
-    def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
-        if kwargs.get("stream") is True:
-            return SyncChatStream.start(self._inner.create, plan)
-        while True:
-            done = plan.feed(self._inner.create(**plan.request()))
-            if done is not None:
-                return done
-
-    @property
-    def with_raw_response(self) -> SyncRaw:
-        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
-        return SyncRaw(self)
-
-    @property
-    def with_streaming_response(self) -> SyncStreaming:
-        """``with_streaming_response.create`` with tool search."""
-        return SyncStreaming(self)
-
-
 class _SyncChat(_Delegate):
     @property
     def completions(self) -> _SyncCompletions:
         return _SyncCompletions(self._inner.completions, self._engine)
-
-
-class _SyncResponses(_Delegate):
-    def create(self, **kwargs: Any) -> Any:
-        """``responses.create`` with tool search (see `wrap_openai`)."""
-        plan = self._plan(kwargs)
-        if plan is None:
-            return self._inner.create(**kwargs)
-        return self._run(plan, kwargs)
-
-    def _plan(self, kwargs: dict[str, Any]) -> ResponsesPlan | None:
-        return self._engine.responses_plan(kwargs)
-
-    def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
-        if kwargs.get("stream") is True:
-            return SyncResponsesStream.start(self._inner.create, plan)
-        return _run_responses_sync(self._inner.create, plan)
-
-    @property
-    def with_raw_response(self) -> SyncRaw:
-        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
-        return SyncRaw(self)
-
-    @property
-    def with_streaming_response(self) -> SyncStreaming:
-        """``with_streaming_response.create`` with tool search."""
-        return SyncStreaming(self)
-
-
-def _run_responses_sync(create: Any, plan: ResponsesPlan) -> Any:
-    request = plan.request()
-    while True:
-        try:
-            response = create(**request)
-        except openai.BadRequestError as exc:
-            retry = plan.retry(exc)
-            if retry is None:
-                raise
-            request = retry
-            continue
-        done = plan.feed(response)
-        if done is not None:
-            return done
-        request = plan.request()
 
 
 _OWN = ("_ts_inner", "_ts_engine", "_ts_owner")
@@ -338,15 +306,18 @@ def wrap_openai(
     upstream gets the same ``tools`` in every request, and a ``call_tool`` call comes back as
     an ordinary call of the tool. ``usage`` is summed over every upstream request of the
     call. A request without
-    ``tools``, with a caller tool named ``tool_search``, or with tool search off in the
-    settings is passed through untouched; upstream errors raise the ``openai`` exceptions
-    the client itself raises.
+    ``tools``, or with a caller tool named ``tool_search``, is passed through untouched; with
+    tool search off in the settings, only the tools ``[tools] allow``/``deny`` leave are sent
+    (a call to another is refused as no such tool); upstream errors raise the ``openai``
+    exceptions the client itself raises.
 
     Args:
         client: an ``openai.AsyncOpenAI`` or ``openai.OpenAI``; it stays usable on its own.
         config: a ``config.toml`` path, hot-reloaded (the next call sees a valid edit).
         settings: fixed settings instead of a file. With neither, the ``[skills]`` defaults
-            with tool search on.
+            with tool search on. Settings (or a file) that do not set ``[skills]
+            tool_search_enabled`` leave it off, as for the `Bot`, and log a warning saying so;
+            ``[tools] allow``/``deny`` hold either way.
 
     Returns:
         A client of the same kind, sharing the given one's configuration and connections.
@@ -356,6 +327,9 @@ def wrap_openai(
         ConfigError: ``config`` cannot be read or is invalid.
     """
     engine = Engine(config=config, settings=settings)
+    given = settings if settings is not None else engine.snapshot() if config is not None else None
+    if given is not None and "tool_search_enabled" not in given.skills.model_fields_set:
+        logger.warning(TOOL_SEARCH_NOT_SET, "config" if config is not None else "settings")
     if isinstance(client, openai.AsyncOpenAI):
         wrapped: openai.AsyncOpenAI = _adopt(ToolSearchAsyncOpenAI, client, engine, True)
         return wrapped

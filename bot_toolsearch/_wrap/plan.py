@@ -14,14 +14,15 @@ from typing import Any
 import openai
 
 from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._protocol.calls import CallRequest, from_native, from_text, unique_ids
 from bot_toolsearch._runtime.ask_loop import recover_text_calls
-from bot_toolsearch._runtime.calls import CallRequest, from_native, from_text, unique_ids
 from bot_toolsearch._transports.base import ModelToolCall
+from bot_toolsearch._transports.names import WireNames
 
 from .caller_tools import Api, CallerTools, ToolsCache
 from .projection import Projection, requested_tool
 
-__all__ = ["Setup", "UsageSum", "given", "mapping_get", "read_calls", "setup"]
+__all__ = ["Setup", "UsageSum", "ask_start", "given", "mapping_get", "read_calls", "setup"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -50,10 +51,17 @@ def setup(
 ) -> Setup | None:
     """The call's tool search, or ``None`` to pass the request through untouched.
 
-    Passes through when tool search is off, the request has no tool list, a caller tool is
-    named ``tool_search``, or no permitted tool is left to defer.
+    Passes through when the request has no tool list, a caller tool is named
+    ``tool_search``, or tool search is off (in the settings, or no permitted tool is left to
+    defer) and ``[tools] allow``/``deny`` leave every tool: a deny is a promise whenever the
+    wrapper is in the path, so with tool search off the denied tools are still left out (and
+    a call to one is refused as no such tool).
     """
-    if not settings.skills.tool_search_enabled or not given(tools):
+    if not given(tools):
+        return None
+    if not settings.skills.tool_search_enabled and not (
+        settings.tools.allow or settings.tools.deny
+    ):
         return None
     if not isinstance(tools, list | tuple):
         tools = _as_list(tools)
@@ -64,7 +72,7 @@ def setup(
         return None
     forced = requested_tool(tool_choice, api)
     projection = Projection(indexed, settings, forced=forced)
-    if not projection.active:
+    if not projection.active and not projection.filtering:
         return None
     return Setup(settings, indexed, projection)
 
@@ -82,7 +90,7 @@ def _as_list(tools: object) -> list[Any] | None:
 def read_calls(
     native: Sequence[tuple[str, str, str]],
     text: str | None,
-    tools: CallerTools,
+    names: WireNames,
     permitted: frozenset[str],
 ) -> tuple[list[CallRequest], bool]:
     """The calls of one reply with canonical names, and whether they were recovered from text.
@@ -90,7 +98,6 @@ def read_calls(
     ``native`` holds ``(id, wire_name, arguments)`` per native call. Without native calls, a
     text that is a tool-call envelope gives the calls (as the `Bot` recovers them).
     """
-    names = tools.names
     calls = from_native(
         [
             ModelToolCall(call_id, names.to_canonical(wire) or wire, wire, arguments)
@@ -172,6 +179,16 @@ class UsageSum:
                 reasoning_tokens=self.reasoning
             ),
         )
+
+
+def ask_start(items: Sequence[Any]) -> int:
+    """Where the current ask starts in a caller's history (messages or input items): at the
+    last user message. Under ``tool_search_keep_loaded = "ask"`` only the tools called from
+    there on are loaded, as the `Bot` loads only the tools of its current ask."""
+    for at in range(len(items) - 1, -1, -1):
+        if mapping_get(items[at], "role") == "user":
+            return at
+    return 0
 
 
 def mapping_get(item: object, key: str) -> Any:

@@ -1,21 +1,15 @@
-"""The one place the wrapper uses the core: a caller's request projected onto tool search.
+"""The one place the wrapper uses the protocol: a caller's request projected onto tool search.
 
-Per ``create`` call it builds a `ToolSearchSession` over the cached catalog of the caller's
-tools, with ``[tools] allow``/``deny`` hiding what is not permitted. The plans re-derive the
-loaded set from the history the caller resent (`load_called`, in first-call order), so the
-tool list is the same from call to call and a provider's prompt cache survives. Per round it
-gives the tools to send and the directory text, byte for byte the `Bot`'s; per response it
-answers ``tool_search`` calls and refuses calls this round does not expose, with the `Bot`'s
-own functions and texts, in the call's loading mode (``[skills] tool_search_loading``, see
-`bot_toolsearch._runtime.loading`):
-
-- ``append``: loaded tools go at the end of ``tools`` (the caller's own entries);
-- ``bridge``: ``tools`` is fixed (the caller's other tools, always-loaded tools,
-  ``tool_search``, ``call_tool``); a search's result carries the loaded schemas, and a
-  ``call_tool`` call is unwrapped, its arguments checked against the tool's schema, and given
-  to the caller as an ordinary call of that tool;
-- ``additional_tools`` (Responses): ``tools`` is fixed; a load declares the caller's entries
-  of the loaded tools in an ``additional_tools`` input item after the search's output.
+Per ``create`` call it builds the `ToolSearchProtocol` the `Bot` uses (over the cached catalog
+of the caller's tools, ``[tools] allow``/``deny`` hiding what is not permitted, wire names over
+the permitted tools only) and maps its canonical schemas onto the caller's own entries. The
+plans replay the loaded set from the history the caller resent (`load_called`: the tools
+called since the last user message, or the whole conversation's under
+``tool_search_keep_loaded = "conversation"``, in first-call order). Per response the protocol
+answers ``tool_search`` calls and refuses calls the round does not expose; an unwrapped
+``call_tool`` call's arguments are checked here against the tool's schema, since the caller
+runs it. With tool search off, the permitted tools are all sent and a call to another tool is
+refused as no such tool.
 """
 
 from __future__ import annotations
@@ -24,50 +18,29 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from bot_toolsearch._config.settings import BotSettings, ToolSearchLoading
+from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
-from bot_toolsearch._core.prompt import CALL_TOOL_NAME, call_tool_schema
+from bot_toolsearch._core.prompt import CALL_TOOL_NAME
 from bot_toolsearch._core.result import ToolSearchResult
-from bot_toolsearch._core.session import ToolSearchSession
-from bot_toolsearch._runtime.calls import CallRequest, parse_arguments
+from bot_toolsearch._protocol.calls import CallRequest, CallResult, parse_arguments
+from bot_toolsearch._protocol.engine import Answer, ToolSearchProtocol
+from bot_toolsearch._protocol.messages import no_such_tool
 from bot_toolsearch._runtime.executor import invalid_arguments, rejected_arguments
-from bot_toolsearch._runtime.loading import (
-    FALLBACK_TO_APPEND,
-    bridge_collides,
-    bridge_search_result,
-    effective_loading,
-    fell_back,
-    schema_note,
-    unwrap_calls,
-)
-from bot_toolsearch._runtime.tool_search import canonical_query, directory_message, refusal
 from bot_toolsearch._tools.validation import validate_arguments
 from bot_toolsearch._transports.responses import flat_tool
 
-from .caller_tools import Api, CallerTools
+from .caller_tools import Api, CallerTools, CallerView
 
 __all__ = ["Answer", "Projection", "requested_tool"]
 
 logger = logging.getLogger("bot_toolsearch")
 
 
-@dataclass(slots=True)
-class Answer:
-    """What the wrapper makes of one response's calls."""
-
-    calls: list[CallRequest]
-    """Every call in order; under ``bridge`` a ``call_tool`` call is its target's call."""
-    answered: dict[int, str] = field(default_factory=dict)
-    """Results of the calls the wrapper answered itself, by position."""
-    declared: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Under ``additional_tools``: call id -> the tools its result loaded (declare them)."""
-
-
 class Projection:
-    """Tool search for one ``create`` call of the caller.
+    """Tool search for one ``create`` call of the caller: the `ToolSearchProtocol` of the
+    call, its canonical schemas mapped onto the caller's own entries.
 
     Args:
         tools: the caller's indexed tool list (with a catalog).
@@ -78,15 +51,14 @@ class Projection:
     """
 
     __slots__ = (
-        "_blind_call",
-        "_deferred",
         "_forced",
         "_tools",
         "directory",
         "exposed",
-        "mode",
+        "keep_conversation",
         "permitted",
-        "session",
+        "protocol",
+        "view",
     )
 
     def __init__(
@@ -95,89 +67,60 @@ class Projection:
         assert tools.catalog is not None
         skills = settings.skills
         self._tools = tools
-        self._blind_call = skills.tool_search_blind_call
-        self.permitted, hidden = tools.permissions(settings.tools.allow, settings.tools.deny)
-        self.session = ToolSearchSession(
+        self.view: CallerView = tools.view(settings.tools.allow, settings.tools.deny)
+        """The permitted tools and their wire names (over the permitted tools only)."""
+        self.permitted = self.view.permitted
+
+        def report(level: int, text: str) -> None:
+            del level  # every call with this tool list would repeat it: once per list
+            tools.note_once(text)
+
+        # The wrapper cannot run prefetch tools (the caller runs every tool): they are loaded
+        # from round 1, as the `Bot` loads a prefetched tool it does not hide.
+        self.protocol = ToolSearchProtocol(
             tools.catalog,
-            always_loaded=skills.tool_search_always_loaded,
-            max_results=skills.tool_search_max_results,
-            hidden=hidden,
-            directory_budget=skills.tool_search_directory_budget,
+            settings,
+            api="responses" if tools.api == "responses" else "chat_completions",
+            names=self.view.names,
+            permitted=self.permitted,
+            hidden=self.view.hidden,
             namespaces=settings.tools.namespaces,
+            always_loaded=skills.prefetch_tools,
+            forced=forced,
+            report=report,
         )
-        self._deferred = frozenset(self.session.deferred_tool_names)
-        self.mode = self._mode(skills.tool_search_loading, forced)
+        self.keep_conversation = skills.tool_search_keep_loaded == "conversation"
+        """Tools called before this ask's user message stay loaded (else only this ask's)."""
         self._forced = forced
-        session = self.session
-        self.directory: str | None = (
-            str(directory_message(session.directory, bridge=self.mode == "bridge")["content"])
-            if session.deferred_tool_names
-            else None
-        )
-        """The directory and the rules, or ``None`` when nothing is deferred (search is off)."""
+        on = skills.tool_search_enabled and self.protocol.active
+        self.directory: str | None = str(self.protocol.directory["content"]) if on else None
+        """The directory and the rules, or ``None`` when tool search is off for this call
+        (off in the settings, or nothing deferred): then the permitted tools are all sent."""
         self.exposed: frozenset[str] = frozenset()
 
-    def _mode(self, wanted: ToolSearchLoading, forced: str | None) -> ToolSearchLoading:
-        api = "responses" if self._tools.api == "responses" else "chat_completions"
-        mode = effective_loading(wanted, api)
-        if fell_back(wanted, mode):
-            self._tools.note_once(FALLBACK_TO_APPEND % api)
-        if mode == "bridge" and bridge_collides(self._tools.names):
-            self._tools.note_once(
-                f"a caller tool is named {CALL_TOOL_NAME!r}: tool_search_loading = "
-                '"bridge" cannot be used; loads are appended to the tools list ("append")'
-            )
-            mode = "append"
-        if mode != "append" and forced is not None and self.canonical(forced) in self._deferred:
-            logger.info(
-                "tool_choice forces the deferred tool %r: its schema is appended to the tools "
-                "of this call (%s loading cannot force a tool outside the fixed list)",
-                forced,
-                mode,
-            )
-            mode = "append"
-        return mode
+    @property
+    def mode(self) -> str:
+        """The loading mode in force (``append`` when tool search is off)."""
+        return self.protocol.mode if self.active else "append"
 
     @property
     def active(self) -> bool:
-        """Whether tool search applies (some permitted tool is deferred)."""
+        """Whether tool search applies (on, and some permitted tool is deferred)."""
         return self.directory is not None
 
     @property
-    def fixed(self) -> bool:
-        """Whether the provider-visible tool list is fixed (``bridge``, ``additional_tools``)."""
-        return self.mode != "append"
-
-    def canonical(self, name: str) -> str | None:
-        """The permitted canonical name ``name`` (canonical or wire spelling) stands for."""
-        if name in self.permitted:
-            return name
-        canonical = self._tools.names.to_canonical(name)
-        return canonical if canonical is not None and canonical in self.permitted else None
+    def filtering(self) -> bool:
+        """Whether ``[tools] allow``/``deny`` leave out some of the caller's tools."""
+        return bool(self.view.hidden)
 
     def is_deferred(self, name: str) -> bool:
         """Whether ``name`` is a permitted tool that is not always loaded."""
-        canonical = self.canonical(name)
-        return canonical is not None and canonical in self._deferred
+        return self.active and self.protocol.is_deferred(name)
 
     def load_called(self, names: Iterable[str]) -> list[tuple[str, ToolSearchResult]]:
-        """Load the deferred tools among ``names`` not loaded yet, in order (history replay).
-
-        Each is loaded as the model would by its full name (an exact lookup); returns each
-        newly loaded canonical name with the result that loaded it.
-        """
-        out: list[tuple[str, ToolSearchResult]] = []
-        for name in names:
-            canonical = self.canonical(name)
-            if (
-                canonical is not None
-                and canonical in self._deferred
-                and canonical not in self.session.loaded_tool_names
-            ):
-                result = self.session.search(canonical)
-                if canonical in result.loaded:
-                    out.append((canonical, result))
-        return out
+        """Load the deferred tools among ``names`` not loaded yet, in order (history replay,
+        `ToolSearchProtocol.replay`)."""
+        return self.protocol.replay(names) if self.active else []
 
     def load_forced(self) -> None:
         """Load the tool ``tool_choice`` forces (after the history, so the order is stable)."""
@@ -190,7 +133,7 @@ class Projection:
         Deterministic (compact JSON, the arguments as an object when they parse), so every
         later ``create`` call renders the same bytes for it.
         """
-        canonical = self.canonical(name) or name
+        canonical = self.protocol.canonical(name) or name
         parsed, _ = parse_arguments(arguments)
         inner: object = parsed if parsed is not None else arguments
         wrapped = json.dumps(
@@ -213,125 +156,74 @@ class Projection:
         for k, (name, result) in enumerate(loaded):
             digest = hashlib.sha256(f"{anchor}\x00{k}".encode()).hexdigest()[:20]
             arguments = json.dumps({"query": name}, ensure_ascii=False, separators=(",", ":"))
-            out.append((f"call_ts{digest}", arguments, self.result_text(result)))
+            out.append((f"call_ts{digest}", arguments, self.protocol.result_text(result)))
         return out
-
-    def result_text(self, result: ToolSearchResult) -> str:
-        """A search result as the model reads it (under ``bridge``, with the loaded schemas)."""
-        if result.loaded and self.mode == "bridge":
-            assert self._tools.catalog is not None
-            schemas = self._tools.catalog.schemas(result.loaded)
-            return bridge_search_result(result.to_dict(), schemas)
-        return result.to_json()
 
     def declaration(self, names: Sequence[str]) -> dict[str, Any]:
         """The ``additional_tools`` input item declaring ``names`` (the caller's entries)."""
         return {
             "type": "additional_tools",
             "role": "developer",
-            "tools": [self._tools.entries[n] for n in names if n in self._tools.entries],
+            "tools": [self.view.entries[n] for n in names if n in self.view.entries],
         }
 
     def round_tools(self) -> list[Any]:
-        """The tools of the next round (wire names), and freeze that round's exposure.
-
-        The caller's non-function tools first, then the session's list: always-loaded,
-        ``tool_search``, then (``append``) what is loaded in load order, so each round's list
-        extends the previous one, or (``bridge``) ``call_tool``, so it never changes.
-        """
+        """The tools of the next round (the caller's entries, wire names), and freeze that
+        round's exposure: the caller's non-function tools first, then the protocol's list
+        with each canonical schema replaced by the caller's own entry."""
         tools = self._tools
         out: list[Any] = list(tools.others)
-        for schema in self.session.request_tools():
+        if not self.active:
+            # Tool search off: every permitted tool, in the caller's order (as the `Bot`).
+            out.extend(self.view.entries.values())
+            self.exposed = self.permitted
+            return out
+        for schema in self.protocol.round_tools():
             name = schema["function"]["name"]
-            if name == TOOL_SEARCH_NAME:
+            if name in (TOOL_SEARCH_NAME, CALL_TOOL_NAME):
                 out.append(schema if tools.api == "chat" else flat_tool(schema))
-                if self.fixed:
-                    break
             else:
-                out.append(tools.entries[name])
-        if self.mode == "bridge":
-            bridge = call_tool_schema()
-            out.append(bridge if tools.api == "chat" else flat_tool(bridge))
-        self.exposed = self.session.exposed_tool_names()
+                out.append(self.view.entries[name])
+        self.exposed = self.protocol.exposed
         return out
 
     def answer(self, calls: Sequence[CallRequest]) -> Answer:
         """What the wrapper answers itself among one response's calls, by position.
 
-        As the `Bot`'s middleware: under ``bridge`` each ``call_tool`` call is unwrapped
-        first (a malformed one is answered); then every ``tool_search``, in call order (so
-        several build on each other); then a refusal for each call this round does not
-        expose (so each one reflects every load of this response); then, for an unwrapped
-        call, its arguments are checked against the tool's schema. The other calls are the
-        caller's to run.
+        The protocol's answer (`ToolSearchProtocol.answer`); then, for an unwrapped
+        ``call_tool`` call, its arguments are checked against the tool's schema (the caller
+        runs it, so this is the last chance to say so). The other calls are the caller's.
+        With tool search off, a call to a tool that is not permitted is refused.
         """
-        answer = Answer(list(calls))
-        bridged: frozenset[int] = frozenset()
-        if self.mode == "bridge":
-            unwrapped = unwrap_calls(calls, self._tools.names, self.permitted)
-            answer.calls = unwrapped.calls
-            answer.answered = {i: r.content for i, r in unwrapped.answered.items()}
-            bridged = unwrapped.bridged
-        for i, call in enumerate(answer.calls):
-            if i not in answer.answered and call.name == TOOL_SEARCH_NAME:
-                answer.answered[i] = self._search(call, answer)
-        for i, call in enumerate(answer.calls):
-            if i in answer.answered:
-                continue
-            if call.name not in self.exposed:
-                answer.answered[i] = self._refuse(call, answer)
-            elif i in bridged:
-                problem = self._check(call)
+        if not self.active:
+            answer = Answer(list(calls))
+            for i, call in enumerate(calls):
+                if call.name not in self.exposed:
+                    text = no_such_tool(call.name)
+                    answer.results[i] = CallResult(call.id, call.name, text, "refused", "unknown")
+            return answer
+        answer = self.protocol.answer(calls)
+        for i in answer.bridged:
+            if i not in answer.results:
+                problem = self._check(answer.calls[i])
                 if problem is not None:
-                    answer.answered[i] = problem
+                    answer.results[i] = problem
         return answer
 
-    def _search(self, call: CallRequest, answer: Answer) -> str:
-        arguments: Mapping[str, Any] | str = call.arguments_raw
-        if call.arguments is not None:
-            arguments = dict(call.arguments)
-            query = arguments.get("query")
-            if isinstance(query, str):
-                arguments["query"] = canonical_query(
-                    query, self._tools.names, self.permitted, self.session
-                )
-        result = self.session.run(arguments)
-        if result.loaded and self.mode == "additional_tools":
-            answer.declared[call.id] = result.loaded
-        return self.result_text(result)
-
-    def _refuse(self, call: CallRequest, answer: Answer) -> str:
-        text, reason = refusal(
-            self.session,
-            call.name,
-            call.id,
-            self.permitted,
-            blind_call=self._blind_call,
-            bridge=self.mode == "bridge",
-        )
-        if reason == "blind_call_loaded":
-            if self.mode == "bridge":
-                text += self._schema_note(call.name)
-            elif self.mode == "additional_tools":
-                answer.declared[call.id] = (call.name,)
-        return text
-
-    def _check(self, call: CallRequest) -> str | None:
+    def _check(self, call: CallRequest) -> CallResult | None:
         """The result of an unwrapped call whose arguments do not fit, else ``None``."""
+        note = self.protocol.schema_note(call.name)
         if call.arguments is None:
-            return invalid_arguments(call).content + self._schema_note(call.name)
+            result = invalid_arguments(call)
+            return CallResult(result.call_id, result.name, result.content + note, "invalid")
         checker = self._tools.checker(call.name)
         if checker is None:
             return None
         _, problem = validate_arguments(checker, call.arguments)
         if problem is None:
             return None
-        return rejected_arguments(call, problem).content + self._schema_note(call.name)
-
-    def _schema_note(self, name: str) -> str:
-        assert self._tools.catalog is not None
-        schema = self._tools.catalog.schema(name)
-        return schema_note(name, schema) if schema is not None else ""
+        result = rejected_arguments(call, problem)
+        return CallResult(result.call_id, result.name, result.content + note, "invalid")
 
 
 def requested_tool(tool_choice: object, api: Api) -> str | None:

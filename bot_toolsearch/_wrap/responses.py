@@ -16,7 +16,7 @@ tools: the model reloads what it needs with ``select:``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import openai
@@ -24,14 +24,14 @@ from openai.types.responses import Response, ResponseFunctionToolCall
 
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._core.prompt import CALL_TOOL_NAME
-from bot_toolsearch._runtime.calls import CallRequest
+from bot_toolsearch._protocol.calls import CallRequest, CallResult
 from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.responses import is_missing_call_output_error
 
-from .plan import Setup, UsageSum, given, mapping_get, read_calls
+from .plan import Setup, UsageSum, ask_start, given, mapping_get, read_calls
 from .projection import Answer
 
-__all__ = ["ResponsesPlan"]
+__all__ = ["ResponsesPlan", "create_round", "create_round_async"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -83,7 +83,7 @@ class ResponsesPlan:
             items = list(raw)
         else:
             items = []
-        tools = setup.tools
+        view = setup.projection.view
         previous = kwargs.get("previous_response_id")
         self._previous: str | None = previous if given(previous) else None
         replayed = self._replay(items)
@@ -93,14 +93,15 @@ class ResponsesPlan:
         )
         items = replayed
         self._original_input: Any = (
-            raw if isinstance(raw, str) and tools.plain and not changed else items
+            raw if isinstance(raw, str) and view.plain and not changed else items
         )
         self._items = items
         directory = setup.projection.directory
-        assert directory is not None
         instructions = kwargs.get("instructions")
-        self._instructions = (
-            f"{instructions}\n\n{directory}"
+        self._instructions: object = (
+            instructions
+            if directory is None
+            else f"{instructions}\n\n{directory}"
             if given(instructions) and isinstance(instructions, str) and instructions
             else directory
         )
@@ -124,6 +125,7 @@ class ResponsesPlan:
         ``previous_response_id`` the server holds the earlier items; only new ones are here.
         """
         projection = self._setup.projection
+        start = 0 if projection.keep_conversation else ask_start(items)
         out: list[Any] = []
         i = 0
         while i < len(items):
@@ -136,6 +138,7 @@ class ResponsesPlan:
                 for item in run
                 if mapping_get(item, "type") == "function_call"
                 and isinstance(mapping_get(item, "name"), str)
+                and i >= start
             ]
             if calls:
                 loaded = projection.load_called(str(mapping_get(c, "name")) for c in calls)
@@ -155,19 +158,19 @@ class ResponsesPlan:
                         out.append(
                             {"type": "function_call_output", "call_id": call_id, "output": content}
                         )
-            out.extend(self._wire_item(item) for item in run)
+            out.extend(self._wire_item(item, replaying=i >= start) for item in run)
             i = max(end, i + 1)
         return out
 
-    def _wire_item(self, item: Any) -> Any:
+    def _wire_item(self, item: Any, *, replaying: bool) -> Any:
         if mapping_get(item, "type") != "function_call":
             return item
-        tools = self._setup.tools
         projection = self._setup.projection
+        view = projection.view
         name = mapping_get(item, "name")
         if not isinstance(name, str):
             return item
-        if projection.mode == "bridge" and projection.is_deferred(name):
+        if replaying and projection.mode == "bridge" and projection.is_deferred(name):
             arguments = mapping_get(item, "arguments")
             call = projection.bridge_call(
                 str(mapping_get(item, "call_id") or ""),
@@ -175,19 +178,17 @@ class ResponsesPlan:
                 arguments if isinstance(arguments, str) else "",
             )
             return {**_as_dict(item), "name": CALL_TOOL_NAME, **_arguments(call)}
-        if tools.plain:
+        if view.plain:
             return item
-        wire = tools.names.to_wire(name) if name in tools.entries else encode_foreign_name(name)
+        wire = view.names.to_wire(name) if name in view.entries else encode_foreign_name(name)
         return {**_as_dict(item), "name": wire}
 
     def request(self) -> dict[str, Any]:
         """The keyword arguments of the next upstream ``create``."""
         self.rounds += 1
-        request = {
-            **self._kwargs,
-            "tools": self._setup.projection.round_tools(),
-            "instructions": self._instructions,
-        }
+        request = {**self._kwargs, "tools": self._setup.projection.round_tools()}
+        if given(self._instructions):
+            request["instructions"] = self._instructions
         if self._chain is not None:
             request["previous_response_id"], request["input"] = self._chain
         else:
@@ -228,11 +229,11 @@ class ResponsesPlan:
             for part in getattr(item, "content", None) or ()
         )
         projection = self._setup.projection
-        calls, recovered = read_calls(native, text, self._setup.tools, projection.permitted)
+        calls, recovered = read_calls(native, text, projection.view.names, projection.permitted)
         if not calls:
             return self._finish(response)
         answer = projection.answer(calls)
-        answered = answer.answered
+        answered = answer.results
         mine = [call for i, call in enumerate(answer.calls) if i not in answered]
         if mine or others or self.rounds >= self._setup.settings.model.max_rounds:
             if not (mine or others):
@@ -242,7 +243,7 @@ class ResponsesPlan:
                     self.rounds,
                 )
             bridged = any(a is not b for a, b in zip(calls, answer.calls, strict=True))
-            if answered or recovered or bridged or not self._setup.tools.plain:
+            if answered or recovered or bridged or not projection.view.plain:
                 response.output = self._caller_output(output, answer.calls, answered, recovered)
             return self._finish(response)
         self._hide(response, output, calls, answer, recovered)
@@ -252,7 +253,7 @@ class ResponsesPlan:
         self,
         output: list[Any],
         calls: Sequence[CallRequest],
-        answered: Mapping[int, str],
+        answered: Mapping[int, CallResult],
         recovered: bool,
     ) -> list[Any]:
         keep = {call.id: call for i, call in enumerate(calls) if i not in answered}
@@ -290,19 +291,23 @@ class ResponsesPlan:
         results: list[dict[str, Any]] = []
         for i, call in enumerate(calls):
             results.append(
-                {"type": "function_call_output", "call_id": call.id, "output": answer.answered[i]}
+                {
+                    "type": "function_call_output",
+                    "call_id": call.id,
+                    "output": answer.results[i].content,
+                }
             )
             declared = answer.declared.get(call.id)
             if declared:
                 results.append(self._setup.projection.declaration(declared))
         if recovered:
-            tools = self._setup.tools
+            names = self._setup.projection.view.names
             known = self._setup.projection.permitted | {TOOL_SEARCH_NAME}
             said: list[Any] = [
                 {
                     "type": "function_call",
                     "call_id": call.id,
-                    "name": tools.names.to_wire(call.name)
+                    "name": names.to_wire(call.name)
                     if call.name in known
                     else encode_foreign_name(call.name),
                     "arguments": call.arguments_raw,
@@ -323,3 +328,33 @@ class ResponsesPlan:
         if self.usage.requests > 1:
             response.usage = self.usage.responses_usage()
         return response
+
+
+def create_round(create: Callable[..., Any], plan: ResponsesPlan) -> Any:
+    """Send the plan's next round with ``create`` (sync); a lost-call 400 on a chained round
+    is resent statelessly (`ResponsesPlan.retry`), any other error raises.
+
+    The one retry loop of the sync shells (plain and streamed): the plan decides, this sends.
+    """
+    request = plan.request()
+    while True:
+        try:
+            return create(**request)
+        except openai.BadRequestError as exc:
+            retry = plan.retry(exc)
+            if retry is None:
+                raise
+            request = retry
+
+
+async def create_round_async(create: Callable[..., Awaitable[Any]], plan: ResponsesPlan) -> Any:
+    """`create_round` for the async shells."""
+    request = plan.request()
+    while True:
+        try:
+            return await create(**request)
+        except openai.BadRequestError as exc:
+            retry = plan.retry(exc)
+            if retry is None:
+                raise
+            request = retry

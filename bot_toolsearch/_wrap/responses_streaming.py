@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import TracebackType
 from typing import Any, Self
 
-import openai
 from openai.types.responses import (
     Response,
     ResponseContentPartAddedEvent,
@@ -38,7 +37,7 @@ from openai.types.responses import (
     ResponseTextDoneEvent,
 )
 
-from .responses import ResponsesPlan
+from .responses import ResponsesPlan, create_round, create_round_async
 
 __all__ = ["AsyncResponsesStream", "SyncResponsesStream"]
 
@@ -291,7 +290,7 @@ class AsyncResponsesStream:
     @classmethod
     async def start(cls, create: Callable[..., Awaitable[Any]], plan: ResponsesPlan) -> Self:
         """Send the first round (an upstream error raises here, as from the SDK)."""
-        return cls(create, plan, await create(**plan.request()))
+        return cls(create, plan, await create_round_async(create, plan))
 
     @property
     def response(self) -> Any:
@@ -299,16 +298,7 @@ class AsyncResponsesStream:
         return self._upstream.response
 
     async def _next_round(self) -> None:
-        request = self._plan.request()
-        while True:
-            try:
-                self._upstream = await self._create(**request)
-                return
-            except openai.BadRequestError as exc:
-                retry = self._plan.retry(exc)
-                if retry is None:
-                    raise
-                request = retry
+        self._upstream = await create_round_async(self._create, self._plan)
 
     async def _run(self) -> AsyncIterator[Any]:
         caller = _Caller()
@@ -364,7 +354,7 @@ class SyncResponsesStream:
     @classmethod
     def start(cls, create: Callable[..., Any], plan: ResponsesPlan) -> Self:
         """Send the first round (an upstream error raises here, as from the SDK)."""
-        return cls(create, plan, create(**plan.request()))
+        return cls(create, plan, create_round(create, plan))
 
     @property
     def response(self) -> Any:
@@ -372,16 +362,7 @@ class SyncResponsesStream:
         return self._upstream.response
 
     def _next_round(self) -> None:
-        request = self._plan.request()
-        while True:
-            try:
-                self._upstream = self._create(**request)
-                return
-            except openai.BadRequestError as exc:
-                retry = self._plan.retry(exc)
-                if retry is None:
-                    raise
-                request = retry
+        self._upstream = create_round(self._create, self._plan)
 
     def _run(self) -> Iterator[Any]:
         caller = _Caller()

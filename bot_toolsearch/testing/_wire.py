@@ -243,7 +243,14 @@ def check_chat_tool_messages(request: ModelRequest) -> ErrorTurn | None:
             return _unanswered(pending)
         answerable = set()
         if role == "assistant":
-            for tool_call in message.get("tool_calls") or []:
+            tool_calls = message.get("tool_calls")
+            if tool_calls is not None and not isinstance(tool_calls, list):
+                return ErrorTurn(
+                    400,
+                    f"Invalid type for 'messages[{index}].tool_calls': expected an array.",
+                    param=f"messages[{index}].tool_calls",
+                )
+            for tool_call in tool_calls or []:
                 if isinstance(tool_call, dict):
                     pending[str(tool_call.get("id"))] = index
                     answerable.add(str(tool_call.get("id")))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from bot_toolsearch import Tool
-from bot_toolsearch._runtime.messages import NO_SUCH_TOOL
+from bot_toolsearch._protocol.messages import NO_SUCH_TOOL
 from bot_toolsearch.testing import ModelRequest, ScriptedOpenAIServer, call
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bot_toolsearch import Tool
-from bot_toolsearch._runtime.messages import NO_SUCH_TOOL, PREFETCH_HEADER
+from bot_toolsearch._protocol.messages import NO_SUCH_TOOL, PREFETCH_HEADER
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from bot_toolsearch import TOOL_SEARCH_RULES, Tool, render_deferred_tools
-from bot_toolsearch._runtime.messages import (
+from bot_toolsearch._protocol.messages import (
     LOADED_THIS_ROUND,
     NO_SUCH_TOOL,
     NOT_LOADED_YET,

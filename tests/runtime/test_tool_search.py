@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING
 
 from bot_toolsearch import Tool
-from bot_toolsearch._runtime.messages import BLIND_CALL_LOADED, NO_SUCH_TOOL, NOT_LOADED_YET
+from bot_toolsearch._protocol.messages import BLIND_CALL_LOADED, NO_SUCH_TOOL, NOT_LOADED_YET
 from bot_toolsearch._runtime.tool_search import canonical_query, directory_message
 from bot_toolsearch._runtime.toolset import ToolSet
 from bot_toolsearch._transports.names import WireNames

@@ -61,7 +61,7 @@ async def test_api_errors_reach_the_caller(
 async def test_an_empty_answer_gets_one_correction_hint_within_the_round_bound(
     server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool]
 ) -> None:
-    from bot_toolsearch._runtime.messages import CORRECTION_HINT
+    from bot_toolsearch._protocol.messages import CORRECTION_HINT
     from bot_toolsearch.testing import text
 
     server.script(text(""), call("end"))

@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from bot_toolsearch import BotSettings, wrap_openai
-from bot_toolsearch._runtime.messages import LOADED_THIS_ROUND, NOT_LOADED_YET, no_such_tool
+from bot_toolsearch._protocol.messages import LOADED_THIS_ROUND, NOT_LOADED_YET, no_such_tool
 from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, error, text
 
 from ._tools import chat_tools, directory_for, loaded

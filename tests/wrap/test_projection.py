@@ -76,7 +76,7 @@ async def test_chat_bridge_keeps_the_tools_and_the_prefix_across_calls(
         text("Sunny in Oslo."),
         call(CALL_TOOL_NAME, name="get_weather", arguments={"city": "Bergen"}),
     )
-    client = clients["make"]("bridge")
+    client = clients["make"]("bridge", tool_search_keep_loaded="conversation")
     tools = chat_tools()
     messages: list[Any] = [SYSTEM, USER]
     first = await client.chat.completions.create(model="m", messages=messages, tools=tools)
@@ -245,7 +245,7 @@ async def test_responses_fixed_modes_keep_the_tools_and_the_prefix_across_calls(
         text("Sunny in Oslo."),
         use(city="Bergen"),
     )
-    client = clients["make"](mode)
+    client = clients["make"](mode, tool_search_keep_loaded="conversation")
     tools = responses_tools()
     items: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
     first = await client.responses.create(

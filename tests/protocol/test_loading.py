@@ -23,9 +23,9 @@ from bot_toolsearch._core.prompt import (
     TOOL_SEARCH_RULES_BRIDGE,
     call_tool_schema,
 )
-from bot_toolsearch._runtime.calls import CallRequest
-from bot_toolsearch._runtime.loading import effective_loading, request_tools, unwrap_calls
-from bot_toolsearch._runtime.messages import (
+from bot_toolsearch._protocol.calls import CallRequest
+from bot_toolsearch._protocol.loading import effective_loading, request_tools, unwrap_calls
+from bot_toolsearch._protocol.messages import (
     BLIND_CALL_LOADED,
     CALL_TOOL_ARGUMENTS_NOT_OBJECT,
     CALL_TOOL_INVALID,

@@ -46,6 +46,7 @@ __all__ = [
     "request_tools",
     "schema_entry",
     "schema_note",
+    "search_messages",
     "unwrap_calls",
 ]
 
@@ -123,6 +124,29 @@ def bridge_search_result(result: Mapping[str, Any], schemas: Sequence[Mapping[st
     ``schemas`` (the tools it loaded, and any already loaded one the ask has not shown yet;
     canonical names, the names ``call_tool`` takes)."""
     return _compact({**result, "tools": [schema_entry(s) for s in schemas]})
+
+
+def search_messages(searches: Sequence[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """The Chat-shaped history of ``tool_search`` calls a host shows on the model's behalf
+    (``(id, arguments, result)`` each): one assistant message with the calls, then each
+    result. Used to re-declare loaded schemas in ``bridge`` mode, the same bytes every time."""
+    assistant = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": TOOL_SEARCH_NAME, "arguments": arguments},
+            }
+            for call_id, arguments, _ in searches
+        ],
+    }
+    results = [
+        {"role": "tool", "tool_call_id": call_id, "content": content}
+        for call_id, _, content in searches
+    ]
+    return [assistant, *results]
 
 
 def schema_note(name: str, schema: Mapping[str, Any]) -> str:

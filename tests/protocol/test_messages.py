@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot_toolsearch._runtime.messages import (
+from bot_toolsearch._protocol.messages import (
     MAX_SHOWN_NAME,
     NO_SUCH_TOOL,
     NOT_LOADED_YET,

@@ -1,0 +1,1 @@
+"""The tool-search protocol, sans-IO: one engine below both hosts, the ``Bot`` and the wrapper."""

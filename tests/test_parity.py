@@ -1,0 +1,315 @@
+"""Parity: one scripted conversation through the `Bot` and through `wrap_openai` sends the same.
+
+Both hosts run the same tool-search protocol, so for the same tools, settings and model turns
+the upstream requests carry the same ``tools`` (byte for byte), the same directory and rules,
+the same ``additional_tools`` declarations and the same ``tool_search`` answers. The `Bot`
+runs the tools itself; the wrapper's caller is a loop that runs them with the same handlers
+and resends its history, as a framework does. Both APIs, every loading mode, ``[tools]
+allow``/``deny``, prefetch, keep-loaded and configured namespace descriptions are covered.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+import pytest
+
+from bot_toolsearch import Bot, BotSettings, Tool, wrap_openai
+from bot_toolsearch._protocol.messages import PREFETCH_HEADER
+from bot_toolsearch._transports.responses import flat_tool
+from bot_toolsearch.testing import ModelRequest, ScriptedOpenAIServer, ScriptEntry, call, text
+
+SYSTEM = "You are a test bot."
+MODES = ["append", "additional_tools", "bridge", "auto"]
+APIS = ["chat_completions", "responses"]
+
+
+def _handler(name: str) -> Callable[..., str]:
+    def run(**arguments: Any) -> str:
+        return f"{name} ran with {json.dumps(arguments, sort_keys=True)}"
+
+    return run
+
+
+def _tool(name: str, description: str, *params: str) -> Tool:
+    parameters = {
+        "type": "object",
+        "properties": {p: {"type": "string", "description": f"The {p}."} for p in params},
+        "required": list(params),
+    }
+    return Tool(name, description, parameters, _handler(name))
+
+
+def catalog() -> list[Tool]:
+    """Twenty tools in five namespaces (dotted names, so wire names differ)."""
+    tools = [
+        _tool("weather.forecast", "Forecast the weather for a city.", "city"),
+        _tool("weather.alerts", "Severe weather alerts for a region.", "region"),
+        _tool("mail.send", "Send an email to a recipient.", "to", "body"),
+        _tool("mail.search", "Search the mailbox.", "q"),
+        _tool("music.play", "Play a song by title.", "title"),
+        _tool("clock.now", "The current time."),
+    ]
+    tools += [
+        _tool(f"stock.item_{i:02d}", f"Stock level of warehouse item {i}.") for i in range(14)
+    ]
+    return tools
+
+
+def _settings(api: str, mode: str, **tables: dict[str, Any]) -> BotSettings:
+    skills = {"tool_search_enabled": True, "tool_search_loading": mode, **tables.pop("skills", {})}
+    model = {"api": api, **tables.pop("model", {})}
+    return BotSettings.model_validate({"model": model, "skills": skills, **tables})
+
+
+def _bridged(mode: str, api: str) -> bool:
+    return mode == "bridge" or (mode == "auto" and api == "chat_completions")
+
+
+def _target_call(mode: str, api: str, call_id: str, name: str, **arguments: Any) -> Any:
+    """A call of a loaded tool as the model makes it under ``mode`` (``call_tool`` in bridge)."""
+    if _bridged(mode, api):
+        return call("call_tool", id=call_id, name=name, arguments=arguments)
+    return call(name.replace(".", "-_-"), id=call_id, **arguments)
+
+
+@dataclass
+class Ask:
+    """One user message and the model turns it takes."""
+
+    text: str
+    turns: Sequence[ScriptEntry]
+
+
+@dataclass
+class Run:
+    """What one host sent upstream."""
+
+    requests: list[ModelRequest] = field(default_factory=list)
+
+
+async def run_bot(
+    settings: BotSettings, tools: Sequence[Tool], asks: Sequence[Ask]
+) -> list[ModelRequest]:
+    with ScriptedOpenAIServer() as server:
+        for ask in asks:
+            server.script(*ask.turns)
+        async with openai.AsyncOpenAI(
+            base_url=server.base_url, api_key="test", max_retries=0
+        ) as client:
+            bot = Bot(settings, tools, client=client, instructions=SYSTEM)
+            for ask in asks:
+                await bot.ask(ask.text, conversation="c")
+            await bot.aclose()
+        server.assert_consumed()
+        return list(server.requests)
+
+
+def caller_tools(settings: BotSettings, tools: Sequence[Tool]) -> list[dict[str, Any]]:
+    """What a framework would pass: every schema the `Bot` has (its built-ins included)."""
+    schemas = [dict(s) for s in Bot(settings, tools).toolset.schemas]
+    if settings.model.api == "responses":
+        return [flat_tool(s) for s in schemas]
+    return schemas
+
+
+async def run_wrapper(
+    settings: BotSettings, tools: Sequence[Tool], asks: Sequence[Ask]
+) -> list[ModelRequest]:
+    handlers = {t.name: t for t in tools}
+    schemas = caller_tools(settings, tools)
+    with ScriptedOpenAIServer() as server:
+        for ask in asks:
+            server.script(*ask.turns)
+        inner = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        client = wrap_openai(inner, settings=settings)
+        if settings.model.api == "responses":
+            await _responses_caller(client, schemas, handlers, asks)
+        else:
+            await _chat_caller(client, schemas, handlers, asks)
+        await client.close()
+        server.assert_consumed()
+        return list(server.requests)
+
+
+async def _run(handlers: dict[str, Tool], name: str, arguments: str) -> str:
+    return await handlers[name].invoke(json.loads(arguments or "{}"))
+
+
+async def _chat_caller(
+    client: openai.AsyncOpenAI,
+    schemas: list[dict[str, Any]],
+    handlers: dict[str, Tool],
+    asks: Sequence[Ask],
+) -> None:
+    messages: list[Any] = [{"role": "system", "content": SYSTEM}]
+    for ask in asks:
+        messages.append({"role": "user", "content": ask.text})
+        while True:
+            completion = await client.chat.completions.create(
+                model="m",
+                messages=messages,
+                tools=schemas,  # type: ignore[arg-type]
+                tool_choice="auto",
+            )
+            message = completion.choices[0].message
+            if not message.tool_calls:
+                messages.append({"role": "assistant", "content": message.content})
+                break
+            messages.append(message.model_dump(exclude_none=True))
+            for c in message.tool_calls:
+                assert c.type == "function"
+                result = await _run(handlers, c.function.name, c.function.arguments)
+                messages.append({"role": "tool", "tool_call_id": c.id, "content": result})
+
+
+async def _responses_caller(
+    client: openai.AsyncOpenAI,
+    schemas: list[dict[str, Any]],
+    handlers: dict[str, Tool],
+    asks: Sequence[Ask],
+) -> None:
+    items: list[Any] = []
+    for ask in asks:
+        items.append({"role": "user", "content": ask.text})
+        while True:
+            response = await client.responses.create(
+                model="m",
+                input=items,
+                instructions=SYSTEM,
+                tools=schemas,  # type: ignore[arg-type]
+                tool_choice="auto",
+            )
+            calls = [item for item in response.output if item.type == "function_call"]
+            if not calls:
+                items.append({"role": "assistant", "content": response.output_text})
+                break
+            for item in calls:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": item.call_id,
+                        "name": item.name,
+                        "arguments": item.arguments,
+                    }
+                )
+                result = await _run(handlers, item.name, item.arguments)
+                items.append(
+                    {"type": "function_call_output", "call_id": item.call_id, "output": result}
+                )
+
+
+def directory(request: ModelRequest) -> list[str]:
+    """The directory and rules of a request (the host's own prompt and prefetch left out)."""
+    texts = []
+    for system in request.system_texts:
+        at = system.find("<available_deferred_tools")
+        if at >= 0:
+            texts.append(system[at:].split("\n\n" + PREFETCH_HEADER)[0])
+    return texts
+
+
+def searches(requests: Sequence[ModelRequest], ids: Sequence[str]) -> dict[str, str]:
+    """The ``tool_search`` answers of a run, by the scripted call ids (a hidden round's
+    answer is in the wrapper's next request only, the `Bot` resends it all ask)."""
+    found: dict[str, str] = {}
+    for request in requests:
+        for call_id, out in request.tool_outputs:
+            if call_id in ids:
+                found.setdefault(call_id, out)
+    return found
+
+
+def assert_parity(bot: list[ModelRequest], wrapped: list[ModelRequest], ids: Sequence[str]) -> None:
+    assert len(bot) == len(wrapped)
+    for i, (b, w) in enumerate(zip(bot, wrapped, strict=True)):
+        assert json.dumps(b.body.get("tools")) == json.dumps(w.body.get("tools")), i
+        assert directory(b) == directory(w), i
+        if b.previous_response_id is None and w.previous_response_id is None:
+            # Declarations stored behind a previous response are not in the request.
+            assert b.additional_tool_names == w.additional_tool_names, i
+    answers = searches(bot, ids)
+    assert answers == searches(wrapped, ids)
+    assert sorted(answers) == sorted(ids)
+
+
+def conversation(mode: str, api: str, query: str = "select:weather.forecast") -> list[Ask]:
+    """Two asks: a search and a call, then (next message) the search again and a call."""
+    return [
+        Ask(
+            "Weather in Oslo?",
+            [
+                call("tool_search", id="call_s1", query=query),
+                _target_call(mode, api, "call_t1", "weather.forecast", city="Oslo"),
+                text("Sunny in Oslo."),
+            ],
+        ),
+        Ask(
+            "And in Paris?",
+            [
+                call("tool_search", id="call_s2", query="select:weather.forecast"),
+                _target_call(mode, api, "call_t2", "weather.forecast", city="Paris"),
+                text("Rain in Paris."),
+            ],
+        ),
+    ]
+
+
+CASES: dict[str, dict[str, Any]] = {
+    "plain": {},
+    "deny": {"tools": {"deny": ["mail.*"]}},
+    "allow": {"tools": {"allow": ["weather.*", "stock.*", "send_message", "end"]}},
+    "prefetch": {"skills": {"prefetch_tools": ["clock.now"]}},
+    "keep_conversation": {"skills": {"tool_search_keep_loaded": "conversation"}},
+    "stateless": {"model": {"responses_force_stateless_replay": True}},
+    "always_loaded": {
+        "skills": {"tool_search_always_loaded": ["send_message", "end", "mail.send"]}
+    },
+    "namespaces": {
+        "tools": {"namespaces": {"weather": "Forecasts and alerts.", "stock": "Warehouse."}},
+        "skills": {"tool_search_directory_budget": 40},
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_bot_and_wrapper_send_the_same(api: str, mode: str, case: str) -> None:
+    tables = json.loads(json.dumps(CASES[case]))
+    settings = _settings(api, mode, **tables)
+    query = "select:weather.forecast,mail.send" if case == "deny" else "select:weather.forecast"
+    asks = conversation(mode, api, query)
+    bot = await run_bot(settings, catalog(), asks)
+    wrapped = await run_wrapper(settings, catalog(), asks)
+    assert_parity(bot, wrapped, ["call_s1", "call_s2"])
+    if case == "deny":
+        assert "mail.send" not in json.dumps(bot[0].body)
+        assert json.loads(searches(bot, ["call_s1"])["call_s1"])["not_found"] == ["mail.send"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_a_denied_tool_never_changes_a_permitted_tools_wire_name(api: str, mode: str) -> None:
+    # ``a.b`` encodes to ``a-_-b``, which a real tool also spells: the map is built over the
+    # permitted tools only, so with ``a-_-b`` denied ``a.b`` keeps the plain spelling.
+    tools = [_tool("a.b", "Tool a dot b."), _tool("a-_-b", "Tool a dash b."), *catalog()]
+    settings = _settings(api, mode, tools={"deny": ["a-_-b"]})
+    asks = [
+        Ask(
+            "Use a.b",
+            [
+                call("tool_search", id="call_s1", query="select:a.b"),
+                _target_call(mode, api, "call_t1", "a.b"),
+                text("done"),
+            ],
+        )
+    ]
+    bot = await run_bot(settings, tools, asks)
+    wrapped = await run_wrapper(settings, tools, asks)
+    assert_parity(bot, wrapped, ["call_s1"])
+    assert "a-_-b_" not in json.dumps([r.body for r in (*bot, *wrapped)])
