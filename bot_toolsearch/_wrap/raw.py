@@ -11,12 +11,26 @@ show: ``parse()`` returns what ``create`` returns (the final answer, or the call
 
 from __future__ import annotations
 
+import importlib
 from types import TracebackType
 from typing import Any, Protocol
 
-import httpx
+import openai
 
 __all__ = ["AsyncRaw", "AsyncStreaming", "SyncRaw", "SyncStreaming"]
+
+
+def _sdk_headers_type() -> Any:
+    """The ``Headers`` class of the HTTP library the installed SDK is built on.
+
+    ``openai`` 2.x uses ``httpx``, 3.x ``httpx2``; neither is ours to declare or to guess, so
+    it is read off the SDK's own default client class.
+    """
+    client = next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client")
+    return importlib.import_module(client.__module__.partition(".")[0]).Headers
+
+
+_Headers = _sdk_headers_type()
 
 
 class _AsyncResource(Protocol):
@@ -43,7 +57,7 @@ class _Handled:
 
     def __init__(self, result: Any) -> None:
         self._result = result
-        self.headers = httpx.Headers()
+        self.headers = _Headers()
 
     def parse(self) -> Any:
         """What ``create`` returned."""
