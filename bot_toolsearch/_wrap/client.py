@@ -21,6 +21,7 @@ from bot_toolsearch._config.settings import BotSettings
 from .chat import ChatPlan
 from .engine import Engine
 from .raw import AsyncRaw, AsyncStreaming, SyncRaw, SyncStreaming
+from .replies import guard_async, guard_sync
 from .responses import ResponsesPlan
 from .responses_streaming import AsyncResponsesStream, SyncResponsesStream
 from .streaming import AsyncChatStream, SyncChatStream
@@ -51,9 +52,10 @@ class _AsyncCompletions(_Delegate):
         return self._engine.chat_plan(kwargs)
 
     async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
+        create = guard_async(self._inner, "chat")
         if kwargs.get("stream") is True:
-            return await AsyncChatStream.start(self._inner.create, plan)
-        return await _run_chat_async(self._inner.create, plan)
+            return await AsyncChatStream.start(create, plan)
+        return await _run_chat_async(create, plan)
 
     @property
     def with_raw_response(self) -> AsyncRaw:
@@ -91,12 +93,13 @@ class _AsyncResponses(_Delegate):
         return self._engine.responses_plan(kwargs)
 
     async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
+        create = guard_async(self._inner, "responses")
         if kwargs.get("stream") is True:
-            return await AsyncResponsesStream.start(self._inner.create, plan)
+            return await AsyncResponsesStream.start(create, plan)
         request = plan.request()
         while True:
             try:
-                response = await self._inner.create(**request)
+                response = await create(**request)
             except openai.BadRequestError as exc:
                 retry = plan.retry(exc)
                 if retry is None:
@@ -131,10 +134,11 @@ class _SyncCompletions(_Delegate):
         return self._engine.chat_plan(kwargs)
 
     def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
+        create = guard_sync(self._inner, "chat")
         if kwargs.get("stream") is True:
-            return SyncChatStream.start(self._inner.create, plan)
+            return SyncChatStream.start(create, plan)
         while True:
-            done = plan.feed(self._inner.create(**plan.request()))
+            done = plan.feed(create(**plan.request()))
             if done is not None:
                 return done
 
@@ -167,9 +171,10 @@ class _SyncResponses(_Delegate):
         return self._engine.responses_plan(kwargs)
 
     def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
+        create = guard_sync(self._inner, "responses")
         if kwargs.get("stream") is True:
-            return SyncResponsesStream.start(self._inner.create, plan)
-        return _run_responses_sync(self._inner.create, plan)
+            return SyncResponsesStream.start(create, plan)
+        return _run_responses_sync(create, plan)
 
     @property
     def with_raw_response(self) -> SyncRaw:
