@@ -106,3 +106,22 @@ def test_unique_ids_do_work_linear_in_the_number_of_calls() -> None:
     # probing from ``_2`` upwards cost 16x: 16k calls sharing one id took 16 s).
     small, large = _lines_run(500), _lines_run(2_000)
     assert large < 5 * small
+
+
+async def test_a_reply_of_thousands_of_calls_sharing_ids_with_many_ends(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, ran: Ran
+) -> None:
+    bot = make_bot([ran.tool("a", result="A")], skills={"tool_search_enabled": False})
+    calls = [call("a", id="same") for _ in range(1_500)] + [call("end", id="") for _ in range(500)]
+    server.script(calls, call("end"))
+    result = await bot.ask("x")
+
+    assert len(ran.names) == 1_500
+    traced = result.trace[0].calls
+    assert len({c.id for c in traced}) == 2_000
+    ends = [c for c in traced if c.name == "end"]
+    assert {c.outcome for c in ends} == {"refused"}
+    # Each end refusal names a bounded number of calls, not all 1,999 others.
+    assert max(len(c.result) for c in ends) < 1_000
+    second = server.requests[1]
+    assert len(second.tool_outputs) == 2_000
