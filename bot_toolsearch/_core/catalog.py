@@ -186,8 +186,9 @@ class ToolCatalog:
         schemas: tool schemas, ``{"type": "function", "function": {"name", "description",
             "parameters"}}``. Entries without a ``function`` mapping, with a name that is not
             a non-empty string, or a name containing whitespace, control characters, ``<`` or
-            ``>``, or that cannot be serialised as JSON, are skipped with one warning each on
-            the ``bot_toolsearch`` logger. Of duplicate names, the first is kept.
+            ``>``, or that cannot be serialised as JSON, are skipped; one build logs them in
+            one warning line on the ``bot_toolsearch`` logger (counts and the first few
+            entries). Of duplicate names, the first is kept.
 
     Raises:
         ToolSearchNameCollisionError: a tool is named exactly ``tool_search``.
@@ -234,38 +235,35 @@ class ToolCatalog:
         names: list[str] = []
         encoded: dict[str, str] = {}
         described: dict[str, str] = {}
+        skipped = _Skipped()
+        position = -1
         for position, entry in enumerate(schemas):
             function = entry.get("function") if isinstance(entry, Mapping) else None
             if not isinstance(function, Mapping):
-                logger.warning("tool catalog: skipping entry %d: no 'function' mapping", position)
+                skipped.add(position, None, "no 'function' mapping", "malformed")
                 continue
             name = function.get("name")
             if name == TOOL_SEARCH_NAME:
                 raise ToolSearchNameCollisionError(name)
             reason = invalid_name_reason(name)
             if reason is not None:
-                logger.warning("tool catalog: skipping entry %d (%r): %s", position, name, reason)
+                skipped.add(position, name, reason, "invalid name")
                 continue
             assert isinstance(name, str)
             if name in encoded:
-                logger.warning("tool catalog: skipping entry %d: duplicate name %r", position, name)
+                skipped.add(position, name, "duplicate name (the first is kept)", "duplicate")
                 continue
-            text = _encoded_entry(position, name, entry, function)
+            text = _encoded_entry(position, name, entry, function, skipped)
             if text is None:
                 continue
             if name.casefold() == TOOL_SEARCH_NAME:
-                logger.warning(
-                    "tool catalog: %r differs from the reserved name %r only in case; "
-                    "select:%s loads it, other spellings mean the virtual tool",
-                    name,
-                    TOOL_SEARCH_NAME,
-                    name,
-                )
+                skipped.note_reserved(name)
             description = function.get("description")
             names.append(name)
             encoded[name] = text
             if isinstance(description, str) and description:
                 described[name] = description
+        skipped.log(position + 1)
         self.names: tuple[str, ...] = tuple(names)
         """Canonical tool names in input order."""
         self.sorted_names: tuple[str, ...] = tuple(sorted(names, key=lambda n: (n.casefold(), n)))
@@ -425,16 +423,20 @@ class ToolCatalog:
 
 
 def _encoded_entry(
-    position: int, name: str, entry: Mapping[str, Any], function: Mapping[str, Any]
+    position: int,
+    name: str,
+    entry: Mapping[str, Any],
+    function: Mapping[str, Any],
+    skipped: _Skipped,
 ) -> str | None:
-    """The catalog's JSON copy of one entry, or ``None`` (with one warning) when it is unusable:
-    nested too deep, or not JSON at all."""
+    """The catalog's JSON copy of one entry, or ``None`` (noted in ``skipped``) when it is
+    unusable: nested too deep, or not JSON at all."""
     # One walk of the whole entry (envelope and function add two levels); only when it is too
     # deep is the walk repeated on the parameters, to say where.
     depth = schema_depth_problem(entry, MAX_SCHEMA_DEPTH + 2)
     if depth is not None:
         depth = schema_depth_problem(function.get("parameters")) or depth
-        logger.warning("tool catalog: skipping entry %d (%r): parameters %s", position, name, depth)
+        skipped.add(position, name, f"parameters {depth}", "unusable schema")
         return None
     try:
         # A JSON round trip is the deep copy: it isolates the catalog from the caller's
@@ -442,7 +444,73 @@ def _encoded_entry(
         # Lone surrogates (in a description, say) become U+FFFD: the schema is sent.
         return well_formed(_ENCODER.encode({**entry, "function": dict(function)}))
     except (TypeError, ValueError, RecursionError) as exc:
-        logger.warning(
-            "tool catalog: skipping entry %d (%r): schema is not JSON: %s", position, name, exc
-        )
+        skipped.add(position, name, f"schema is not JSON: {exc}", "unusable schema")
         return None
+
+
+_EXAMPLES = 3
+"""Skipped entries a catalog build names in its one warning line (the rest are counted)."""
+
+_SHOWN_CHARS = 60
+"""Longest excerpt of a skipped entry's name or reason in that line."""
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
+
+
+class _Skipped:
+    """The entries one catalog build skipped, logged as one summary line at the end.
+
+    A tool list of 100,000 duplicates must not write 99,999 warning lines: the build counts
+    each kind of problem and names the first few entries (names and reasons cut short, since
+    a hostile list controls both).
+    """
+
+    __slots__ = ("count", "examples", "kinds", "reserved", "reserved_count")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.kinds: dict[str, int] = {}
+        self.examples: list[str] = []
+        self.reserved: list[str] = []
+        self.reserved_count = 0
+
+    def add(self, position: int, name: object, reason: str, kind: str) -> None:
+        """Note entry ``position`` (tool ``name``, if any) as skipped: ``kind`` is counted,
+        ``reason`` shown for the first few."""
+        self.count += 1
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        if len(self.examples) < _EXAMPLES:
+            # Only a string is shown (cut before repr: it may be huge); the reason names the
+            # type of anything else, whose repr could be huge or nest past the recursion limit.
+            shown = f" ({_cut(repr(_cut(name)))})" if isinstance(name, str) else ""
+            self.examples.append(f"entry {position}{shown}: {_cut(reason)}")
+
+    def note_reserved(self, name: str) -> None:
+        """Note a kept name that differs from ``tool_search`` only in case."""
+        self.reserved_count += 1
+        if len(self.reserved) < _EXAMPLES:
+            self.reserved.append(repr(name))
+
+    def log(self, total: int) -> None:
+        """One warning line for the skipped entries, one for case variants of the reserved name."""
+        if self.count:
+            kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(self.kinds.items()))
+            more = self.count - len(self.examples)
+            logger.warning(
+                "tool catalog: skipping %s of %s entries (%s): %s%s",
+                f"{self.count:,}",
+                f"{total:,}",
+                kinds,
+                "; ".join(self.examples),
+                f"; and {more:,} more" if more else "",
+            )
+        if self.reserved_count:
+            logger.warning(
+                "tool catalog: %d name(s) differ from the reserved name %r only in case (%s); "
+                "select:<name> loads such a tool, other spellings mean the virtual tool",
+                self.reserved_count,
+                TOOL_SEARCH_NAME,
+                ", ".join(self.reserved),
+            )

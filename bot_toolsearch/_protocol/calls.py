@@ -158,25 +158,33 @@ def unique_ids(calls: Sequence[CallRequest]) -> tuple[list[CallRequest], bool]:
     A provider that reuses an id within one response would otherwise get several results
     under one id and could not tell them apart. The new ids are used everywhere after this:
     in the stored assistant message, the results and the trace, so each pair still matches.
+
+    The first call with an id keeps it; a repeat gets the next ``<id>_<n>`` (``n`` from 2) that
+    no call of the response uses and no earlier repeat was given, so the renaming is
+    deterministic. Linear in the number of calls: each id remembers the last suffix it handed
+    out, and every id of the response can be skipped over at most once (``a_b_2`` is only ever
+    the candidate ``2`` of ``a_b``).
     """
-    seen: set[str] = set()
     taken = {call.id for call in calls}
+    if len(taken) == len(calls):
+        return list(calls), False
+    seen: set[str] = set()
+    last_suffix: dict[str, int] = {}
     out: list[CallRequest] = []
-    changed = False
     for call in calls:
         if call.id not in seen:
             seen.add(call.id)
             out.append(call)
             continue
-        suffix = 2
+        suffix = last_suffix.get(call.id, 1) + 1
         while f"{call.id}_{suffix}" in taken:
             suffix += 1
+        last_suffix[call.id] = suffix
         new_id = f"{call.id}_{suffix}"
         taken.add(new_id)
         seen.add(new_id)
         out.append(dataclasses.replace(call, id=new_id))
-        changed = True
-    return out, changed
+    return out, True
 
 
 def log_failure(name: str, exc: Exception) -> None:

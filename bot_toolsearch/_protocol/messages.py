@@ -183,8 +183,18 @@ def no_such_tool(name: str) -> str:
     return NO_SUCH_TOOL.format(name=shown_name(name))
 
 
+MAX_LISTED_CALLS = 20
+"""Most call names one refusal lists; the rest are counted. A response of thousands of calls
+with several ``end`` calls must not give each ``end`` result the whole list (the size of the
+next request would grow with the square of the calls)."""
+
+
 def _names(names: list[str]) -> str:
-    return ", ".join(shown_name(n) for n in names) if names else "none"
+    if not names:
+        return "none"
+    shown = ", ".join(shown_name(n) for n in names[:MAX_LISTED_CALLS])
+    more = len(names) - MAX_LISTED_CALLS
+    return f"{shown} and {more} more" if more > 0 else shown
 
 
 def end_with_other_calls(ran: list[str], refused: list[str]) -> str:

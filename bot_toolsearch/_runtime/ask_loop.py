@@ -160,7 +160,8 @@ async def run_batch(
     co_calls = len(calls) > 1 and END in ctx.exposed
     ends = [i for i, c in enumerate(calls) if co_calls and c.name == END and i not in early]
     # The end refusals name what the other calls did, so they are merged in last.
-    positions = [i for i in range(len(calls)) if i not in ends]
+    ending = set(ends)  # a set: a reply of many ``end`` calls must stay linear
+    positions = [i for i in range(len(calls)) if i not in ending]
     others = [calls[i] for i in positions]
     invalid = {
         j: early.get(i) or CallResult(calls[i].id, calls[i].name, INVALID_CALL, "invalid")

@@ -22,6 +22,7 @@ from bot_toolsearch._config.settings import BotSettings
 from .chat import ChatPlan
 from .engine import Engine
 from .raw import AsyncRaw, AsyncStreaming, SyncRaw, SyncStreaming
+from .replies import guard_async, guard_sync
 from .responses import ResponsesPlan, create_round, create_round_async
 from .responses_streaming import AsyncResponsesStream, SyncResponsesStream
 from .streaming import AsyncChatStream, SyncChatStream
@@ -108,10 +109,11 @@ class _AsyncCompletions(_AsyncResource):
         return self._engine.chat_plan(kwargs)
 
     async def _run(self, plan: ChatPlan, kwargs: dict[str, Any]) -> Any:
+        create = guard_async(self._inner, "chat")
         if kwargs.get("stream") is True:
-            return await AsyncChatStream.start(self._inner.create, plan)
+            return await AsyncChatStream.start(create, plan)
         while True:
-            done = plan.feed(await self._inner.create(**plan.request()))
+            done = plan.feed(await create(**plan.request()))
             if done is not None:
                 return done
 
@@ -121,10 +123,11 @@ class _AsyncResponses(_AsyncResource):
         return self._engine.responses_plan(kwargs)
 
     async def _run(self, plan: ResponsesPlan, kwargs: dict[str, Any]) -> Any:
+        create = guard_async(self._inner, "responses")
         if kwargs.get("stream") is True:
-            return await AsyncResponsesStream.start(self._inner.create, plan)
+            return await AsyncResponsesStream.start(create, plan)
         while True:
-            done = plan.feed(await create_round_async(self._inner.create, plan))
+            done = plan.feed(await create_round_async(create, plan))
             if done is not None:
                 return done
 
@@ -134,10 +137,11 @@ class _SyncCompletions(_SyncResource):
         return self._engine.chat_plan(kwargs)
 
     def _run(self, plan: ChatPlan, kwargs: dict[str, Any]) -> Any:
+        create = guard_sync(self._inner, "chat")
         if kwargs.get("stream") is True:
-            return SyncChatStream.start(self._inner.create, plan)
+            return SyncChatStream.start(create, plan)
         while True:
-            done = plan.feed(self._inner.create(**plan.request()))
+            done = plan.feed(create(**plan.request()))
             if done is not None:
                 return done
 
@@ -147,10 +151,11 @@ class _SyncResponses(_SyncResource):
         return self._engine.responses_plan(kwargs)
 
     def _run(self, plan: ResponsesPlan, kwargs: dict[str, Any]) -> Any:
+        create = guard_sync(self._inner, "responses")
         if kwargs.get("stream") is True:
-            return SyncResponsesStream.start(self._inner.create, plan)
+            return SyncResponsesStream.start(create, plan)
         while True:
-            done = plan.feed(create_round(self._inner.create, plan))
+            done = plan.feed(create_round(create, plan))
             if done is not None:
                 return done
 

@@ -37,6 +37,7 @@ from openai.types.responses import (
     ResponseTextDoneEvent,
 )
 
+from .replies import check_response, iterate_async, iterate_sync, stream_request
 from .responses import ResponsesPlan, create_round, create_round_async
 
 __all__ = ["AsyncResponsesStream", "SyncResponsesStream"]
@@ -304,7 +305,7 @@ class AsyncResponsesStream:
         caller = _Caller()
         while True:
             round_ = _Round(caller)
-            async for event in self._upstream:
+            async for event in iterate_async(self._upstream, chat=False):
                 for out in round_.feed(event):
                     yield out
                 if round_.error is not None:
@@ -312,7 +313,8 @@ class AsyncResponsesStream:
             if round_.response is None:
                 yield _ended_early(caller)
                 return
-            final = self._plan.feed(round_.response)
+            response = check_response(round_.response, stream_request(self._upstream))
+            final = self._plan.feed(response)
             round_.settle()
             if final is not None:
                 for out in round_.finish(final):
@@ -368,14 +370,15 @@ class SyncResponsesStream:
         caller = _Caller()
         while True:
             round_ = _Round(caller)
-            for event in self._upstream:
+            for event in iterate_sync(self._upstream, chat=False):
                 yield from round_.feed(event)
                 if round_.error is not None:
                     return
             if round_.response is None:
                 yield _ended_early(caller)
                 return
-            final = self._plan.feed(round_.response)
+            response = check_response(round_.response, stream_request(self._upstream))
+            final = self._plan.feed(response)
             round_.settle()
             if final is not None:
                 yield from round_.finish(final)

@@ -12,6 +12,7 @@ Every chunk carries the first upstream chunk's id.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import TracebackType
 from typing import Any, Self
@@ -31,6 +32,7 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
 
 from .chat import ChatPlan
 from .plan import mapping_get
+from .replies import iterate_async, iterate_sync, stream_cut, stream_request
 
 __all__ = ["AsyncChatStream", "SyncChatStream"]
 
@@ -52,7 +54,9 @@ class _Round:
     def __init__(self, state: _StreamState) -> None:
         self._state = state
         self._text: list[str] = []
+        self._length = 0  # characters of text received
         self._shown = 0  # characters of text already emitted
+        self._pending: list[str] = []  # received, not yet emitted (while undecided or holding)
         self._decided = False
         self._holding = False
         self._calls: dict[int, list[str]] = {}  # index -> [id, name, arguments]
@@ -63,7 +67,7 @@ class _Round:
     def feed(self, chunk: ChatCompletionChunk) -> list[ChatCompletionChunk]:
         """The chunks to emit now for one upstream chunk."""
         state = self._state
-        if state.id is None:
+        if state.id is None and isinstance(chunk.id, str):
             state.id = chunk.id
         if self._template is None:
             self._template = chunk
@@ -87,22 +91,34 @@ class _Round:
             state.role_sent = True
             out.append(self._chunk(ChoiceDelta(role="assistant", content="")))
         if delta.content:
+            # Each delta is handled in time proportional to its own length (never the whole
+            # text so far): a reply of many small deltas stays linear.
             self._text.append(delta.content)
-            text = "".join(self._text)
-            if not self._decided and text.strip():
+            self._length += len(delta.content)
+            self._pending.append(delta.content)
+            if not self._decided and delta.content.strip():
                 self._decided = True
-                self._holding = text.lstrip().startswith(_ENVELOPE_STARTS)
+                start = "".join(self._pending).lstrip()
+                self._holding = start.startswith(_ENVELOPE_STARTS)
             if self._decided and not self._holding and not self._calls:
-                out.append(self._chunk(ChoiceDelta(content=text[self._shown :])))
-                self._shown = len(text)
+                out.append(self._chunk(ChoiceDelta(content="".join(self._pending))))
+                self._pending = []
+                self._shown = self._length
         return out
+
+    @property
+    def finished(self) -> bool:
+        """Whether the upstream sent a ``finish_reason`` (else the stream was cut)."""
+        return self._finish is not None
 
     def completion(self) -> ChatCompletion:
         """The round as one completion, for `ChatPlan.feed`."""
         text = "".join(self._text)
         calls: list[Any] = [
             ChatCompletionMessageFunctionToolCall(
-                id=call_id, type="function", function=Function(name=name, arguments=arguments)
+                id=call_id or f"call_{secrets.token_hex(12)}",
+                type="function",
+                function=Function(name=name, arguments=arguments),
             )
             for call_id, name, arguments in (self._calls[i] for i in sorted(self._calls))
         ]
@@ -114,8 +130,8 @@ class _Round:
         return ChatCompletion(
             id=self._state.id or "chatcmpl-wrapped",
             object="chat.completion",
-            created=template.created if template is not None else 0,
-            model=template.model if template is not None else "",
+            created=_created(template),
+            model=_model(template),
             choices=[Choice(index=0, message=message, finish_reason=finish)],  # type: ignore[arg-type]
             usage=self._usage,
         )
@@ -160,11 +176,26 @@ class _Round:
         return ChatCompletionChunk(
             id=self._state.id or "chatcmpl-wrapped",
             object="chat.completion.chunk",
-            created=template.created if template is not None else 0,
-            model=template.model if template is not None else "",
+            created=_created(template),
+            model=_model(template),
             choices=choices,
-            system_fingerprint=template.system_fingerprint if template is not None else None,
+            system_fingerprint=_fingerprint(template),
         )
+
+
+def _created(template: ChatCompletionChunk | None) -> int:
+    created: object = template.created if template is not None else None
+    return created if isinstance(created, int) and not isinstance(created, bool) else 0
+
+
+def _model(template: ChatCompletionChunk | None) -> str:
+    model: object = template.model if template is not None else None
+    return model if isinstance(model, str) else ""
+
+
+def _fingerprint(template: ChatCompletionChunk | None) -> str | None:
+    value: object = template.system_fingerprint if template is not None else None
+    return value if isinstance(value, str) else None
 
 
 def _include_usage(plan: ChatPlan) -> bool:
@@ -195,9 +226,11 @@ class AsyncChatStream:
         state = _StreamState(_include_usage(self._plan))
         while True:
             round_ = _Round(state)
-            async for chunk in self._upstream:
+            async for chunk in iterate_async(self._upstream):
                 for out in round_.feed(chunk):
                     yield out
+            if not round_.finished:
+                raise stream_cut(stream_request(self._upstream))
             final = self._plan.feed(round_.completion())
             if final is not None:
                 for out in round_.finish(final):
@@ -250,8 +283,10 @@ class SyncChatStream:
         state = _StreamState(_include_usage(self._plan))
         while True:
             round_ = _Round(state)
-            for chunk in self._upstream:
+            for chunk in iterate_sync(self._upstream):
                 yield from round_.feed(chunk)
+            if not round_.finished:
+                raise stream_cut(stream_request(self._upstream))
             final = self._plan.feed(round_.completion())
             if final is not None:
                 yield from round_.finish(final)

@@ -251,3 +251,33 @@ def test_the_lazily_built_index_reads_the_catalogs_copy_not_the_callers_objects(
         },
     }
     assert catalog.index is catalog.index  # built once
+
+
+def test_ten_thousand_duplicates_log_one_summary_line(caplog: pytest.LogCaptureFixture) -> None:
+    schemas = [fn("dup", str(i)) for i in range(10_000)]
+    schemas += [fn("x" * 100_000 + " "), {"function": 1}, fn("ok"), fn("TOOL_SEARCH")]
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        catalog = ToolCatalog(schemas)
+    assert catalog.names == ("dup", "ok", "TOOL_SEARCH")
+    lines = [r.getMessage() for r in caplog.records if r.name == "bot_toolsearch"]
+    assert len(lines) == 2
+    summary, reserved = lines
+    assert summary.startswith(
+        "tool catalog: skipping 10,001 of 10,004 entries "
+        "(9,999 duplicate, 1 invalid name, 1 malformed): "
+        "entry 1 ('dup'): duplicate name (the first is kept); entry 2 ('dup'): "
+    )
+    assert summary.endswith("; and 9,998 more")
+    assert len(summary) < 600  # a huge name is cut, never echoed whole
+    assert "'TOOL_SEARCH'" in reserved
+    assert "reserved" in reserved
+
+
+def test_a_skipped_name_that_nests_deeply_is_not_repr_d(caplog: pytest.LogCaptureFixture) -> None:
+    nested: list[Any] = []
+    for _ in range(100_000):
+        nested = [nested]
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        catalog = ToolCatalog([{"function": {"name": nested}}, fn("ok")])
+    assert catalog.names == ("ok",)
+    assert "entry 0: name is list, not a string" in caplog.text

@@ -57,3 +57,11 @@ def test_shown_name_keeps_ordinary_names_and_escapes_and_bounds_hostile_ones() -
     assert len(hostile) <= MAX_SHOWN_NAME * 6 + 3  # each kept character escapes to at most 6
     assert no_such_tool("a\nb") == NO_SUCH_TOOL.format(name="a\\u000ab")
     assert "\n" not in end_with_other_calls([], ["evil\nname"])
+
+
+def test_end_with_other_calls_lists_at_most_twenty_names() -> None:
+    text = end_with_other_calls([f"t{i}" for i in range(5_000)], ["x"] * 3)
+    assert "t19 and 4980 more" in text
+    assert "t20" not in text
+    assert "refused: x, x, x." in text
+    assert len(text) < 1_000

@@ -1,0 +1,394 @@
+"""Upstream replies checked before the wrapper reads them: one documented error, never a crash.
+
+The ``openai`` SDK builds its reply objects without validation, so an upstream that answers
+``message: null``, ``choices: [1]``, ``usage.prompt_tokens: "lots"`` or a tool call whose
+``function`` is ``null`` hands the wrapper objects whose fields have any type; a body that is
+not JSON comes back as a string, or raises ``json.JSONDecodeError`` from inside the SDK. Every
+field the wrapper reads is checked here first, and anything unusable raises `ModelReplyError`
+(an ``openai.APIError``, as from the `Bot`), with what was wrong and the start of the reply.
+A streamed reply that ends without a ``finish_reason`` (cut off, HTML, garbage) raises
+``openai.APIConnectionError``: the caller must not take a cut answer for a finished one.
+
+A call without a usable id gets a fresh one (as the `Bot`'s transports give it), so the
+caller can answer it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import openai
+import pydantic
+from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessage
+from openai.types.chat.chat_completion import Choice
+from openai.types.chat.chat_completion_chunk import Choice as ChunkChoice
+from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+from openai.types.chat.chat_completion_message_function_tool_call import (
+    ChatCompletionMessageFunctionToolCall,
+)
+from openai.types.responses import Response, ResponseFunctionToolCall
+
+from bot_toolsearch._transports.base import ModelReplyError
+
+from .caller_tools import Api
+
+__all__ = [
+    "check_chat_chunk",
+    "check_response",
+    "guard_async",
+    "guard_sync",
+    "iterate_async",
+    "iterate_sync",
+    "stream_cut",
+    "stream_request",
+]
+
+_CHAT_USAGE = ("prompt_tokens", "completion_tokens", "total_tokens")
+_RESPONSES_USAGE = ("input_tokens", "output_tokens", "total_tokens")
+
+
+def _excerpt(value: object) -> str:
+    """The reply as JSON text for the error (or its repr when it is none)."""
+    try:
+        if isinstance(value, pydantic.BaseModel):
+            return value.model_dump_json(warnings=False)
+        if isinstance(value, str):
+            return value
+        return json.dumps(value, default=repr)
+    except Exception:  # an excerpt must never hide the error it explains
+        return f"<{type(value).__name__}>"
+
+
+class _Unusable(Exception):
+    """A field the wrapper reads has the wrong type; raised as `ModelReplyError` with the
+    request at the boundary (`_check`, `check_chat_chunk`)."""
+
+
+def _error(reply: object, reason: str) -> _Unusable:
+    del reply  # the boundary excerpts the whole reply
+    return _Unusable(reason)
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    name = type(value).__name__
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
+def _text(reply: object, value: object, where: str) -> None:
+    if value is not None and not isinstance(value, str):
+        raise _error(reply, f"{where} is {_kind(value)}, not text")
+
+
+def _usage(reply: object, usage: object, fields: tuple[str, ...], details: tuple[str, ...]) -> None:
+    """``usage`` is absent or holds non-negative numbers where the wrapper sums it."""
+    if usage is None:
+        return
+    if not isinstance(usage, pydantic.BaseModel):
+        raise _error(reply, f"usage is {_kind(usage)}, not an object")
+    for name in fields:
+        _count(reply, getattr(usage, name, None), f"usage.{name}")
+    for name, count in zip(details[::2], details[1::2], strict=True):
+        detail = getattr(usage, name, None)
+        if detail is None:
+            continue
+        if not isinstance(detail, pydantic.BaseModel):
+            raise _error(reply, f"usage.{name} is {_kind(detail)}, not an object")
+        _count(reply, getattr(detail, count, None), f"usage.{name}.{count}")
+
+
+def _count(reply: object, value: object, where: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _error(reply, f"{where} is {_kind(value)}, not a number")
+    if not math.isfinite(value) or value < 0:
+        raise _error(reply, f"{where} is {value!r}, not a token count")
+
+
+def _arguments(reply: object, holder: Any, where: str) -> None:
+    """Arguments sent as a JSON object (some providers do) become its JSON text, as in the
+    `Bot`; anything else but text (or none) is unusable."""
+    arguments = getattr(holder, "arguments", None)
+    if isinstance(arguments, dict):
+        holder.arguments = json.dumps(arguments, ensure_ascii=False)
+    else:
+        _text(reply, arguments, where)
+
+
+def _call_id(call: Any) -> None:
+    """A call without a usable id gets a fresh one (the caller must be able to answer it)."""
+    call_id = getattr(call, "id", None)
+    if not isinstance(call_id, str) or not call_id:
+        call.id = f"call_{secrets.token_hex(12)}"
+
+
+def _chat_completion(reply: object) -> ChatCompletion:
+    """``reply`` when every field the wrapper reads has its type (a chat completion)."""
+    if not isinstance(reply, ChatCompletion):
+        raise _error(reply, f"the body is {_kind(reply)}, not a chat completion object")
+    _usage(
+        reply,
+        reply.usage,
+        _CHAT_USAGE,
+        (
+            "prompt_tokens_details",
+            "cached_tokens",
+            "completion_tokens_details",
+            "reasoning_tokens",
+        ),
+    )
+    choices: object = reply.choices
+    if choices is None:
+        return reply
+    if not isinstance(choices, list):
+        raise _error(reply, f"choices is {_kind(choices)}, not a list")
+    if not choices:
+        return reply
+    choice: object = choices[0]
+    if not isinstance(choice, Choice):
+        raise _error(reply, f"choices[0] is {_kind(choice)}, not an object")
+    message: object = choice.message
+    if not isinstance(message, ChatCompletionMessage):
+        raise _error(reply, f"choices[0].message is {_kind(message)}, not an object")
+    _text(reply, message.content, "choices[0].message.content")
+    calls: object = message.tool_calls
+    if calls is None:
+        return reply
+    if not isinstance(calls, list):
+        raise _error(reply, f"choices[0].message.tool_calls is {_kind(calls)}, not a list")
+    for i, call in enumerate(calls):
+        where = f"choices[0].message.tool_calls[{i}]"
+        if not isinstance(call, pydantic.BaseModel):
+            raise _error(reply, f"{where} is {_kind(call)}, not an object")
+        if isinstance(call, ChatCompletionMessageFunctionToolCall):
+            function: object = call.function
+            if not isinstance(function, pydantic.BaseModel):
+                raise _error(reply, f"{where}.function is {_kind(function)}, not an object")
+            name: object = getattr(function, "name", None)
+            if not isinstance(name, str):
+                raise _error(reply, f"{where}.function.name is {_kind(name)}, not a string")
+            _arguments(reply, function, f"{where}.function.arguments")
+        _call_id(call)
+    return reply
+
+
+def check_chat_chunk(chunk: object, request: Any = None) -> ChatCompletionChunk:
+    """One streamed chunk, when every field the wrapper reads has its type.
+
+    Raises:
+        ModelReplyError: a field has the wrong type.
+    """
+    try:
+        if not isinstance(chunk, ChatCompletionChunk):
+            raise _error(chunk, f"a stream event is {_kind(chunk)}, not a chunk object")
+        _chunk_fields(chunk)
+    except _Unusable as exc:
+        raise ModelReplyError(str(exc), request, _excerpt(chunk)) from None
+    return chunk
+
+
+def _chunk_fields(chunk: ChatCompletionChunk) -> None:
+    _usage(
+        chunk,
+        chunk.usage,
+        _CHAT_USAGE,
+        (
+            "prompt_tokens_details",
+            "cached_tokens",
+            "completion_tokens_details",
+            "reasoning_tokens",
+        ),
+    )
+    choices: object = chunk.choices
+    if choices is None or choices == []:
+        return
+    if not isinstance(choices, list):
+        raise _error(chunk, f"choices is {_kind(choices)}, not a list")
+    choice: object = choices[0]
+    if not isinstance(choice, ChunkChoice):
+        raise _error(chunk, f"choices[0] is {_kind(choice)}, not an object")
+    _text(chunk, choice.finish_reason, "choices[0].finish_reason")
+    delta: object = choice.delta
+    if not isinstance(delta, ChoiceDelta):
+        raise _error(chunk, f"choices[0].delta is {_kind(delta)}, not an object")
+    _text(chunk, delta.content, "choices[0].delta.content")
+    calls: object = delta.tool_calls
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        raise _error(chunk, f"choices[0].delta.tool_calls is {_kind(calls)}, not a list")
+    for i, call in enumerate(calls):
+        where = f"choices[0].delta.tool_calls[{i}]"
+        if not isinstance(call, ChoiceDeltaToolCall):
+            raise _error(chunk, f"{where} is {_kind(call)}, not an object")
+        index: object = call.index
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise _error(chunk, f"{where}.index is {_kind(index)}, not an integer")
+        _text(chunk, call.id, f"{where}.id")
+        function: object = call.function
+        if function is None:
+            continue
+        if not isinstance(function, pydantic.BaseModel):
+            raise _error(chunk, f"{where}.function is {_kind(function)}, not an object")
+        _text(chunk, getattr(function, "name", None), f"{where}.function.name")
+        _text(chunk, getattr(function, "arguments", None), f"{where}.function.arguments")
+
+
+def check_response(reply: object, request: Any) -> Response:
+    """``reply`` when every field the wrapper reads has its type.
+
+    Raises:
+        ModelReplyError: the reply is not a response object, or a field has the wrong type.
+    """
+    try:
+        return _response(reply)
+    except _Unusable as exc:
+        raise ModelReplyError(str(exc), request, _excerpt(reply)) from None
+
+
+def _response(reply: object) -> Response:
+    if not isinstance(reply, Response):
+        raise _error(reply, f"the body is {_kind(reply)}, not a response object")
+    _usage(
+        reply,
+        reply.usage,
+        _RESPONSES_USAGE,
+        ("input_tokens_details", "cached_tokens", "output_tokens_details", "reasoning_tokens"),
+    )
+    output: object = reply.output
+    if output is None:
+        return reply
+    if not isinstance(output, list):
+        raise _error(reply, f"output is {_kind(output)}, not a list")
+    for i, item in enumerate(output):
+        where = f"output[{i}]"
+        if not isinstance(item, pydantic.BaseModel):
+            raise _error(reply, f"{where} is {_kind(item)}, not an object")
+        if isinstance(item, ResponseFunctionToolCall):
+            name: object = item.name
+            if not isinstance(name, str):
+                raise _error(reply, f"{where}.name is {_kind(name)}, not a string")
+            _arguments(reply, item, f"{where}.arguments")
+            call_id: object = item.call_id
+            if not isinstance(call_id, str) or not call_id:
+                item.call_id = f"call_{secrets.token_hex(12)}"
+        elif getattr(item, "type", None) == "message":
+            parts: object = getattr(item, "content", None)
+            if parts is not None and not isinstance(parts, list):
+                raise _error(reply, f"{where}.content is {_kind(parts)}, not a list")
+            for j, part in enumerate(parts or ()):
+                if not isinstance(part, pydantic.BaseModel):
+                    raise _error(reply, f"{where}.content[{j}] is {_kind(part)}, not an object")
+                _text(reply, getattr(part, "text", None), f"{where}.content[{j}].text")
+    return reply
+
+
+def stream_cut(request: Any) -> openai.APIConnectionError:
+    """The error for a streamed round that ended without a ``finish_reason``."""
+    return openai.APIConnectionError(
+        message=(
+            "the upstream stream ended before its finish_reason: the reply was cut off "
+            "(or was no event stream at all)"
+        ),
+        request=request,
+    )
+
+
+def _not_json(exc: ValueError, request: Any = None) -> ModelReplyError:
+    if isinstance(exc, UnicodeDecodeError):
+        text = bytes(exc.object).decode("utf-8", "replace")
+        return ModelReplyError("the body (or a stream event) is not UTF-8 text", request, text)
+    doc = exc.doc if isinstance(exc, json.JSONDecodeError) else str(exc)
+    return ModelReplyError("the body (or a stream event) is not valid JSON", request, doc)
+
+
+def _check(parsed: object, api: Api, request: Any) -> Any:
+    try:
+        return _chat_completion(parsed) if api == "chat" else _response(parsed)
+    except _Unusable as exc:
+        raise ModelReplyError(str(exc), request, _excerpt(parsed)) from None
+
+
+def guard_async(resource: Any, api: Api) -> Callable[..., Awaitable[Any]]:
+    """The SDK resource's ``create``, its reply checked (a stream is checked as it is read).
+
+    Sent through ``with_raw_response`` so an unusable reply's error carries its request.
+    """
+
+    async def guarded(**kwargs: Any) -> Any:
+        raw = await resource.with_raw_response.create(**kwargs)
+        request = raw.http_response.request
+        try:
+            parsed = raw.parse()
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _not_json(exc, request) from None
+        return parsed if kwargs.get("stream") is True else _check(parsed, api, request)
+
+    return guarded
+
+
+def guard_sync(resource: Any, api: Api) -> Callable[..., Any]:
+    """The SDK resource's ``create``, its reply checked (a stream is checked as it is read)."""
+
+    def guarded(**kwargs: Any) -> Any:
+        raw = resource.with_raw_response.create(**kwargs)
+        request = raw.http_response.request
+        try:
+            parsed = raw.parse()
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _not_json(exc, request) from None
+        return parsed if kwargs.get("stream") is True else _check(parsed, api, request)
+
+    return guarded
+
+
+def stream_request(stream: Any) -> Any:
+    """The HTTP request of an SDK stream (for the errors about it)."""
+    return _request(stream)
+
+
+def _request(stream: Any) -> Any:
+    response = getattr(stream, "response", None)
+    return getattr(response, "request", None)
+
+
+async def iterate_async(stream: Any, *, chat: bool = True) -> AsyncIterator[Any]:
+    """The events of one upstream stream; chat chunks checked (``chat``).
+
+    Raises:
+        ModelReplyError: an event is not JSON, or a chat chunk has fields of the wrong type.
+    """
+    request = _request(stream)
+    iterator = stream.__aiter__()
+    while True:
+        try:
+            event = await iterator.__anext__()
+        except StopAsyncIteration:
+            return
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _not_json(exc, request) from None
+        yield check_chat_chunk(event, request) if chat else event
+
+
+def iterate_sync(stream: Any, *, chat: bool = True) -> Iterator[Any]:
+    """The events of one upstream stream; chat chunks checked (``chat``).
+
+    Raises:
+        ModelReplyError: an event is not JSON, or a chat chunk has fields of the wrong type.
+    """
+    request = _request(stream)
+    iterator = iter(stream)
+    while True:
+        try:
+            event = next(iterator)
+        except StopIteration:
+            return
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _not_json(exc, request) from None
+        yield check_chat_chunk(event, request) if chat else event
