@@ -60,6 +60,7 @@ from .messages import (
     shown_name,
 )
 from .middleware import CallHandler, Middleware, RoundRequest, forward_unanswered
+from .semantic import off_loop, semantic_ranker
 
 __all__ = [
     "ToolSearchMiddleware",
@@ -168,6 +169,7 @@ class ToolSearchMiddleware:
             hidden=ctx.hidden,
             directory_budget=skills.tool_search_directory_budget,
             namespaces=ctx.toolset.namespace_descriptions(ctx.settings.tools.namespaces),
+            semantic=semantic_ranker(ctx.settings, ctx.toolset.catalog),
         )
         if not session.deferred_tool_names:
             return
@@ -243,7 +245,8 @@ class ToolSearchMiddleware:
         # (a target called before its search is "loaded this round", not "not loaded").
         for i, call in enumerate(calls):
             if call.name == TOOL_SEARCH_NAME:
-                answered[i] = self._search(ctx, state, call)
+                semantic = state.session.semantic is not None
+                answered[i] = await off_loop(semantic, self._search, ctx, state, call)
         for i, call in enumerate(calls):
             if i not in answered and call.name not in ctx.exposed:
                 answered[i] = self._refuse(ctx, state, call)

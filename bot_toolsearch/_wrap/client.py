@@ -17,6 +17,7 @@ from typing import Any, overload
 import openai
 
 from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._runtime.semantic import off_loop
 
 from .chat import ChatPlan
 from .engine import Engine
@@ -68,7 +69,7 @@ class _AsyncCompletions(_Delegate):
 
 async def _run_chat_async(create: Any, plan: ChatPlan) -> Any:
     while True:
-        done = plan.feed(await create(**plan.request()))
+        done = await off_loop(plan.semantic, plan.feed, await create(**plan.request()))
         if done is not None:
             return done
 
@@ -103,7 +104,7 @@ class _AsyncResponses(_Delegate):
                     raise
                 request = retry
                 continue
-            done = plan.feed(response)
+            done = await off_loop(plan.semantic, plan.feed, response)
             if done is not None:
                 return done
             request = plan.request()

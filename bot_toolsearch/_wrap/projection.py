@@ -43,6 +43,7 @@ from bot_toolsearch._runtime.loading import (
     schema_note,
     unwrap_calls,
 )
+from bot_toolsearch._runtime.semantic import semantic_ranker
 from bot_toolsearch._runtime.tool_search import canonical_query, directory_message, refusal
 from bot_toolsearch._tools.validation import validate_arguments
 from bot_toolsearch._transports.responses import flat_tool
@@ -104,6 +105,7 @@ class Projection:
             hidden=hidden,
             directory_budget=skills.tool_search_directory_budget,
             namespaces=settings.tools.namespaces,
+            semantic=semantic_ranker(settings, tools.catalog),
         )
         self._deferred = frozenset(self.session.deferred_tool_names)
         self.mode = self._mode(skills.tool_search_loading, forced)

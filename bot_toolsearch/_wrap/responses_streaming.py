@@ -38,6 +38,8 @@ from openai.types.responses import (
     ResponseTextDoneEvent,
 )
 
+from bot_toolsearch._runtime.semantic import off_loop
+
 from .responses import ResponsesPlan
 
 __all__ = ["AsyncResponsesStream", "SyncResponsesStream"]
@@ -322,7 +324,7 @@ class AsyncResponsesStream:
             if round_.response is None:
                 yield _ended_early(caller)
                 return
-            final = self._plan.feed(round_.response)
+            final = await off_loop(self._plan.semantic, self._plan.feed, round_.response)
             round_.settle()
             if final is not None:
                 for out in round_.finish(final):

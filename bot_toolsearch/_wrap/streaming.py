@@ -29,6 +29,8 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
     Function,
 )
 
+from bot_toolsearch._runtime.semantic import off_loop
+
 from .chat import ChatPlan
 from .plan import mapping_get
 
@@ -198,7 +200,7 @@ class AsyncChatStream:
             async for chunk in self._upstream:
                 for out in round_.feed(chunk):
                     yield out
-            final = self._plan.feed(round_.completion())
+            final = await off_loop(self._plan.semantic, self._plan.feed, round_.completion())
             if final is not None:
                 for out in round_.finish(final):
                     yield out
