@@ -190,11 +190,16 @@ class VectorCache:
 
 
 class _Matrix:
-    """A catalog's unit vectors in document order, and the ranking of a query against them."""
+    """A catalog's unit vectors in document order, and the ranking of a query against them.
+
+    Rows are float32 arrays (4 bytes a value, not a float object each): 10,000 tools of 1,536
+    dimensions take 60 MB. A search is one dot product per tool in pure Python, about 20-40 ns
+    a value (6-11 ms for 769 tools of 384 dimensions).
+    """
 
     __slots__ = ("dimension", "rows")
 
-    def __init__(self, rows: list[list[float]]) -> None:
+    def __init__(self, rows: list[array[float]]) -> None:
         self.rows = rows
         self.dimension = len(rows[0]) if rows else 0
 
@@ -283,7 +288,7 @@ class _Embedder:
                     break
                 kept.setdefault(digest, cached[digest])
             self.cache.save(dimension, kept)
-        return _Matrix([_normalised(cached[d]) for d in digests])
+        return _Matrix([array("f", _normalised(cached[d])) for d in digests])
 
     def _query(self, text: str, dimension: int) -> list[float]:
         with self._lock:

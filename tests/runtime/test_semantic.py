@@ -18,6 +18,7 @@ from bot_toolsearch import Bot, BotSettings, ToolCatalog, ToolSearchSession, too
 from bot_toolsearch._errors import ConfigError
 from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch._runtime.semantic import VectorCache, semantic_ranker
+from bot_toolsearch.config import ConfigReloader
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 from bot_toolsearch.testing._server import _bind, _serve, _ThreadServer
 
@@ -91,6 +92,32 @@ def test_the_table_is_validated_with_clear_errors() -> None:
             {"skills": {"tool_search_embeddings": {"model": "m", "api_key_env": "sk-123 45"}}}
         )
     assert BotSettings().skills.tool_search_embeddings is None  # off by default
+
+
+def test_the_key_is_read_from_config_toml_and_hot_reloaded(
+    embeddings: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("[skills]\ntool_search_enabled = true\n", encoding="utf-8")
+    reloader = ConfigReloader(path)
+    catalog = ToolCatalog(TOOLS)
+    assert _session(reloader.snapshot(), catalog).search(RAIN).loaded == ()
+    table = f'{{ model = "m", base_url = "{embeddings.base_url}", cache_dir = "{tmp_path}" }}'
+    path.write_text(
+        f"[skills]\ntool_search_enabled = true\ntool_search_embeddings = {table}\n",
+        encoding="utf-8",
+    )
+    assert reloader.reload()
+    found = _session(reloader.snapshot(), catalog, max_results=1).search(RAIN)
+    assert found.loaded == ("weather.forecast",)
+    path.write_text(
+        '[skills]\ntool_search_enabled = true\ntool_search_embeddings = { base_url = "x" }\n',
+        encoding="utf-8",
+    )
+    assert not reloader.reload()  # refused: the last good settings stay in force
+    assert reloader.last_error is not None
+    assert "tool_search_embeddings.model" in str(reloader.last_error)
+    assert reloader.snapshot().skills.tool_search_embeddings is not None
 
 
 def test_off_by_default_means_no_ranker() -> None:
