@@ -18,10 +18,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bot_toolsearch import BotSettings, ToolCatalog, ToolSearchSession
+from bot_toolsearch._runtime import semantic
 from bot_toolsearch._runtime.semantic import semantic_ranker
 
 from ._table import Row
@@ -29,6 +31,16 @@ from .bench_quality import CAP, _splits, evaluate
 
 SECTION = "embeddings"
 SERVER = Path(__file__).with_name("_embeddings_server.py")
+LATENCY_SAMPLE = 40
+
+
+def _timed(rank: Callable[[str], object], queries: list[str]) -> list[float]:
+    spent = []
+    for query in queries:
+        start = time.perf_counter()
+        rank(query)
+        spent.append(time.perf_counter() - start)
+    return spent
 
 
 def _python() -> str | None:
@@ -74,6 +86,15 @@ def _measure(
         rows.append(Row(SECTION, "catalog embedded (cold cache)", f"{cold:.2f} s", note))
         rows.append(Row(SECTION, "catalog from disk cache", f"{warm * 1000:.0f} ms", note))
 
+        # Quality over every query: their vectors in a few batched requests up front, into
+        # the embedder's query memory (the same vectors one request per search would get);
+        # the latency below goes through the real per-search request.
+        embedder = semantic._EMBEDDERS[settings.skills.tool_search_embeddings]  # type: ignore[index]
+        texts = sorted({q[f] for q in queries for f in ("question", "keyword_query")})
+        semantic._QUERY_CACHE_SIZE = len(texts) + 100
+        for text, vector in zip(texts, embedder.client.embed(texts), strict=True):
+            embedder._queries[text] = semantic._normalised(vector)
+
         def bm25(query: str) -> tuple[str, ...]:
             return ToolSearchSession(catalog, max_results=CAP).search(query).loaded
 
@@ -82,27 +103,30 @@ def _measure(
             return session.search(query).loaded
 
         for field, style in (("question", "question"), ("keyword_query", "keywords")):
-            times: dict[str, list[float]] = {"bm25": [], "fused": []}
             for label, rank in (("bm25", bm25), ("fused", fused)):
-
-                def timed(query: str, rank: Any = rank, spent: list[float] = times[label]) -> Any:
-                    start = time.perf_counter()
-                    found = rank(query)
-                    spent.append(time.perf_counter() - start)
-                    return found
-
-                _, r5, mrr = evaluate(timed, queries, field)
+                _, r5, mrr = evaluate(rank, queries, field)
                 rows.append(Row(SECTION, f"{label} {style} recall@5", f"{r5:.3f}", note))
                 rows.append(Row(SECTION, f"{label} {style} MRR@5", f"{mrr:.3f}", note))
-            added = statistics.median(times["fused"]) - statistics.median(times["bm25"])
-            rows.append(
-                Row(
-                    SECTION,
-                    f"search latency added ({style})",
-                    f"{added * 1000:.1f} ms",
-                    "median; query embedded over local HTTP",
-                )
+        sample = [f"{q['question']} (again)" for q in queries[:LATENCY_SAMPLE]]
+        plain = statistics.median(_timed(bm25, sample))
+        with_request = statistics.median(_timed(fused, sample))
+        remembered = statistics.median(_timed(fused, sample))
+        rows.append(
+            Row(
+                SECTION,
+                "search latency added",
+                f"{(with_request - plain) * 1000:.1f} ms",
+                f"median of {len(sample)}; the query embedded over local HTTP",
             )
+        )
+        rows.append(
+            Row(
+                SECTION,
+                "search latency added, query vector remembered",
+                f"{(remembered - plain) * 1000:.1f} ms",
+                "median; the fusion and the similarity scan alone",
+            )
+        )
     return rows
 
 
