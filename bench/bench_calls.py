@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import time
 
-from bot_toolsearch._protocol.calls import CallRequest, unique_ids
 from openai.types.chat import ChatCompletionChunk
 
+from bot_toolsearch._protocol.calls import CallRequest, unique_ids
 from bot_toolsearch._wrap.caller_tools import CallerTools
 from bot_toolsearch._wrap.plan import read_calls
 from bot_toolsearch._wrap.streaming import _Round, _StreamState

@@ -46,6 +46,7 @@ __all__ = [
     "ConversationSettings",
     "EasterEggMode",
     "EasterEggSettings",
+    "EmbeddingsSettings",
     "KeepLoadedPolicy",
     "McpServerSettings",
     "ModelApi",
@@ -170,6 +171,39 @@ class PluginSettings(_Table):
         return value
 
 
+ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class EmbeddingsSettings(_Table):
+    """``[skills] tool_search_embeddings``: the OpenAI-compatible embeddings endpoint and model
+    of the optional semantic stage of keyword search (fused with BM25 by reciprocal rank)."""
+
+    model: _Name
+    """Embedding model name sent with every request (``text-embedding-3-small``, or what a
+    local ``/v1/embeddings`` server serves). Required."""
+    base_url: Annotated[StrictStr, Field(pattern=r"^https?://")] | None = None
+    """Embeddings API base URL (``http://127.0.0.1:8080/v1``); ``None`` falls back to
+    ``OPENAI_BASE_URL`` as the SDK does, then to OpenAI."""
+    api_key_env: Annotated[StrictStr, Field(pattern=ENV_VAR_PATTERN)] | None = None
+    """Name of the environment variable holding the API key (the key itself never goes in the
+    file); ``None`` reads ``OPENAI_API_KEY``, and a server given by ``base_url`` needs none."""
+    timeout: StrictFloat = Field(default=10.0, gt=0)
+    """Seconds per embeddings request; a slower endpoint leaves the search to BM25."""
+    batch_size: StrictInt = Field(default=128, ge=1, le=2048)
+    """Tool texts per embeddings request when a catalog is embedded."""
+    cache_dir: Path | None = None
+    """Folder of the on-disk vector cache (one file per endpoint and model, keyed by each
+    tool text's hash); ``None`` is ``$XDG_CACHE_HOME/bot_toolsearch/embeddings`` (default
+    ``~/.cache/...``). A relative path is relative to the working directory."""
+
+    @field_validator("cache_dir", mode="before")
+    @classmethod
+    def _folder_string(cls, value: object) -> object:
+        if value == "" or (value is not None and not isinstance(value, str | Path)):
+            raise ValueError(f"expected a folder path (a non-empty string), got {value!r}")
+        return value
+
+
 class SkillsSettings(_Table):
     """``[skills]``: tool search and prefetch."""
 
@@ -192,6 +226,11 @@ class SkillsSettings(_Table):
     """Tools called once before round 1, their results given to the model."""
     prefetch_tools_hide: StrictBool = False
     """Keep prefetched tools out of the tool list the model sees."""
+    tool_search_embeddings: EmbeddingsSettings | None = None
+    """An OpenAI-compatible embeddings endpoint and model (a table, see `EmbeddingsSettings`)
+    whose ranking of the tools is fused with BM25's for keyword queries; ``None`` (the
+    default): BM25 alone. ``select:`` and exact names never use it; when the endpoint fails,
+    BM25 answers and one warning is logged per reload."""
 
 
 class McpServerSettings(_Table):

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .catalog import TOOL_SEARCH_NAME, ToolCatalog
 from .directory import DEFAULT_DIRECTORY_BUDGET, DeferredDirectory, build_directory
+from .fusion import FUSION_DEPTH, fuse
 from .index import SearchIndex
 from .prompt import tool_search_schema
 from .query import (
+    MAX_KEYWORD_CHARS,
+    KeywordQuery,
     NameDecoder,
     SelectQuery,
     decode_default_wire_name,
@@ -82,6 +85,11 @@ class ToolSearchSession:
         namespaces: namespace -> description (``[tools.namespaces]``, MCP server
             instructions, folder READMEs): lines of a grouped directory, and text keyword
             search matches. Read when first needed; treat it as read-only.
+        semantic: the optional semantic stage over this catalog, ``semantic(text, count)``
+            -> document ids (catalog ranks) best first, or ``None`` when unavailable; it must
+            not raise (`bot_toolsearch._core.fusion.SemanticRanker`). A keyword query's
+            ranking is fused with BM25's (`bot_toolsearch._core.fusion`);
+            ``select:`` and exact names never call it. ``None``: BM25 alone.
 
     Raises:
         ValueError: ``max_results`` is not a positive integer, or ``directory_budget`` is
@@ -106,6 +114,7 @@ class ToolSearchSession:
         "_max_results",
         "_namespaces",
         "_search_loaded",
+        "_semantic",
     )
 
     def __init__(
@@ -118,6 +127,7 @@ class ToolSearchSession:
         decode_name: NameDecoder | None = None,
         directory_budget: int = DEFAULT_DIRECTORY_BUDGET,
         namespaces: Mapping[str, str] | None = None,
+        semantic: Callable[[str, int], Sequence[int] | None] | None = None,
     ) -> None:
         if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
             raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
@@ -128,6 +138,7 @@ class ToolSearchSession:
         ):
             raise ValueError(f"directory_budget must be an integer >= 0, got {directory_budget!r}")
         self._budget = directory_budget
+        self._semantic = semantic
         self._namespaces = namespaces
         self._described: tuple[tuple[str, str], ...] | None = None
         self._directory: DeferredDirectory | None = None
@@ -164,6 +175,11 @@ class ToolSearchSession:
     def catalog(self) -> ToolCatalog:
         """The catalog this session searches (hidden tools included; see :meth:`has_tool`)."""
         return self._catalog
+
+    @property
+    def semantic(self) -> Callable[[str, int], Sequence[int] | None] | None:
+        """The semantic stage keyword searches fuse with BM25, or ``None`` (BM25 alone)."""
+        return self._semantic
 
     @property
     def max_results(self) -> int:
@@ -403,6 +419,13 @@ class ToolSearchSession:
         rank = self._catalog.rank
         for name in self._excluded:
             scores.pop(rank(name), None)
+        if self._semantic is not None:
+            fused = self._fused(parsed, scores, limit)
+            if fused is not None:
+                if not fused:
+                    return self._result(not_found=(parsed.text,))
+                names = self._catalog.sorted_names
+                return self._take((names[doc] for doc in fused), limit)
         if not scores:
             return self._result(not_found=(parsed.text,))
         # Enough of the ranking to reach `limit` new tools past every loaded one, plus one.
@@ -415,6 +438,29 @@ class ToolSearchSession:
         top = sorted(scores, key=lambda d: (-scores[d], d))
         names = self._catalog.sorted_names
         return self._take((names[doc] for doc in top), limit)
+
+    def _fused(
+        self, parsed: KeywordQuery, scores: dict[int, float], limit: int
+    ) -> list[int] | None:
+        """The BM25 ``scores`` fused with the semantic ranking, or ``None`` without one."""
+        assert self._semantic is not None
+        # The text as the model meant it: ``+`` marks dropped, as bounded as the parser's.
+        words = parsed.text[:MAX_KEYWORD_CHARS].split()
+        text = " ".join(w[1:] if w.startswith("+") and len(w) > 1 else w for w in words)
+        depth = max(FUSION_DEPTH, limit + len(self._loaded) + 1)
+        ranked = self._semantic(text, depth + len(self._excluded))
+        if ranked is None:
+            return None
+        rank = self._catalog.rank
+        excluded = {rank(name) for name in self._excluded}
+        semantic = [doc for doc in ranked if doc not in excluded]
+        return fuse(
+            scores,
+            semantic,
+            depth=depth,
+            tiers=len(parsed.terms) == 1,
+            allowed=scores.keys() if parsed.required else None,
+        )
 
     def _add_namespace_scores(
         self, scores: dict[int, float], terms: Sequence[str], required: bool

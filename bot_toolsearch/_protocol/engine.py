@@ -146,6 +146,7 @@ class ToolSearchProtocol:
         always_loaded: Iterable[str] = (),
         forced: str | None = None,
         report: Report = _log,
+        semantic: Callable[[str, int], Sequence[int] | None] | None = None,
     ) -> None:
         skills = settings.skills
         self.catalog = catalog
@@ -160,6 +161,7 @@ class ToolSearchProtocol:
             hidden=hidden,
             directory_budget=skills.tool_search_directory_budget,
             namespaces=namespaces,
+            semantic=semantic,
         )
         self._deferred = frozenset(self.session.deferred_tool_names)
         self._declared: set[str] = set()

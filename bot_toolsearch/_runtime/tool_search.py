@@ -13,6 +13,7 @@ virtual tool) when ``tool_search_enabled`` is false, when the ask may use a real
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -39,6 +40,7 @@ from bot_toolsearch._protocol.loading import (
 from .announce import announce_calls
 from .context import AskContext
 from .middleware import CallHandler, Middleware, RoundRequest, forward_unanswered
+from .semantic import off_loop, semantic_ranker
 
 __all__ = [
     "ToolSearchMiddleware",
@@ -107,6 +109,7 @@ class ToolSearchMiddleware:
             namespaces=ctx.toolset.namespace_descriptions(ctx.settings.tools.namespaces),
             always_loaded=ctx.always_loaded_extra,
             report=report,
+            semantic=semantic_ranker(ctx.settings, ctx.toolset.catalog),
         )
         if not protocol.active:
             return
@@ -150,7 +153,13 @@ class ToolSearchMiddleware:
         searches = [c for c in calls if c.name == TOOL_SEARCH_NAME]
         await announce_calls(ctx, [(c.name, "tool") for c in searches])
         # The ask loop unwrapped the call_tool calls already (the history keeps them as sent).
-        answer = state.protocol.answer(calls, unwrap=False, exposed=ctx.exposed)
+        # A search may call the embeddings endpoint: then it runs off the event loop.
+        semantic = state.protocol.session.semantic is not None
+        answer = await off_loop(
+            semantic,
+            functools.partial(state.protocol.answer, unwrap=False, exposed=ctx.exposed),
+            calls,
+        )
         _record(ctx, state.protocol, answer)
         return await forward_unanswered(ctx, calls, answer.results, call_next)
 

@@ -18,6 +18,7 @@ from typing import Any, overload
 import openai
 
 from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._runtime.semantic import off_loop
 
 from .chat import ChatPlan
 from .engine import Engine
@@ -113,7 +114,7 @@ class _AsyncCompletions(_AsyncResource):
         if kwargs.get("stream") is True:
             return await AsyncChatStream.start(create, plan)
         while True:
-            done = plan.feed(await create(**plan.request()))
+            done = await off_loop(plan.semantic, plan.feed, await create(**plan.request()))
             if done is not None:
                 return done
 
@@ -127,7 +128,7 @@ class _AsyncResponses(_AsyncResource):
         if kwargs.get("stream") is True:
             return await AsyncResponsesStream.start(create, plan)
         while True:
-            done = plan.feed(await create_round_async(create, plan))
+            done = await off_loop(plan.semantic, plan.feed, await create_round_async(create, plan))
             if done is not None:
                 return done
 

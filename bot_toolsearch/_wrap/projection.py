@@ -28,6 +28,7 @@ from bot_toolsearch._protocol.calls import CallRequest, CallResult, parse_argume
 from bot_toolsearch._protocol.engine import Answer, ToolSearchProtocol
 from bot_toolsearch._protocol.messages import no_such_tool
 from bot_toolsearch._runtime.executor import invalid_arguments, rejected_arguments
+from bot_toolsearch._runtime.semantic import semantic_ranker
 from bot_toolsearch._tools.validation import validate_arguments
 from bot_toolsearch._transports.responses import flat_tool
 
@@ -88,6 +89,7 @@ class Projection:
             always_loaded=skills.prefetch_tools,
             forced=forced,
             report=report,
+            semantic=semantic_ranker(settings, tools.catalog),
         )
         self.keep_conversation = skills.tool_search_keep_loaded == "conversation"
         """Tools called before this ask's user message stay loaded (else only this ask's)."""

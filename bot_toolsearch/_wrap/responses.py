@@ -73,6 +73,8 @@ class ResponsesPlan:
 
     def __init__(self, setup: Setup, kwargs: Mapping[str, Any]) -> None:
         self._setup = setup
+        self.semantic = setup.projection.protocol.session.semantic is not None
+        """Searches may call the embeddings endpoint: an async door feeds off its loop."""
         skip = ("input", "tools", "instructions", "previous_response_id")
         self._kwargs = {k: v for k, v in kwargs.items() if k not in skip}
         raw = kwargs.get("input")

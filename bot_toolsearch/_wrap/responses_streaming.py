@@ -37,6 +37,8 @@ from openai.types.responses import (
     ResponseTextDoneEvent,
 )
 
+from bot_toolsearch._runtime.semantic import off_loop
+
 from .replies import check_response, iterate_async, iterate_sync, stream_request
 from .responses import ResponsesPlan, create_round, create_round_async
 
@@ -314,7 +316,7 @@ class AsyncResponsesStream:
                 yield _ended_early(caller)
                 return
             response = check_response(round_.response, stream_request(self._upstream))
-            final = self._plan.feed(response)
+            final = await off_loop(self._plan.semantic, self._plan.feed, response)
             round_.settle()
             if final is not None:
                 for out in round_.finish(final):

@@ -30,6 +30,8 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
     Function,
 )
 
+from bot_toolsearch._runtime.semantic import off_loop
+
 from .chat import ChatPlan
 from .plan import mapping_get
 from .replies import iterate_async, iterate_sync, stream_cut, stream_request
@@ -231,7 +233,7 @@ class AsyncChatStream:
                     yield out
             if not round_.finished:
                 raise stream_cut(stream_request(self._upstream))
-            final = self._plan.feed(round_.completion())
+            final = await off_loop(self._plan.semantic, self._plan.feed, round_.completion())
             if final is not None:
                 for out in round_.finish(final):
                     yield out

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any, TypeAlias
 
 from ._cache import PromptCache, PromptCacheModel, render_prompt
+from ._embeddings import ScriptedEmbeddings, serve_embeddings
 from ._request import Api, ModelRequest, input_items
 from ._stream import chat_stream, responses_stream
 from ._turns import ErrorTurn, ScriptEntry, TextTurn, ToolCallsTurn, Turn, as_turn
@@ -53,6 +54,7 @@ class ScriptState:
         self.validate = validate
         self.prompt_cache = PromptCache(prompt_cache) if prompt_cache is not None else None
         self.lock = threading.RLock()
+        self.embeddings = ScriptedEmbeddings()
         self.reset()
 
     def reset(self) -> None:
@@ -90,6 +92,9 @@ def app_for(state: ScriptState) -> ASGIApp:
 
     async def app(scope: _Scope, receive: _Receive, send: _Send) -> None:
         if scope["type"] != "http":  # lifespan is off; nothing else is served
+            return
+        if scope["method"] == "POST" and scope["path"].rstrip("/") == "/v1/embeddings":
+            await serve_embeddings(state.embeddings, await _read_body(receive), send)
             return
         status, payload, headers = await _handle(state, scope, receive)
         sse = isinstance(payload, bytes)

@@ -14,6 +14,7 @@ import uvicorn
 
 from ._app import Responder, ScriptState, app_for
 from ._cache import PromptCacheModel
+from ._embeddings import ScriptedEmbeddings
 from ._request import ModelRequest, UnconsumedTurns, UnexpectedModelCall
 from ._turns import ScriptEntry, Turn, as_turn
 
@@ -307,6 +308,11 @@ class ScriptedOpenAIServer:
         remaining = self.remaining
         if remaining:
             raise UnconsumedTurns(remaining)
+
+    @property
+    def embeddings(self) -> ScriptedEmbeddings:
+        """``POST /v1/embeddings``: deterministic vectors, recorded requests, fault modes."""
+        return self._state.embeddings
 
     def reset(self) -> None:
         """Forget the script, the requests, the failures, issued ids and the prefix cache."""

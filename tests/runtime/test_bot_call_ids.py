@@ -7,7 +7,6 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from bot_toolsearch._protocol.calls import CallRequest, unique_ids
-
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
 
 if TYPE_CHECKING:

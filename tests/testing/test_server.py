@@ -492,8 +492,8 @@ def test_chat_streaming_sends_chunks_and_usage(
 
 def test_unknown_endpoint_is_a_failure(server: ScriptedOpenAIServer, client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError):
-        client.embeddings.create(model="m", input="x")
-    assert server.failures == ["unexpected POST /v1/embeddings"]
+        client.moderations.create(model="m", input="x")
+    assert server.failures == ["unexpected POST /v1/moderations"]
     assert server.requests == []
     server.reset()
 

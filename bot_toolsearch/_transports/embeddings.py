@@ -1,0 +1,130 @@
+"""The embeddings endpoint of the semantic stage: ``embeddings.create`` checked, in batches.
+
+Every call goes through the official ``openai`` SDK (``client.embeddings.create``) with
+``encoding_format="float"`` (what every OpenAI-compatible server speaks) and no SDK retries
+(a failing endpoint must cost one timeout, not three). Whatever the endpoint does wrong — down,
+slow, an error status, a body that is not JSON, a different count of vectors, a vector of the
+wrong dimension or with NaN or infinity — becomes one `EmbeddingsError`, never a crash.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+import openai
+
+from bot_toolsearch._config.settings import EmbeddingsSettings
+
+__all__ = ["DEFAULT_BASE_URL", "EmbeddingsClient", "EmbeddingsError", "endpoint_of"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""Where the SDK sends requests when neither ``base_url`` nor ``OPENAI_BASE_URL`` is set."""
+_NO_KEY = "no-key"
+"""Sent as the key to a ``base_url`` server when no key is configured (local servers ignore
+it; the SDK refuses to start without one)."""
+
+
+class EmbeddingsError(Exception):
+    """The embeddings endpoint failed or answered something unusable (the text says which)."""
+
+
+def endpoint_of(settings: EmbeddingsSettings) -> str:
+    """The base URL requests go to: ``base_url``, else ``OPENAI_BASE_URL``, else OpenAI's."""
+    return (settings.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+class EmbeddingsClient:
+    """A synchronous embeddings client for one `EmbeddingsSettings`.
+
+    Raises:
+        EmbeddingsError: (from `embed`) no API key can be found, or the endpoint failed.
+    """
+
+    def __init__(self, settings: EmbeddingsSettings) -> None:
+        self.settings = settings
+        self.endpoint = endpoint_of(settings)
+        self._client: openai.OpenAI | None = None
+
+    def _sdk(self) -> openai.OpenAI:
+        if self._client is None:
+            settings = self.settings
+            variable = settings.api_key_env or "OPENAI_API_KEY"
+            key = os.environ.get(variable, "").strip()
+            if not key:
+                if settings.api_key_env is not None or settings.base_url is None:
+                    raise EmbeddingsError(
+                        f"no API key: the environment variable {variable} is unset"
+                    )
+                key = _NO_KEY
+            self._client = openai.OpenAI(
+                api_key=key, base_url=self.endpoint, timeout=settings.timeout, max_retries=0
+            )
+        return self._client
+
+    def embed(self, texts: Sequence[str], dimension: int | None = None) -> list[list[float]]:
+        """One vector per text, in order, requested ``batch_size`` texts at a time.
+
+        Args:
+            texts: the texts to embed.
+            dimension: the length every vector must have; ``None``: the first vector's.
+
+        Raises:
+            EmbeddingsError: the endpoint failed or answered something unusable.
+        """
+        out: list[list[float]] = []
+        size = self.settings.batch_size
+        for start in range(0, len(texts), size):
+            batch = list(texts[start : start + size])
+            vectors = self._batch(batch, dimension)
+            dimension = len(vectors[0]) if vectors else dimension
+            out.extend(vectors)
+        return out
+
+    def _batch(self, texts: list[str], dimension: int | None) -> list[list[float]]:
+        try:
+            response = self._sdk().embeddings.create(
+                model=self.settings.model, input=texts, encoding_format="float"
+            )
+            data = sorted(response.data, key=lambda item: item.index)
+            vectors = [list(item.embedding) for item in data]
+        except openai.APITimeoutError:
+            raise EmbeddingsError(
+                f"no answer within {self.settings.timeout:g} s (timeout)"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise EmbeddingsError(f"HTTP status {exc.status_code}") from None
+        except openai.APIConnectionError:
+            raise EmbeddingsError("cannot connect") from None
+        except (openai.OpenAIError, ValueError, TypeError, AttributeError) as exc:
+            # A body that is not JSON, or not an embeddings response.
+            raise EmbeddingsError(f"unusable answer ({type(exc).__name__})") from None
+        if len(vectors) != len(texts) or [item.index for item in data] != list(range(len(texts))):
+            raise EmbeddingsError(f"{len(vectors)} vectors for {len(texts)} texts")
+        for vector in vectors:
+            problem = vector_problem(vector, dimension)
+            if problem is not None:
+                raise EmbeddingsError(problem)
+            dimension = len(vector)
+        return vectors
+
+
+def vector_problem(vector: Sequence[object], dimension: int | None) -> str | None:
+    """Why ``vector`` is unusable (empty, wrong length, not finite numbers, all zero), or
+    ``None``.
+
+    >>> vector_problem([1.0, float("nan")], None), vector_problem([1.0], 2)
+    ('a vector holds NaN or infinity', 'a vector of dimension 1, expected 2')
+    """
+    if not vector:
+        return "an empty vector"
+    if dimension is not None and len(vector) != dimension:
+        return f"a vector of dimension {len(vector)}, expected {dimension}"
+    if not all(type(x) is float or type(x) is int for x in vector):
+        return "a vector holds something other than numbers"
+    if not all(math.isfinite(x) for x in vector):  # type: ignore[arg-type]
+        return "a vector holds NaN or infinity"
+    if not any(vector):
+        return "an all-zero vector"
+    return None
