@@ -171,8 +171,10 @@ class ProxyApp:
         upstream: the upstream's base URL, e.g. ``https://api.openai.com/v1``.
         config: a ``config.toml`` path (hot-reloaded), or ``settings``; with neither, the
             ``[skills]`` defaults with tool search on.
-        timeout: seconds per upstream request; ``None`` takes ``[model] timeout`` from the
-            settings at start-up. A request body's ``timeout`` field never overrides it.
+        timeout: seconds a call may wait for the upstream, its retry and hidden tool-search
+            rounds included (for a stream: until it starts; then between two chunks);
+            ``None`` takes ``[model] timeout`` from the settings at start-up. A request
+            body's ``timeout`` field never overrides it.
         max_body: the largest request body in bytes; a larger one is refused with 413.
         max_tools: the most entries in one request's ``tools``; more is refused with 400.
         freeze_heap: tune the cycle collector for a process that only serves the proxy (what
@@ -211,8 +213,10 @@ class ProxyApp:
         redact_access_log()
         # The SDK's own HTTP client class (httpx or httpx2, by SDK version), for forwarding too.
         self._http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_count_request]})
+        # One retry: a pooled keep-alive connection the upstream closed meanwhile fails once.
+        # The whole call stays within ``timeout`` (see `_create`).
         inner = openai.AsyncOpenAI(
-            base_url=self.upstream, api_key="unset", max_retries=0, http_client=self._http
+            base_url=self.upstream, api_key="unset", max_retries=1, http_client=self._http
         )
         self._client = wrap_openai(inner, config=config, settings=settings)
         engine = engine_of(self._client)
@@ -299,7 +303,9 @@ class ProxyApp:
         _CALLS.set(calls)
         method = client.chat.completions.create if chat else client.responses.create
         try:
-            result = await _until_disconnect(receive, method(**kwargs))
+            result = await _until_disconnect(
+                receive, asyncio.wait_for(method(**kwargs), self.timeout)
+            )
             stream = body.get("stream") is True
             answer = None if stream else result.model_dump(mode="json", exclude_unset=True)
         except openai.APIStatusError as exc:
@@ -309,6 +315,14 @@ class ProxyApp:
             raise _upstream_failed(exc) from None
         except openai.APIError as exc:  # connection errors, timeouts, unreadable answers
             raise _upstream_failed(exc) from None
+        except TimeoutError:
+            logger.warning("proxy: upstream timed out after %s s", self.timeout)
+            raise _Refused(
+                502,
+                f"upstream failed: no answer within {self.timeout:g} s (serve --timeout)",
+                "upstream_error",
+                code="upstream_timeout",
+            ) from None
         except (_Disconnected, _Refused):
             raise
         except Exception as exc:
