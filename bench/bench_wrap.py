@@ -130,7 +130,9 @@ def _port() -> int:
 
 
 @contextlib.contextmanager
-def _process(args: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[None]:
+def _process(
+    args: list[str], port: int, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     proc = subprocess.Popen(
         args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -142,10 +144,19 @@ def _process(args: list[str], port: int, env: dict[str, str] | None = None) -> I
             time.sleep(0.1)
         else:
             raise RuntimeError(f"{args} did not start")
-        yield
+        yield proc
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _load(url: str, body: bytes) -> tuple[float, list[float]]:
@@ -160,7 +171,10 @@ async def _load(url: str, body: bytes) -> tuple[float, list[float]]:
             headers = {"authorization": "Bearer k", "content-type": "application/json"}
             for _ in queue:
                 start = time.perf_counter()
-                response = await client.post(url, content=body, headers=headers)
+                try:
+                    response = await client.post(url, content=body, headers=headers)
+                except httpx.TransportError:  # a keep-alive connection the server closed
+                    response = await client.post(url, content=body, headers=headers)
                 if response.status_code != 200:
                     raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
                 latencies.append(time.perf_counter() - start)
@@ -176,6 +190,9 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _proxy_rows(tools: list[dict[str, Any]]) -> list[Row]:
+    """The proxy against a minimal pass-through (`bench._passthrough`) of the same requests,
+    same stack (uvicorn, one worker, the SDK's HTTP client), same instant upstream, same run:
+    requests/s, p50/p99 and server CPU per request, and their ratios."""
     body = json.dumps(
         {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
     ).encode()
@@ -194,26 +211,52 @@ def _proxy_rows(tools: list[dict[str, Any]]) -> list[Row]:
                 f"p99 {d99 * 1e3:.1f} ms",
             )
         )
-        for workers in (1, 2):
+        servers = {
+            "pass-through": lambda port, _: [py, "-m", "bench._passthrough", str(port), upstream],
+            "proxy": lambda port, workers: [
+                *(py, "-m", "bot_toolsearch", "serve", "--upstream", upstream),
+                *("--port", str(port), "--workers", str(workers)),
+            ],
+        }
+        measured: dict[str, tuple[float, float, float, float]] = {}
+        for name, workers in (("pass-through", 1), ("proxy", 1), ("proxy", 2)):
             port = _port()
-            cli = [py, "-m", "bot_toolsearch", "serve", "--upstream", upstream]
-            cli += ["--port", str(port), "--workers", str(workers)]
-            env = dict(os.environ)
-            with _process(cli, port, env):
+            with _process(servers[name](port, workers), port, dict(os.environ)) as proc:
                 url = f"http://127.0.0.1:{port}/v1/chat/completions"
                 asyncio.run(_load(url, body))  # warm-up: each worker indexes the list once
+                cpu = _cpu_seconds(proc.pid)
                 elapsed, lat = asyncio.run(_load(url, body))
+                cpu = (_cpu_seconds(proc.pid) - cpu) / REQUESTS  # workers > 1: children not counted
             p50, p99 = _pct(lat, 0.5), _pct(lat, 0.99)
+            rate = REQUESTS / elapsed
+            label = f"{name}, {workers} worker(s), 1,000 tools, 50 clients"
             rows.append(
                 Row(
                     "wrap",
-                    f"proxy, {workers} worker(s), 1,000 tools, 50 clients",
-                    f"{REQUESTS / elapsed:.0f} req/s",
+                    label,
+                    f"{rate:.0f} req/s",
                     f"p50 {p50 * 1e3:.1f} ms (+{(p50 - d50) * 1e3:.1f}), "
-                    f"p99 {p99 * 1e3:.1f} ms (+{(p99 - d99) * 1e3:.1f})",
+                    f"p99 {p99 * 1e3:.1f} ms (+{(p99 - d99) * 1e3:.1f})"
+                    + (f", CPU {cpu * 1e3:.1f} ms/request" if workers == 1 else ""),
                 )
             )
+            if workers == 1:
+                measured[name] = (rate, p50 - d50, p99 - d99, cpu)
+        base, proxy = measured["pass-through"], measured["proxy"]
+        rows.append(
+            Row(
+                "wrap",
+                "proxy / pass-through, 1 worker (same run)",
+                f"req/s x{proxy[0] / base[0]:.2f}",
+                f"added p50 x{_ratio(proxy[1], base[1])}, added p99 x{_ratio(proxy[2], base[2])},"
+                f" CPU/request x{_ratio(proxy[3], base[3])}",
+            )
+        )
     return rows
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b > 0 else "-"
 
 
 def _token_rows(tools: list[dict[str, Any]]) -> list[Row]:

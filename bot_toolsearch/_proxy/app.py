@@ -5,20 +5,29 @@ search, hidden rounds, SSE streaming for both); ``GET /healthz`` answers ``ok``;
 every other path (``GET /v1/models`` ...) is forwarded to the upstream as is. The API key the
 client sends (``Authorization: Bearer``) is the one used upstream, per request; no key is ever
 logged. An upstream 4xx comes back with its own status and body (the client's request or key
-was wrong); an upstream that fails (5xx, unreachable, timeout) is HTTP 502 with the upstream's
-message. The proxy keeps no conversation state, so any number of workers or hosts can serve
-one conversation.
+was wrong); an upstream that fails (5xx, unreachable, timeout, an answer that cannot be used)
+is HTTP 502. Every error is an OpenAI-style JSON body; one that happens after a stream has
+started is an SSE error event the openai SDK raises on. The proxy keeps no conversation
+state, so any number of workers or hosts can serve one conversation.
+
+The request target is normalised once (dot segments removed, empty segments dropped) and
+must stay inside the root; the outgoing URL is the upstream's scheme, host and port plus the
+upstream's base path and the normalised path, so no spelling of a path reaches another host,
+leaves the upstream's base path, or bypasses tool search.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import gc
 import inspect
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from typing import Any, TypeAlias
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any, TypeAlias, TypeVar
+from urllib.parse import quote, unquote, urlsplit
 
 import openai
 from openai.resources.chat.completions import AsyncCompletions
@@ -27,7 +36,18 @@ from openai.resources.responses import AsyncResponses
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 
-__all__ = ["ENV_CONFIG", "ENV_UPSTREAM", "ProxyApp", "app_from_env"]
+__all__ = [
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_TOOLS",
+    "ENV_CONFIG",
+    "ENV_MAX_BODY",
+    "ENV_MAX_TOOLS",
+    "ENV_TIMEOUT",
+    "ENV_UPSTREAM",
+    "ProxyApp",
+    "app_from_env",
+    "redact_query",
+]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -35,12 +55,26 @@ ENV_UPSTREAM = "BOT_TOOLSEARCH_UPSTREAM"
 """The upstream base URL for `app_from_env` (how ``serve --workers N`` hands it over)."""
 ENV_CONFIG = "BOT_TOOLSEARCH_CONFIG"
 """The ``config.toml`` path for `app_from_env`, if any."""
+ENV_TIMEOUT = "BOT_TOOLSEARCH_TIMEOUT"
+"""Seconds per upstream request for `app_from_env` (``serve --timeout``)."""
+ENV_MAX_BODY = "BOT_TOOLSEARCH_MAX_BODY"
+"""Largest request body in bytes for `app_from_env` (``serve --max-body``)."""
+ENV_MAX_TOOLS = "BOT_TOOLSEARCH_MAX_TOOLS"
+"""Most tools per request for `app_from_env` (``serve --max-tools``)."""
+
+DEFAULT_MAX_BODY = 64 * 1024 * 1024
+"""Largest request body accepted (bytes); a larger one is refused with 413, never cut."""
+DEFAULT_MAX_TOOLS = 20_000
+"""Most entries in one request's ``tools``; more is refused with 400. Tool search exists for
+large catalogs (thousands of tools); 20,000 tools of a typical size are about 10 MB of JSON
+and index in about a second, while an unbounded list lets one request hold the indexer and
+gigabytes of memory."""
 
 _Scope: TypeAlias = MutableMapping[str, Any]
 _Receive: TypeAlias = Callable[[], Awaitable[MutableMapping[str, Any]]]
 _Send: TypeAlias = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+_T = TypeVar("_T")
 
-_MAX_BODY = 64 * 1024 * 1024
 _FULL_COLLECTION_EVERY = 1000
 """Middle-generation collections between two full ones under ``freeze_heap`` (CPython's
 default is 10). Each request parses a large tool list that stays alive while the upstream
@@ -50,6 +84,57 @@ longer to be freed; reference counting frees everything else at once."""
 _HOP_HEADERS = frozenset(
     {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "accept-encoding"}
 )
+_TOOL_SEARCH_PATHS = frozenset({"/chat/completions", "/responses"})
+_DROPPED_FIELDS = frozenset({"timeout"})
+"""Body fields never passed on: the SDK would read ``timeout`` as its own per-request
+timeout, so a client could override the proxy's."""
+_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "sig", "credential")
+
+
+class _Refused(Exception):
+    """A request the proxy answers with an error of its own (the client's fault, or 502)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        kind: str = "invalid_request_error",
+        *,
+        code: str | None = None,
+        param: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status, self.message, self.kind, self.code, self.param = (
+            status,
+            message,
+            kind,
+            code,
+            param,
+        )
+
+
+class _Disconnected(Exception):
+    """The client left before its answer was ready."""
+
+
+class _Calls:
+    """How many HTTP requests the upstream was sent during one proxied call."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+_CALLS: contextvars.ContextVar[_Calls | None] = contextvars.ContextVar(
+    "bot_toolsearch_proxy_calls", default=None
+)
+
+
+async def _count_request(_: object) -> None:
+    calls = _CALLS.get()
+    if calls is not None:
+        calls.count += 1
 
 
 def _parameters(method: Callable[..., Any]) -> frozenset[str]:
@@ -65,9 +150,15 @@ _RESPONSES_PARAMS = _parameters(AsyncResponses.create)
 
 
 def _sdk_kwargs(body: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
-    """The JSON body as SDK keyword arguments; fields the SDK does not name go as extra_body."""
-    kwargs = {k: v for k, v in body.items() if k in known and not k.startswith("extra_")}
-    extra = {k: v for k, v in body.items() if k not in known}
+    """The JSON body as SDK keyword arguments; fields the SDK does not name go as extra_body.
+
+    ``timeout`` and the SDK's ``extra_*`` options are never taken from the body."""
+    kwargs = {
+        k: v
+        for k, v in body.items()
+        if k in known and not k.startswith("extra_") and k not in _DROPPED_FIELDS
+    }
+    extra = {k: v for k, v in body.items() if k not in known and k not in _DROPPED_FIELDS}
     if extra:
         kwargs["extra_body"] = extra
     return kwargs
@@ -80,11 +171,19 @@ class ProxyApp:
         upstream: the upstream's base URL, e.g. ``https://api.openai.com/v1``.
         config: a ``config.toml`` path (hot-reloaded), or ``settings``; with neither, the
             ``[skills]`` defaults with tool search on.
-        timeout: seconds per upstream request.
+        timeout: seconds a call may wait for the upstream, its retry and hidden tool-search
+            rounds included (for a stream: until it starts; then between two chunks);
+            ``None`` takes ``[model] timeout`` from the settings at start-up. A request
+            body's ``timeout`` field never overrides it.
+        max_body: the largest request body in bytes; a larger one is refused with 413.
+        max_tools: the most entries in one request's ``tools``; more is refused with 400.
         freeze_heap: tune the cycle collector for a process that only serves the proxy (what
             ``bot-toolsearch serve`` runs), never for an app embedded in another program: the
             heap is frozen after each newly indexed tool list (`gc.freeze`), and full
             collections run a hundred times less often (`_FULL_COLLECTION_EVERY`).
+
+    Raises:
+        ValueError: ``upstream`` is not an http(s) URL with a host.
     """
 
     def __init__(
@@ -93,24 +192,39 @@ class ProxyApp:
         *,
         config: str | os.PathLike[str] | None = None,
         settings: BotSettings | None = None,
-        timeout: float = 600.0,
+        timeout: float | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
+        max_tools: int = DEFAULT_MAX_TOOLS,
         freeze_heap: bool = False,
     ) -> None:
+        parts = urlsplit(upstream)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"the upstream must be an http(s) URL with a host, got {upstream!r}")
         self._freeze_heap = freeze_heap
         if freeze_heap:
             young, middle, _ = gc.get_threshold()
             gc.set_threshold(young, middle, _FULL_COLLECTION_EVERY)
         self.upstream = upstream.rstrip("/")
+        self._origin = f"{parts.scheme}://{parts.netloc}"
+        self._base_path = parts.path.rstrip("/")
+        self._host = parts.hostname
+        self.max_body = max_body
+        self.max_tools = max_tools
+        redact_access_log()
         # The SDK's own HTTP client class (httpx or httpx2, by SDK version), for forwarding too.
-        self._http = openai.DefaultAsyncHttpxClient(timeout=timeout)
+        self._http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_count_request]})
         # One retry: a pooled keep-alive connection the upstream closed meanwhile fails once.
+        # The whole call stays within ``timeout`` (see `_create`).
         inner = openai.AsyncOpenAI(
             base_url=self.upstream, api_key="unset", max_retries=1, http_client=self._http
         )
         self._client = wrap_openai(inner, config=config, settings=settings)
         engine = engine_of(self._client)
         assert engine is not None
+        self._engine = engine
         self._cache = engine.cache
+        self.timeout = timeout if timeout is not None else engine.snapshot().model.timeout
+        self._client = self._client.with_options(timeout=self.timeout)
 
     async def aclose(self) -> None:
         """Close the upstream connections and stop watching ``config.toml``."""
@@ -122,16 +236,40 @@ class ProxyApp:
             return
         if scope["type"] != "http":
             return
-        method, path = scope["method"], scope["path"].rstrip("/") or "/"
+        started = False
+
+        async def tracked(message: MutableMapping[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self._http_request(scope, receive, tracked)
+        except _Disconnected:
+            return
+        except _Refused as exc:
+            if not started:
+                await _error(
+                    send, exc.status, exc.message, exc.kind, code=exc.code, param=exc.param
+                )
+        except Exception as exc:  # the last resort: never a text/plain 500 or a traceback
+            logger.error("proxy: internal error: %s", type(exc).__name__)
+            if not started:
+                await _error(send, 500, "internal error in the proxy", "server_error")
+            else:
+                await send({"type": "http.response.body", "body": b""})
+
+    async def _http_request(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        path = _normalised_path(scope)
         if path == "/healthz":
             await _json(send, 200, {"status": "ok"})
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        body = await _read_body(receive)
-        if method == "POST" and path in ("/v1/chat/completions", "/v1/responses"):
-            await self._create(send, path, headers, body)
+        rest = path[3:] or "/" if path == "/v1" or path.startswith("/v1/") else path
+        if rest in _TOOL_SEARCH_PATHS and scope["method"] == "POST":
+            await self._create(receive, send, rest == "/chat/completions", headers)
         else:
-            await self._forward(send, scope, headers, body)
+            await self._forward(receive, send, scope, rest)
 
     async def _lifespan(self, receive: _Receive, send: _Send) -> None:
         while True:
@@ -143,45 +281,94 @@ class ProxyApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    async def _create(self, send: _Send, path: str, headers: dict[str, str], raw: bytes) -> None:
-        try:
-            body = json.loads(raw)
-            if not isinstance(body, dict):
-                raise ValueError("the body is not a JSON object")
-        except ValueError as exc:
-            await _error(
-                send, 400, f"could not parse the JSON body: {exc}", "invalid_request_error"
-            )
-            return
-        client = self._client.with_options(
-            api_key=_bearer(headers) or "unset", default_headers=_forwarded_headers(headers)
-        )
-        chat = path == "/v1/chat/completions"
+    async def _create(
+        self, receive: _Receive, send: _Send, chat: bool, headers: dict[str, str]
+    ) -> None:
+        media = headers.get("content-type", "").partition(";")[0].strip().lower()
+        if media != "application/json":
+            raise _Refused(415, "the body must be JSON (Content-Type: application/json)")
+        key = _bearer(headers)
+        if key is not None and not (key.isascii() and key.isprintable()):
+            raise _Refused(401, "the API key is not printable ASCII", code="invalid_api_key")
+        body = _parse(await _read_body(receive, headers, self.max_body))
+        tools = self._check(body, chat)
+        extra = {k: v for k, v in _forwarded_headers(headers).items() if v.isascii()}
+        client = self._client.with_options(api_key=key or "unset", default_headers=extra)
         kwargs = _sdk_kwargs(body, _CHAT_PARAMS if chat else _RESPONSES_PARAMS)
         builds = self._cache.builds
+        if tools:
+            # A new tool list is indexed in a thread, so the event loop keeps serving.
+            await _until_disconnect(receive, self._index(tools, "chat" if chat else "responses"))
+        calls = _Calls()
+        _CALLS.set(calls)
+        method = client.chat.completions.create if chat else client.responses.create
         try:
-            if chat:
-                result = await client.chat.completions.create(**kwargs)
-            else:
-                result = await client.responses.create(**kwargs)
+            result = await _until_disconnect(
+                receive, asyncio.wait_for(method(**kwargs), self.timeout)
+            )
+            stream = body.get("stream") is True
+            answer = None if stream else result.model_dump(mode="json", exclude_unset=True)
         except openai.APIStatusError as exc:
             if exc.status_code < 500:
                 await _json(send, exc.status_code, _error_body(exc))
-            else:
-                await _upstream_failed(send, exc)
-            return
-        except openai.APIError as exc:  # connection errors and timeouts
-            await _upstream_failed(send, exc)
-            return
-        except TypeError as exc:  # a field the SDK refuses (e.g. a wrong argument type)
-            await _error(send, 400, str(exc), "invalid_request_error")
-            return
+                return
+            raise _upstream_failed(exc) from None
+        except openai.APIError as exc:  # connection errors, timeouts, unreadable answers
+            raise _upstream_failed(exc) from None
+        except TimeoutError:
+            logger.warning("proxy: upstream timed out after %s s", self.timeout)
+            raise _Refused(
+                502,
+                f"upstream failed: no answer within {self.timeout:g} s (serve --timeout)",
+                "upstream_error",
+                code="upstream_timeout",
+            ) from None
+        except (_Disconnected, _Refused):
+            raise
+        except Exception as exc:
+            logger.warning("proxy: request failed: %s", type(exc).__name__)
+            if calls.count:  # the upstream answered something the wrapper cannot use
+                raise _Refused(
+                    502,
+                    f"the upstream's answer could not be used ({type(exc).__name__})",
+                    "upstream_error",
+                ) from None
+            raise _Refused(400, f"the request could not be used: {exc}") from None
         if self._freeze_heap and self._cache.builds != builds:
             self._settle()
-        if body.get("stream") is True:
-            await _sse(send, result, events=not chat)
+        if answer is None:
+            await _relay(receive, send, result, events=not chat)
         else:
-            await _json(send, 200, result.model_dump(mode="json", exclude_unset=True))
+            await _json(send, 200, answer)
+
+    def _check(self, body: dict[str, Any], chat: bool) -> list[Any] | None:
+        """The request's tool list after the checks the proxy makes before calling upstream."""
+        if "stream" in body and not isinstance(body["stream"], bool | None):
+            raise _Refused(400, "'stream' must be a boolean", param="stream")
+        if chat and not isinstance(body.get("messages"), list):
+            raise _Refused(400, "'messages' must be an array", param="messages")
+        tools = body.get("tools")
+        if tools is None:
+            return None
+        if not isinstance(tools, list):
+            raise _Refused(400, "'tools' must be an array", param="tools")
+        if len(tools) > self.max_tools:
+            raise _Refused(
+                400,
+                f"'tools' has {len(tools)} entries; this proxy accepts at most {self.max_tools}"
+                " (serve --max-tools)",
+                code="array_above_max_length",
+                param="tools",
+            )
+        return tools
+
+    async def _index(self, tools: list[Any], api: Any) -> None:
+        settings = self._engine.snapshot()
+        if not settings.skills.tool_search_enabled:
+            return
+        delimiter = settings.tools.dot_delimiter
+        if self._cache.lookup(tools, api, delimiter) is None:
+            await asyncio.to_thread(self._cache.get, tools, api, delimiter)
 
     def _settle(self) -> None:
         """After a new tool list was indexed: move the long-lived heap out of the collector's way.
@@ -196,32 +383,107 @@ class ProxyApp:
         gc.collect()
         gc.freeze()
 
-    async def _forward(
-        self, send: _Send, scope: _Scope, headers: dict[str, str], body: bytes
-    ) -> None:
-        path: str = scope["path"]
-        if path.startswith("/v1/") or path == "/v1":
-            path = path[3:]
-        url = self.upstream + path
+    async def _forward(self, receive: _Receive, send: _Send, scope: _Scope, rest: str) -> None:
+        body = await _read_body(receive, _headers(scope), self.max_body)
+        url = self._origin + quote(self._base_path + rest, safe="/:@!$&'()*+,;=~")
         query = scope.get("query_string") or b""
         if query:
             url += "?" + query.decode("latin-1")
-        forward = {k: v for k, v in headers.items() if k not in _HOP_HEADERS}
+        forward = [
+            (k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _HOP_HEADERS
+        ]
+        request = self._http.build_request(scope["method"], url, headers=forward, content=body)
+        if request.url.host != self._host:  # never: the URL is built from parsed parts
+            raise _Refused(400, "the request target is not a path")
         try:
-            response = await self._http.request(scope["method"], url, headers=forward, content=body)
+            response = await _until_disconnect(receive, self._http.send(request))
+        except _Disconnected:
+            raise
         except Exception as exc:  # any transport failure of the SDK's HTTP library
             logger.warning("proxy: upstream request failed: %s", type(exc).__name__)
-            await _error(send, 502, f"upstream failed: {exc}", "upstream_error")
-            return
+            failed = f"upstream failed: {type(exc).__name__}"
+            raise _Refused(502, failed, "upstream_error") from None
         if response.status_code >= 500:
-            await _error(send, 502, f"upstream failed: {response.text[:2000]}", "upstream_error")
-            return
+            raise _Refused(502, f"upstream failed: {response.text[:2000]}", "upstream_error")
         out = [(b"content-length", str(len(response.content)).encode())]
         content_type = response.headers.get("content-type")
         if content_type:
             out.append((b"content-type", content_type.encode("latin-1")))
         await send({"type": "http.response.start", "status": response.status_code, "headers": out})
         await send({"type": "http.response.body", "body": response.content})
+
+
+def _normalised_path(scope: _Scope) -> str:
+    """The request path with dot segments (RFC 3986) and empty segments removed.
+
+    Raises:
+        _Refused: the target is not origin-form (``/...``), spells a slash or a backslash in
+            percent-encoding, or climbs above the root.
+    """
+    raw: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
+    if not raw.startswith(b"/"):
+        raise _Refused(400, "the request target must be a path starting with '/'")
+    lowered = raw.lower()
+    if b"%2f" in lowered or b"%5c" in lowered or b"\\" in raw or b"%00" in lowered:
+        raise _Refused(400, "the request path encodes '/', '\\' or NUL")
+    try:
+        decoded = unquote(raw.decode("ascii"), errors="strict")
+    except UnicodeError:
+        raise _Refused(400, "the request path is not valid UTF-8") from None
+    segments: list[str] = []
+    for segment in decoded.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if not segments:
+                raise _Refused(404, "the request path leaves the root", code="not_found")
+            segments.pop()
+            continue
+        segments.append(segment)
+    return "/" + "/".join(segments)
+
+
+def _headers(scope: _Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+
+def _parse(raw: bytes) -> dict[str, Any]:
+    """The JSON body as an object (no ``NaN``/``Infinity``, no nesting beyond Python's limit)."""
+
+    def constant(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    try:
+        body = json.loads(raw, parse_constant=constant)
+    except RecursionError:
+        raise _Refused(400, "the JSON body is nested too deeply") from None
+    except ValueError as exc:  # also UnicodeDecodeError
+        raise _Refused(400, f"could not parse the JSON body: {exc}") from None
+    if not isinstance(body, dict):
+        raise _Refused(400, "the JSON body is not an object")
+    return body
+
+
+async def _until_disconnect(receive: _Receive, work: Awaitable[_T]) -> _T:
+    """``work``'s result; cancelled, raising `_Disconnected`, when the client leaves first."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnect(receive))
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+    return task.result()
+
+
+async def _disconnect(receive: _Receive) -> None:
+    """Returns when the client has disconnected; raises `_Disconnected` then."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    raise _Disconnected
 
 
 def _bearer(headers: dict[str, str]) -> str | None:
@@ -247,13 +509,23 @@ def _error_body(exc: openai.APIStatusError) -> dict[str, Any]:
     return {"error": {"message": exc.message, "type": "upstream_error"}}
 
 
-async def _upstream_failed(send: _Send, exc: openai.APIError) -> None:
+def _upstream_failed(exc: openai.APIError) -> _Refused:
     logger.warning("proxy: upstream failed: %s (%r)", type(exc).__name__, exc.__cause__)
-    await _error(send, 502, f"upstream failed: {exc.message}", "upstream_error")
+    return _Refused(502, f"upstream failed: {exc.message}", "upstream_error")
 
 
-async def _error(send: _Send, status: int, message: str, kind: str) -> None:
-    await _json(send, status, {"error": {"message": message, "type": kind}})
+async def _error(
+    send: _Send,
+    status: int,
+    message: str,
+    kind: str,
+    *,
+    code: str | None = None,
+    param: str | None = None,
+) -> None:
+    error: dict[str, str | None] = {"message": message, "type": kind, "param": param}
+    error["code"] = code
+    await _json(send, status, {"error": error})
 
 
 async def _json(send: _Send, status: int, payload: object) -> None:
@@ -263,10 +535,23 @@ async def _json(send: _Send, status: int, payload: object) -> None:
     await send({"type": "http.response.body", "body": raw})
 
 
-async def _sse(send: _Send, stream: AsyncIterator[Any], *, events: bool = False) -> None:
+async def _relay(receive: _Receive, send: _Send, stream: Any, *, events: bool) -> None:
+    """Relay ``stream``; when the client leaves, the stream and its upstream request end."""
+    try:
+        await _until_disconnect(receive, _sse(send, stream, events=events))
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            closed = close()
+            if inspect.isawaitable(closed):
+                await closed
+
+
+async def _sse(send: _Send, stream: Any, *, events: bool = False) -> None:
     """The stream as server-sent events: Chat Completions chunks as ``data:`` lines ending with
     ``[DONE]``; Responses events (``events``) as ``event: <type>`` plus ``data:``, no ``[DONE]``,
-    as the real APIs send them."""
+    as the real APIs send them. Any failure after the status line is an error event the
+    openai SDK raises on, never a finished stream."""
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
 
@@ -279,38 +564,94 @@ async def _sse(send: _Send, stream: AsyncIterator[Any], *, events: bool = False)
         async for chunk in stream:
             data = chunk.model_dump_json(exclude_unset=True)
             await line(data, getattr(chunk, "type", None) if events else None)
-    except openai.APIError as exc:  # the status line is sent: report in the stream
+    except Exception as exc:  # the status line is sent: report in the stream
         logger.warning("proxy: upstream failed mid-stream: %s", type(exc).__name__)
-        message = f"upstream failed: {exc.message}"
+        detail = exc.message if isinstance(exc, openai.APIError) else type(exc).__name__
+        error: dict[str, str | None] = {"message": f"upstream failed: {detail}"}
+        error |= {"type": "upstream_error", "param": None, "code": "upstream_error"}
         if events:
-            error = {"type": "error", "code": "upstream_error", "message": message, "param": None}
-            await line(json.dumps(error), "error")
+            await line(json.dumps({"type": "error", **error, "error": error}), "error")
         else:
-            await line(json.dumps({"error": {"message": message, "type": "upstream_error"}}))
+            await line(json.dumps({"error": error}))
+        await send({"type": "http.response.body", "body": b""})
+        return
     if events:
         await send({"type": "http.response.body", "body": b""})
     else:
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
 
 
-async def _read_body(receive: _Receive) -> bytes:
+async def _read_body(receive: _Receive, headers: Mapping[str, str], limit: int) -> bytes:
+    """The whole request body.
+
+    Raises:
+        _Refused: 413 when it is (or announces to be) larger than ``limit``; it is never cut.
+        _Disconnected: the client left while sending it.
+    """
+    length = headers.get("content-length")
+    if length is not None:
+        if not length.strip().isdigit():
+            raise _Refused(400, "the Content-Length header is not a number")
+        if int(length) > limit:
+            raise _Refused(413, _too_large(limit), code="request_too_large")
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            raise _Disconnected
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size <= _MAX_BODY:
-            chunks.append(chunk)
+        if size > limit:
+            raise _Refused(413, _too_large(limit), code="request_too_large")
+        chunks.append(chunk)
         if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
+            return b"".join(chunks)
+
+
+def _too_large(limit: int) -> str:
+    return f"the request body is larger than this proxy accepts ({limit} bytes, serve --max-body)"
+
+
+def redact_query(target: str) -> str:
+    """``target`` with the values of secret-looking query parameters (``key``, ``api-key``,
+    ``token``, ``secret`` ...) replaced by ``REDACTED``."""
+    path, mark, query = target.partition("?")
+    if not mark:
+        return target
+    parts = []
+    for item in query.split("&"):
+        name, equals, _ = item.partition("=")
+        lowered = unquote(name).lower()
+        secret = equals and any(word in lowered for word in _SECRET_WORDS)
+        parts.append(f"{name}=REDACTED" if secret else item)
+    return f"{path}?{'&'.join(parts)}"
+
+
+class _RedactQuery(logging.Filter):
+    """Redacts secret query parameters in uvicorn's access log lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            record.args = (*args[:2], redact_query(args[2]), *args[3:])
+        return True
+
+
+def redact_access_log() -> None:
+    """Redact secret query parameters in uvicorn's access log (idempotent)."""
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, _RedactQuery) for f in access.filters):
+        access.addFilter(_RedactQuery())
+
+
+def _env_number(name: str, kind: Callable[[str], _T]) -> _T | None:
+    value = os.environ.get(name)
+    return kind(value) if value else None
 
 
 def app_from_env() -> ProxyApp:
-    """The app for uvicorn's factory mode: upstream and config from the environment.
+    """The app for uvicorn's factory mode: upstream, config and limits from the environment.
 
     Raises:
         RuntimeError: ``BOT_TOOLSEARCH_UPSTREAM`` is not set.
@@ -318,4 +659,13 @@ def app_from_env() -> ProxyApp:
     upstream = os.environ.get(ENV_UPSTREAM)
     if not upstream:
         raise RuntimeError(f"set {ENV_UPSTREAM} to the upstream base URL")
-    return ProxyApp(upstream, config=os.environ.get(ENV_CONFIG) or None, freeze_heap=True)
+    max_body = _env_number(ENV_MAX_BODY, int)
+    max_tools = _env_number(ENV_MAX_TOOLS, int)
+    return ProxyApp(
+        upstream,
+        config=os.environ.get(ENV_CONFIG) or None,
+        timeout=_env_number(ENV_TIMEOUT, float),
+        max_body=DEFAULT_MAX_BODY if max_body is None else max_body,
+        max_tools=DEFAULT_MAX_TOOLS if max_tools is None else max_tools,
+        freeze_heap=True,
+    )

@@ -7,6 +7,7 @@ unchanged (see `ToolsCache` for what "unchanged" costs to check).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -26,8 +27,13 @@ logger = logging.getLogger("bot_toolsearch")
 Api = Literal["chat", "responses"]
 """Which tool shape the list uses: Chat Completions (nested ``function``) or Responses (flat)."""
 
-_CACHE_SIZE = 8
-"""Distinct tool lists remembered (one per agent or framework sharing the wrapper)."""
+_CACHE_SIZE = 32
+"""Most distinct tool lists remembered (one per agent or framework sharing the wrapper)."""
+_CACHE_BYTES = 32 * 1024 * 1024
+"""Most bytes of tool lists remembered, counted as JSON (the indexed form is a small multiple
+of it in memory); one list larger than this is still kept while it is the newest."""
+_FALLBACK_TOOL_BYTES = 4096
+"""The size counted for each tool of a list that cannot be measured as JSON."""
 
 
 def tool_name(tool: object, api: Api) -> str | None:
@@ -202,6 +208,7 @@ class _Entry:
     dot_delimiter: str
     elements: tuple[Any, ...]
     tools: CallerTools
+    size: int
 
 
 class ToolsCache:
@@ -214,17 +221,23 @@ class ToolsCache:
     list parsed anew (the proxy) compares its schemas in full. The caller's entries are
     treated as values: a dict the wrapper has seen and that is then changed in place is not
     noticed; pass a new dict (or list) to change a tool.
+
+    The cache holds at most ``size`` lists and at most ``max_bytes`` of them, measured as the
+    lists' JSON size (the indexed form takes a small multiple of that in memory); the most
+    recently used list always stays, however large.
     """
 
-    def __init__(self, size: int = _CACHE_SIZE) -> None:
+    def __init__(self, size: int = _CACHE_SIZE, max_bytes: int = _CACHE_BYTES) -> None:
         self._size = size
+        self._max_bytes = max_bytes
         self._entries: list[_Entry] = []
         self._lock = threading.Lock()
         self.builds = 0
         """How many lists were indexed so far (a server settles its heap after a new one)."""
 
-    def get(self, tools: Sequence[Any], api: Api, dot_delimiter: str) -> CallerTools:
-        """The indexed form of ``tools``, built only when no equal list was indexed before."""
+    def lookup(self, tools: Sequence[Any], api: Api, dot_delimiter: str) -> CallerTools | None:
+        """The indexed form of ``tools`` when an equal list is cached, else ``None`` (cheap:
+        nothing is indexed)."""
         elements = tuple(tools)
         with self._lock:
             candidates = [
@@ -243,12 +256,37 @@ class ToolsCache:
                         self._entries.remove(entry)
                     self._entries.insert(0, entry)
                 return entry.tools
+        return None
+
+    def get(self, tools: Sequence[Any], api: Api, dot_delimiter: str) -> CallerTools:
+        """The indexed form of ``tools``, built only when no equal list was indexed before."""
+        found = self.lookup(tools, api, dot_delimiter)
+        if found is not None:
+            return found
+        elements = tuple(tools)
         built = CallerTools.build(elements, api, dot_delimiter)
+        entry = _Entry(api, dot_delimiter, elements, built, _json_size(elements))
         with self._lock:
             self.builds += 1
-            self._entries.insert(0, _Entry(api, dot_delimiter, elements, built))
-            del self._entries[self._size :]
+            self._entries.insert(0, entry)
+            keep, total = len(self._entries), 0
+            for position, cached in enumerate(self._entries):
+                total += cached.size
+                if position and (position >= self._size or total > self._max_bytes):
+                    keep = position
+                    break
+            del self._entries[keep:]
         return built
+
+    @property
+    def cached_bytes(self) -> int:
+        """The JSON size of every cached list (what ``max_bytes`` bounds)."""
+        with self._lock:
+            return sum(entry.size for entry in self._entries)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
 
     def build_indexes(self) -> None:
         """Build the search index of every cached catalog now (it is otherwise built on the
@@ -258,6 +296,14 @@ class ToolsCache:
         for catalog in catalogs:
             if catalog is not None:
                 _ = catalog.index
+
+
+def _json_size(elements: tuple[Any, ...]) -> int:
+    """About how many bytes a tool list takes as JSON (what the cache's byte bound counts)."""
+    try:
+        return len(json.dumps(elements, default=repr, check_circular=True))
+    except (ValueError, TypeError, RecursionError):  # a caller object JSON cannot walk
+        return _FALLBACK_TOOL_BYTES * len(elements)
 
 
 def _equal(cached: tuple[Any, ...], elements: tuple[Any, ...]) -> bool:
