@@ -29,8 +29,11 @@ __all__ = ["FIELD_WEIGHTS", "Document", "SearchIndex", "split_tier"]
 
 Document = tuple[Sequence[str], ...]
 """The terms of one tool: name parts (the leaf, after the last ``.``), parameter names, tool
-description, parameter texts, and the name's namespace parts (before the last ``.``); trailing
-fields may be left out (empty)."""
+description, parameter texts, the name's namespace parts (before the last ``.``) and the
+descriptions of the namespaces the tool is in; trailing fields may be left out (empty).
+
+The namespace descriptions are scored as part of the namespace field (one field, one length),
+but they are not the tool's name: a one-term query's name tier looks at the name parts only."""
 
 # BM25 saturation and length normalisation, the same on every field. Normalising names too
 # lets a name made mostly of the query's words (``get_stock_price``) beat a longer name that
@@ -85,6 +88,15 @@ def _count(field: Sequence[str]) -> dict[str, int]:
     return counts
 
 
+def _merge_namespace(doc: Document) -> tuple[Document, Sequence[str]]:
+    """``(the scored fields, the namespace's name parts)``: the namespace descriptions (the
+    sixth field) join the namespace field (the fifth) for scoring."""
+    if len(doc) <= 5:
+        return doc, doc[4] if len(doc) == 5 else ()
+    namespace = doc[4]
+    return (*doc[:4], (*namespace, *doc[5])), namespace
+
+
 class SearchIndex:
     """Immutable postings ``term -> {doc_id: weight}`` over a fixed list of documents.
 
@@ -107,8 +119,9 @@ class SearchIndex:
 
     def __init__(self, docs: Sequence[Document]) -> None:
         self.size = n = len(docs)
+        merged = [_merge_namespace(doc) for doc in docs]
         avg = [
-            max(1.0, sum(len(doc[f]) for doc in docs if f < len(doc)) / max(1, n))
+            max(1.0, sum(len(doc[f]) for doc, _ in merged if f < len(doc)) / max(1, n))
             for f in range(len(FIELD_WEIGHTS))
         ]
         # Per field, BM25's K * (1 - B + B * length / avg) is base + slope * length.
@@ -121,7 +134,7 @@ class SearchIndex:
         self._params: list[tuple[str, ...]] = []
         empty: tuple[str, ...] = ()
         # The hot loop: one postings update per token, no per-document or per-posting objects.
-        for doc_id, fields in enumerate(docs):
+        for doc_id, (fields, namespace) in enumerate(merged):
             names = params = empty
             for f in range(len(fields)):
                 field = fields[f]
@@ -130,8 +143,10 @@ class SearchIndex:
                 weight = FIELD_WEIGHTS[f]
                 norm = base + slopes[f] * len(field)
                 unique = frozenset(field)
-                if f in (0, 4):  # the leaf and the namespace are both the tool's name
+                if f == 0:  # the leaf and the namespace are both the tool's name
                     names = (*names, *unique)
+                elif f == 4:
+                    names = (*names, *frozenset(namespace))
                 elif f == 1:
                     params = tuple(unique)
                 if len(unique) == len(field):  # every term once, the usual case: no counting
