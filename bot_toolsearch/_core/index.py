@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 import math
 from array import array
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Collection, Sequence
 
 __all__ = ["FIELD_WEIGHTS", "Document", "SearchIndex", "split_tier"]
@@ -78,14 +78,6 @@ def split_tier(score: float) -> tuple[int, float]:
     """
     tier = int(score // _TIER_STEP)
     return tier, score - tier * _TIER_STEP
-
-
-def _count(field: Sequence[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    get = counts.get
-    for term in field:
-        counts[term] = get(term, 0) + 1
-    return counts
 
 
 def _merge_namespace(doc: Document) -> tuple[Document, Sequence[str]]:
@@ -155,7 +147,7 @@ class SearchIndex:
                         found = postings[term]
                         found[doc_id] = found.get(doc_id, _MATCH_BONUS) + once
                 else:
-                    for term, tf in _count(field).items():
+                    for term, tf in Counter(field).items():
                         found = postings[term]
                         found[doc_id] = found.get(doc_id, _MATCH_BONUS) + weight * tf / (tf + norm)
             self._names.append(names)
