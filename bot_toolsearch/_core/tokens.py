@@ -81,10 +81,18 @@ def _is_cjk(ch: str) -> bool:
     return _CJK_CHAR.match(ch) is not None
 
 
+# Where an ASCII run splits: before an upper-case letter that follows a lower-case letter or a
+# digit, or that follows another upper-case letter and precedes a lower-case one. Fixed-width
+# lookarounds only: linear time.
+_ASCII_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
 def _camel_split(run: str) -> list[str]:
     """``getHTTPServer2Go`` -> ``get``, ``HTTP``, ``Server2``, ``Go`` (before case folding)."""
     if run.islower() or run.isupper() or not any(c.isupper() for c in run):
         return [run]
+    if run.isascii():
+        return _ASCII_CAMEL.split(run)
     parts: list[str] = []
     start = 0
     for i in range(1, len(run)):
