@@ -31,6 +31,7 @@ __all__ = [
     "ToolCatalog",
     "invalid_name_reason",
     "schema_depth_problem",
+    "search_index",
 ]
 
 TOOL_SEARCH_NAME = "tool_search"
@@ -64,8 +65,8 @@ _SCHEMA_KEYS = {
 
 
 _DEFERRED_CACHE_SIZE = 64
-# Search indexes kept per catalog (one per set of namespace descriptions: a config reload
-# that changes them builds a new one).
+# Search indexes with namespace descriptions kept per catalog, besides the one without (one
+# per set of descriptions: a config reload that changes them builds a new one).
 _INDEXES_KEPT = 2
 _T = TypeVar("_T")
 
@@ -211,6 +212,7 @@ class ToolCatalog:
         "_by_fold",
         "_deferred_cache",
         "_descriptions",
+        "_index",
         "_index_lock",
         "_indexes",
         "_json",
@@ -284,6 +286,7 @@ class ToolCatalog:
         # A document's id is its position in sorted_names, so ties in score break by id.
         self._rank = {name: i for i, name in enumerate(self.sorted_names)}
         self._deferred_cache: dict[frozenset[str], tuple[str, ...]] = {}
+        self._index: SearchIndex | None = None
         self._indexes: dict[Namespaces, SearchIndex] = {}
         self._index_lock = threading.Lock()
         by_fold: dict[str, list[str]] = {}
@@ -293,26 +296,25 @@ class ToolCatalog:
 
     @property
     def index(self) -> SearchIndex:
-        """The keyword search index without namespace descriptions (`search_index` of none)."""
-        return self.search_index()
+        """The keyword search index without namespace descriptions (`search_index` of none),
+        built on first use."""
+        return self._search_index(())
 
-    def search_index(self, namespaces: Namespaces = ()) -> SearchIndex:
-        """The keyword search index, with the ``(namespace, description)`` pairs indexed in
-        the namespace field of every tool inside each namespace; built on first use.
-
-        Building it tokenises every name, description and parameter, so it is left to the
-        first keyword search (exact names, ``select:`` and the directory never need it); call
-        it to build it ahead. The last few indexes (one per set of descriptions) are kept.
-        """
-        index = self._indexes.get(namespaces)
+    def _search_index(self, namespaces: Namespaces) -> SearchIndex:
+        if not namespaces and self._index is not None:
+            return self._index
+        index = self._indexes.get(namespaces) if namespaces else None
         if index is None:
             with self._index_lock:
-                index = self._indexes.get(namespaces)
+                index = self._index if not namespaces else self._indexes.get(namespaces)
                 if index is None:
                     index = self._build_index(namespaces)
-                    if len(self._indexes) >= _INDEXES_KEPT:
-                        self._indexes.pop(next(iter(self._indexes)), None)
-                    self._indexes[namespaces] = index
+                    if not namespaces:
+                        self._index = index
+                    else:
+                        if len(self._indexes) >= _INDEXES_KEPT:
+                            self._indexes.pop(next(iter(self._indexes)), None)
+                        self._indexes[namespaces] = index
         return index
 
     def _build_index(self, namespaces: Namespaces) -> SearchIndex:
@@ -459,6 +461,17 @@ class ToolCatalog:
     def case_variants(self, name: str) -> tuple[str, ...]:
         """Catalog names equal to ``name`` ignoring case, in ``(casefold, name)`` order."""
         return self._by_fold.get(name.casefold(), ())
+
+
+def search_index(catalog: ToolCatalog, namespaces: Namespaces = ()) -> SearchIndex:
+    """The keyword search index of ``catalog``, with the ``(namespace, description)`` pairs
+    indexed in the namespace field of every tool inside each namespace.
+
+    Built on first use, then kept (the last few sets of descriptions): building it tokenises
+    every name, description and parameter, so it is left to the first keyword search (exact
+    names, ``select:`` and the directory never need it). Call it to build it ahead.
+    """
+    return catalog._search_index(namespaces)
 
 
 def _encoded_entry(

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .catalog import TOOL_SEARCH_NAME, ToolCatalog
+from .catalog import TOOL_SEARCH_NAME, ToolCatalog, search_index
 from .directory import DEFAULT_DIRECTORY_BUDGET, DeferredDirectory, build_directory
 from .prompt import tool_search_schema
 from .query import (
@@ -373,7 +373,7 @@ class ToolSearchSession:
         if not parsed.terms:
             return self._result(not_found=(parsed.text,))
         # Namespace descriptions are indexed in their tools' namespace field.
-        index = self._catalog.search_index(self._namespace_items())
+        index = search_index(self._catalog, self._namespace_items())
         scores = index.scores(parsed.terms, parsed.required)
         # Keyword hits are initially deferred tools only: never hidden or always-loaded ones.
         rank = self._catalog.rank

@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from bot_toolsearch import Tool, ToolCatalog, ToolSearchSession
+from bot_toolsearch._core.catalog import search_index
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
 
 if TYPE_CHECKING:
@@ -56,13 +57,14 @@ def test_a_description_word_is_not_a_name_hit_for_a_one_term_query() -> None:
 def test_each_set_of_descriptions_has_its_own_index_and_explain_shows_them() -> None:
     catalog = ToolCatalog(schemas())
     described = tuple(DESCRIBED.items())
-    assert catalog.search_index(described) is catalog.search_index(described)
-    assert catalog.search_index(described) is not catalog.index
-    assert "bond" in catalog.search_index(described)
+    assert search_index(catalog, described) is search_index(catalog, described)
+    assert search_index(catalog, described) is not catalog.index
+    assert search_index(catalog) is catalog.index
+    assert "bond" in search_index(catalog, described)
     assert "bond" not in catalog.index
     document = catalog.document("svc.file_entry", described)
     assert len(catalog.document("svc.file_entry")) == 5
-    hits = catalog.search_index(described).explain(["bond"], document)
+    hits = search_index(catalog, described).explain(["bond"], document)
     assert hits == ((), (), (), (), (), ("bond",))
 
 
