@@ -115,12 +115,16 @@ def substring_ranker(schemas: list[dict[str, Any]]) -> Ranker:
     return rank
 
 
-def engine_ranker(schemas: list[dict[str, Any]]) -> Ranker:
-    """Our engine: the first search of a fresh session over one prebuilt catalog."""
+def engine_ranker(
+    schemas: list[dict[str, Any]], namespaces: dict[str, str] | None = None
+) -> Ranker:
+    """Our engine: the first search of a fresh session over one prebuilt catalog (with
+    ``namespaces`` descriptions, when given)."""
     catalog = ToolCatalog(schemas)
 
     def rank(query: str) -> Sequence[str]:
-        return ToolSearchSession(catalog, max_results=CAP).search(query).loaded
+        session = ToolSearchSession(catalog, max_results=CAP, namespaces=namespaces)
+        return session.search(query).loaded
 
     return rank
 

@@ -14,22 +14,24 @@ import json
 import logging
 import threading
 import unicodedata
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
 
 from .index import Document, SearchIndex
-from .tokens import index_terms, release_caches
+from .tokens import release_caches, text_terms
 
 __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_SCHEMA_DEPTH",
     "TOOL_SEARCH_NAME",
+    "Namespaces",
     "ToolCatalog",
     "invalid_name_reason",
     "schema_depth_problem",
+    "search_index",
 ]
 
 TOOL_SEARCH_NAME = "tool_search"
@@ -63,7 +65,13 @@ _SCHEMA_KEYS = {
 
 
 _DEFERRED_CACHE_SIZE = 64
+# Search indexes with namespace descriptions kept per catalog, besides the one without (one
+# per set of descriptions: a config reload that changes them builds a new one).
+_INDEXES_KEPT = 2
 _T = TypeVar("_T")
+
+Namespaces = tuple[tuple[str, str], ...]
+"""``(namespace, description)`` pairs, as a hashable key."""
 
 MAX_NAME_LENGTH = 256
 """Longest canonical tool name: every deferred name costs prompt tokens on every ask, so a
@@ -153,12 +161,12 @@ def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
         for key, sub in node.items():
             if key == "description":
                 if isinstance(sub, str):
-                    texts.extend(index_terms(sub))
+                    texts.extend(text_terms(sub))
             elif key == "enum":
                 if isinstance(sub, list | tuple):
                     for value in sub:
                         if isinstance(value, str):
-                            texts.extend(index_terms(value))
+                            texts.extend(text_terms(value))
             else:
                 kind = _SCHEMA_KEYS.get(key)
                 if kind is None:
@@ -167,7 +175,7 @@ def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
                     if kind == 0:
                         if key == "properties":
                             for prop in sub:
-                                names.extend(index_terms(prop))
+                                names.extend(text_terms(prop))
                         stack.extend(sub.values())
                     elif kind == 1:
                         stack.append(sub)
@@ -207,6 +215,7 @@ class ToolCatalog:
         "_descriptions",
         "_index",
         "_index_lock",
+        "_indexes",
         "_json",
         "_memo",
         "_order",
@@ -276,6 +285,7 @@ class ToolCatalog:
         self._rank = {name: i for i, name in enumerate(self.sorted_names)}
         self._deferred_cache: dict[frozenset[str], tuple[str, ...]] = {}
         self._index: SearchIndex | None = None
+        self._indexes: dict[Namespaces, SearchIndex] = {}
         self._index_lock = threading.Lock()
         by_fold: dict[str, list[str]] = {}
         for name in self.sorted_names:
@@ -284,39 +294,67 @@ class ToolCatalog:
 
     @property
     def index(self) -> SearchIndex:
-        """The keyword search index, built from the catalog's own copy on first use.
+        """The keyword search index without namespace descriptions (`search_index` of none),
+        built on first use."""
+        return self._search_index(())
 
-        Building it tokenises every name, description and parameter (about a second at
-        10,000 tools), so it is left to the first keyword search rather than start-up: exact
-        names, ``select:`` and the directory never need it. Read it once to build it ahead.
-        """
-        index = self._index
+    def _search_index(self, namespaces: Namespaces) -> SearchIndex:
+        if not namespaces and self._index is not None:
+            return self._index
+        index = self._indexes.get(namespaces) if namespaces else None
         if index is None:
             with self._index_lock:
-                if self._index is None:
-                    collecting = gc.isenabled()
-                    gc.disable()  # as in the build: no cycles, many long-lived objects
-                    try:
-                        self._index = SearchIndex([self._document(n) for n in self.sorted_names])
-                    finally:
-                        release_caches()
-                        if collecting:
-                            gc.enable()
-                index = self._index
+                index = self._index if not namespaces else self._indexes.get(namespaces)
+                if index is None:
+                    index = self._build_index(namespaces)
+                    if not namespaces:
+                        self._index = index
+                    else:
+                        if len(self._indexes) >= _INDEXES_KEPT:
+                            self._indexes.pop(next(iter(self._indexes)), None)
+                        self._indexes[namespaces] = index
         return index
 
-    def _document(self, name: str) -> Document:
+    def _build_index(self, namespaces: Namespaces) -> SearchIndex:
+        described = self._namespace_terms(namespaces)
+        collecting = gc.isenabled()
+        gc.disable()  # as in the build: no cycles, many long-lived objects
+        try:
+            return SearchIndex(
+                [
+                    self._document(name, described.get(rank, ()))
+                    for rank, name in enumerate(self.sorted_names)
+                ]
+            )
+        finally:
+            release_caches()
+            if collecting:
+                gc.enable()
+
+    def _namespace_terms(self, namespaces: Namespaces) -> dict[int, list[str]]:
+        """Per document id, the terms of the descriptions of the namespaces it is in."""
+        described: dict[int, list[str]] = {}
+        for namespace, text in namespaces:
+            if not isinstance(namespace, str) or not isinstance(text, str) or not text:
+                continue
+            terms = text_terms(text)
+            for member in self.namespace_members(namespace):
+                described.setdefault(self._rank[member], []).extend(terms)
+        return described
+
+    def _document(self, name: str, described: Sequence[str] = ()) -> Document:
         function = json.loads(self._json[name])["function"]
         description = function.get("description")
         param_names, param_texts = _parameter_text(function.get("parameters"))
         namespace, _, leaf = name.rpartition(".")
-        return (
-            index_terms(leaf),
+        fields: Document = (
+            text_terms(leaf),
             param_names,
-            index_terms(description) if isinstance(description, str) else [],
+            text_terms(description) if isinstance(description, str) else (),
             param_texts,
-            index_terms(namespace),
+            text_terms(namespace),
         )
+        return (*fields, described) if described else fields
 
     def __len__(self) -> int:
         return len(self.names)
@@ -368,13 +406,14 @@ class ToolCatalog:
             self._deferred_cache[excluded] = cached
         return cached
 
-    def document(self, name: str) -> Document:
-        """The terms catalog tool ``name`` is indexed under, by field (for explanations).
+    def document(self, name: str, namespaces: Namespaces = ()) -> Document:
+        """The terms catalog tool ``name`` is indexed under, by field (for explanations): five
+        fields, and a sixth when ``namespaces`` describe a namespace it is in.
 
         Raises:
             KeyError: ``name`` is not in the catalog.
         """
-        return self._document(name)
+        return self._document(name, self._namespace_terms(namespaces).get(self._rank[name], ()))
 
     def description(self, name: str) -> str:
         """The description of catalog tool ``name`` (``""`` when it has none)."""
@@ -420,6 +459,17 @@ class ToolCatalog:
     def case_variants(self, name: str) -> tuple[str, ...]:
         """Catalog names equal to ``name`` ignoring case, in ``(casefold, name)`` order."""
         return self._by_fold.get(name.casefold(), ())
+
+
+def search_index(catalog: ToolCatalog, namespaces: Namespaces = ()) -> SearchIndex:
+    """The keyword search index of ``catalog``, with the ``(namespace, description)`` pairs
+    indexed in the namespace field of every tool inside each namespace.
+
+    Built on first use, then kept (the last few sets of descriptions): building it tokenises
+    every name, description and parameter, so it is left to the first keyword search (exact
+    names, ``select:`` and the directory never need it). Call it to build it ahead.
+    """
+    return catalog._search_index(namespaces)
 
 
 def _encoded_entry(

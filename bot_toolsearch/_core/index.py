@@ -22,22 +22,25 @@ from __future__ import annotations
 import bisect
 import math
 from array import array
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Collection, Sequence
 
 __all__ = ["FIELD_WEIGHTS", "Document", "SearchIndex", "split_tier"]
 
 Document = tuple[Sequence[str], ...]
 """The terms of one tool: name parts (the leaf, after the last ``.``), parameter names, tool
-description, parameter texts, and the name's namespace parts (before the last ``.``); trailing
-fields may be left out (empty)."""
+description, parameter texts, the name's namespace parts (before the last ``.``) and the
+descriptions of the namespaces the tool is in; trailing fields may be left out (empty).
+
+The namespace descriptions are scored as part of the namespace field (one field, one length),
+but they are not the tool's name: a one-term query's name tier looks at the name parts only."""
 
 # BM25 saturation and length normalisation, the same on every field. Normalising names too
 # lets a name made mostly of the query's words (``get_stock_price``) beat a longer name that
 # merely contains them.
 _K = 1.2
 _B = 0.75
-FIELD_WEIGHTS = (1.5, 0.5, 1.0, 0.5, 1.0)
+FIELD_WEIGHTS = (2.0, 0.25, 1.25, 0.5, 1.0)
 """Weights of the leaf-name, parameter-name, description, parameter-description and namespace
 fields.
 
@@ -47,9 +50,10 @@ fields, each is length-normalised against its own kind, so a long namespace
 count as the name for a one-term query's tier.
 
 Parameter names say what a tool takes, not what it does, and the same few (``city``,
-``date``, ``location``, ``id``) recur across unrelated tools, so they weigh half a
-description word. Checked on the dev set's two halves and on a held-out BFCL-derived set of
-other tools and queries, where it helped every figure."""
+``date``, ``location``, ``id``) recur across unrelated tools, so they weigh a fifth of a
+description word. Chosen by ``bench/tune_ranking.py``: cross-validation over the dev set's two
+halves, each searched among its 769 tools and among 10,000; only the values both folds chose
+on their own were taken (the leaf, parameter-name and description weights)."""
 # Every matched term adds this much (times its IDF) on top of BM25, whatever the field: a tool
 # matching more of the query's distinct terms beats one repeating a single term (coverage).
 _MATCH_BONUS = 1.0
@@ -77,12 +81,13 @@ def split_tier(score: float) -> tuple[int, float]:
     return tier, score - tier * _TIER_STEP
 
 
-def _count(field: Sequence[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    get = counts.get
-    for term in field:
-        counts[term] = get(term, 0) + 1
-    return counts
+def _merge_namespace(doc: Document) -> tuple[Document, Sequence[str]]:
+    """``(the scored fields, the namespace's name parts)``: the namespace descriptions (the
+    sixth field) join the namespace field (the fifth) for scoring."""
+    if len(doc) <= 5:
+        return doc, doc[4] if len(doc) == 5 else ()
+    namespace = doc[4]
+    return (*doc[:4], (*namespace, *doc[5])), namespace
 
 
 class SearchIndex:
@@ -107,8 +112,9 @@ class SearchIndex:
 
     def __init__(self, docs: Sequence[Document]) -> None:
         self.size = n = len(docs)
+        merged = [_merge_namespace(doc) for doc in docs]
         avg = [
-            max(1.0, sum(len(doc[f]) for doc in docs if f < len(doc)) / max(1, n))
+            max(1.0, sum(len(doc[f]) for doc, _ in merged if f < len(doc)) / max(1, n))
             for f in range(len(FIELD_WEIGHTS))
         ]
         # Per field, BM25's K * (1 - B + B * length / avg) is base + slope * length.
@@ -121,7 +127,7 @@ class SearchIndex:
         self._params: list[tuple[str, ...]] = []
         empty: tuple[str, ...] = ()
         # The hot loop: one postings update per token, no per-document or per-posting objects.
-        for doc_id, fields in enumerate(docs):
+        for doc_id, (fields, namespace) in enumerate(merged):
             names = params = empty
             for f in range(len(fields)):
                 field = fields[f]
@@ -130,8 +136,10 @@ class SearchIndex:
                 weight = FIELD_WEIGHTS[f]
                 norm = base + slopes[f] * len(field)
                 unique = frozenset(field)
-                if f in (0, 4):  # the leaf and the namespace are both the tool's name
+                if f == 0:  # the leaf and the namespace are both the tool's name
                     names = (*names, *unique)
+                elif f == 4:
+                    names = (*names, *frozenset(namespace))
                 elif f == 1:
                     params = tuple(unique)
                 if len(unique) == len(field):  # every term once, the usual case: no counting
@@ -140,7 +148,7 @@ class SearchIndex:
                         found = postings[term]
                         found[doc_id] = found.get(doc_id, _MATCH_BONUS) + once
                 else:
-                    for term, tf in _count(field).items():
+                    for term, tf in Counter(field).items():
                         found = postings[term]
                         found[doc_id] = found.get(doc_id, _MATCH_BONUS) + weight * tf / (tf + norm)
             self._names.append(names)

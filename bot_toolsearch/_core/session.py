@@ -12,10 +12,9 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .catalog import TOOL_SEARCH_NAME, ToolCatalog
+from .catalog import TOOL_SEARCH_NAME, ToolCatalog, search_index
 from .directory import DEFAULT_DIRECTORY_BUDGET, DeferredDirectory, build_directory
 from .fusion import FUSION_DEPTH, fuse
-from .index import SearchIndex
 from .prompt import tool_search_schema
 from .query import (
     MAX_KEYWORD_CHARS,
@@ -28,36 +27,13 @@ from .query import (
     parse_query,
 )
 from .result import ToolSearchResult, read_arguments
-from .tokens import index_terms
 
-__all__ = ["NAMESPACE_WEIGHT", "NAMES_PAGE", "ToolSearchSession"]
+__all__ = ["NAMES_PAGE", "ToolSearchSession"]
 
 logger = logging.getLogger("bot_toolsearch")
 
 NAMES_PAGE = 50
 """Names per page when ``select:namespace.*`` lists a namespace too large to load."""
-NAMESPACE_WEIGHT = 0.5
-"""A keyword query's score against a namespace description, times this, is added to every
-tool of the namespace: a tool's own words decide first, the namespace's break near-ties and
-find tools whose own text never says what their service is."""
-
-
-class _NamespaceIndex:
-    """The namespace descriptions of one catalog as a small search index (built once)."""
-
-    __slots__ = ("index", "members")
-
-    def __init__(self, catalog: ToolCatalog, described: tuple[tuple[str, str], ...]) -> None:
-        self.members: list[tuple[int, ...]] = []
-        docs = []
-        for namespace, text in described:
-            if not isinstance(namespace, str) or not isinstance(text, str) or not text:
-                continue
-            members = tuple(catalog.rank(n) for n in catalog.namespace_members(namespace))
-            if members:
-                self.members.append(members)
-                docs.append(((), (), index_terms(text), ()))
-        self.index = SearchIndex(docs)
 
 
 def _names_arg(value: Iterable[str], what: str) -> Iterable[str]:
@@ -412,9 +388,9 @@ class ToolSearchSession:
             return self._take((exact,), limit)
         if not parsed.terms:
             return self._result(not_found=(parsed.text,))
-        scores = self._catalog.index.scores(parsed.terms, parsed.required)
-        if self._namespace_items():
-            self._add_namespace_scores(scores, parsed.terms, bool(parsed.required))
+        # Namespace descriptions are indexed in their tools' namespace field.
+        index = search_index(self._catalog, self._namespace_items())
+        scores = index.scores(parsed.terms, parsed.required)
         # Keyword hits are initially deferred tools only: never hidden or always-loaded ones.
         rank = self._catalog.rank
         for name in self._excluded:
@@ -461,25 +437,6 @@ class ToolSearchSession:
             tiers=len(parsed.terms) == 1,
             allowed=scores.keys() if parsed.required else None,
         )
-
-    def _add_namespace_scores(
-        self, scores: dict[int, float], terms: Sequence[str], required: bool
-    ) -> None:
-        """Add each matching namespace description's score to its tools (see
-        `NAMESPACE_WEIGHT`); with required terms, only to tools that passed the filter."""
-        catalog = self._catalog
-        described = self._namespace_items()
-        found: _NamespaceIndex = catalog.memo(
-            ("namespace-index", described), lambda: _NamespaceIndex(catalog, described)
-        )
-        matched = found.index.scores(terms, tiers=False)
-        get = scores.get
-        for doc, score in matched.items():
-            bonus = NAMESPACE_WEIGHT * score
-            for member in found.members[doc]:
-                if required and member not in scores:
-                    continue
-                scores[member] = get(member, 0.0) + bonus
 
     def execute(self, arguments: object) -> str:
         """Run a model's ``tool_search`` call and return the tool result text.

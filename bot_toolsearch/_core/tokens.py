@@ -26,7 +26,15 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["STOP_WORDS", "index_terms", "query_terms", "release_caches", "split_name", "stem"]
+__all__ = [
+    "STOP_WORDS",
+    "index_terms",
+    "query_terms",
+    "release_caches",
+    "split_name",
+    "stem",
+    "text_terms",
+]
 
 # Runs of letters and digits; ``_`` is a separator like ``.`` and ``-``.
 _RUN = re.compile(r"[^\W_]+")
@@ -65,16 +73,26 @@ STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
 
 # Runs seen while building indexes; bounded so a hostile catalog cannot grow it forever.
 _CACHE_SIZE = 1 << 16
+# Whole texts up to this long are cached (bounding what the cache can hold).
+_CACHED_TEXT = 1000
 
 
 def _is_cjk(ch: str) -> bool:
     return _CJK_CHAR.match(ch) is not None
 
 
+# Where an ASCII run splits: before an upper-case letter that follows a lower-case letter or a
+# digit, or that follows another upper-case letter and precedes a lower-case one. Fixed-width
+# lookarounds only: linear time.
+_ASCII_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
 def _camel_split(run: str) -> list[str]:
     """``getHTTPServer2Go`` -> ``get``, ``HTTP``, ``Server2``, ``Go`` (before case folding)."""
     if run.islower() or run.isupper() or not any(c.isupper() for c in run):
         return [run]
+    if run.isascii():
+        return _ASCII_CAMEL.split(run)
     parts: list[str] = []
     start = 0
     for i in range(1, len(run)):
@@ -268,13 +286,26 @@ def _chunk_terms(chunk: str) -> tuple[str, ...]:
 
 def index_terms(text: str) -> list[str]:
     """Every term of ``text`` as stored in the index (stop words included)."""
+    return list(text_terms(text))
+
+
+def text_terms(text: str) -> tuple[str, ...]:
+    """`index_terms` as a tuple, cached per whole text up to 1,000 characters: catalogs repeat
+    the same parameter descriptions (``"The project ID."``) thousands of times."""
+    return _short_text_terms(text) if len(text) <= _CACHED_TEXT else _text_terms(text)
+
+
+def _text_terms(text: str) -> tuple[str, ...]:
     # Whitespace always separates runs, so the chunks between it can be cached one by one:
     # catalogs repeat the same words far more often than they repeat whole texts.
     terms: list[str] = []
     extend = terms.extend
     for chunk in text.split():
         extend(_chunk_terms(chunk))
-    return terms
+    return tuple(terms)
+
+
+_short_text_terms = lru_cache(maxsize=_CACHE_SIZE)(_text_terms)
 
 
 def release_caches() -> None:
@@ -283,6 +314,7 @@ def release_caches() -> None:
     _run_words.cache_clear()
     stem.cache_clear()
     _chunk_terms.cache_clear()
+    _short_text_terms.cache_clear()
 
 
 def query_terms(text: str) -> tuple[list[str], list[str]]:

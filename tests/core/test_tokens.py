@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot_toolsearch._core.tokens import STOP_WORDS, index_terms, query_terms, split_name, stem
+from bot_toolsearch._core.tokens import (
+    STOP_WORDS,
+    index_terms,
+    query_terms,
+    split_name,
+    stem,
+    text_terms,
+)
 
 
 @pytest.mark.parametrize(
@@ -151,3 +158,13 @@ def test_japanese_and_korean_runs_are_bigrams() -> None:
 def test_punctuation_and_symbols_are_separators() -> None:
     assert index_terms("C++ (beta), 100%!") == ["c", "beta", "100"]
     assert query_terms("+ ... !!") == ([], [])
+
+
+def test_text_terms_are_the_index_terms_whether_or_not_the_text_is_cached() -> None:
+    short = "Get the weather forecast for a city."
+    long = " ".join([short] * 40)  # past the whole-text cache's length bound
+    assert len(long) > 1000
+    for text in (short, long):
+        assert text_terms(text) == tuple(index_terms(text))
+    assert text_terms(short) is text_terms(short)  # cached, shared
+    assert text_terms(long) is not text_terms(long)
