@@ -95,9 +95,6 @@ class AskContext:
     """Set by the tool-search middleware under ``bridge`` loading: turns each ``call_tool``
     call of a response into its target's call before the batch runs (the history keeps the
     calls as the model sent them)."""
-    follow_ups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    """History messages to add right after the result of a call (by call id), e.g. the
-    ``additional_tools`` declaration after a search's output; consumed with the batch."""
     transport: Transport | None = None
     """Sends model requests in the snapshot's API mode (sub-agents use it too)."""
     threads: HandlerThreads | None = None
