@@ -78,8 +78,6 @@ class AskContext:
     """Every tool of the bot and the prebuilt catalog."""
     permitted: frozenset[str]
     """Canonical names this ask may use (after the hook, allow/deny and prefetch hiding)."""
-    hidden: tuple[str, ...] = ()
-    """Catalog names this ask may not use; the session is built with them hidden."""
     always_loaded_extra: tuple[str, ...] = ()
     """Names to expose from round 1 on top of ``tool_search_always_loaded`` (from prefetch)."""
     conversation_tools: tuple[str, ...] = ()

@@ -106,7 +106,8 @@ class ToolSearchMiddleware:
             api=ctx.settings.model.api,
             names=ctx.toolset.wire_names(ctx.settings.tools.dot_delimiter, ctx.permitted),
             permitted=ctx.permitted,
-            hidden=ctx.hidden,
+            # The catalog names this ask may not use (the view is cached per permitted set).
+            hidden=ctx.toolset.view(ctx.permitted).hidden,
             namespaces=ctx.toolset.namespace_descriptions(ctx.settings.tools.namespaces),
             always_loaded=ctx.always_loaded_extra,
             report=report,
