@@ -69,7 +69,7 @@ from bot_toolsearch._tools.tool import (
     ToolImportError,
     tool,
 )
-from bot_toolsearch._transports.base import ModelReplyError
+from bot_toolsearch._transports.base import ModelReplyError, ToolDeclaration
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch._wrap.client import wrap_openai
 
@@ -131,6 +131,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
     "TOOL_SEARCH_RULES",
     "Tool",
     "ToolCatalog",
+    "ToolDeclaration",
     "ToolFilter",
     "ToolHandler",
     "ToolImportError",

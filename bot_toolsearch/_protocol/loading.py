@@ -23,6 +23,7 @@ from typing import Any
 
 from bot_toolsearch._config.settings import ToolSearchLoading
 from bot_toolsearch._core.prompt import CALL_TOOL_NAME, TOOL_SEARCH_NAME, call_tool_schema
+from bot_toolsearch._transports.base import ToolDeclaration
 from bot_toolsearch._transports.names import WireNames
 
 from .calls import CallRequest, CallResult, parse_arguments
@@ -38,7 +39,6 @@ __all__ = [
     "ADDITIONAL_TOOLS",
     "FALLBACK_TO_APPEND",
     "BridgedCalls",
-    "additional_tools_message",
     "bridge_collides",
     "bridge_search_result",
     "effective_loading",
@@ -47,6 +47,7 @@ __all__ = [
     "schema_entry",
     "schema_note",
     "search_messages",
+    "tool_declaration",
     "unwrap_calls",
 ]
 
@@ -154,14 +155,12 @@ def schema_note(name: str, schema: Mapping[str, Any]) -> str:
     return SCHEMA_NOTE.format(name=name, schema=_compact(schema_entry(schema)))
 
 
-def additional_tools_message(schemas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The history message declaring loaded tools (canonical Chat Completions schemas; the
+def tool_declaration(
+    schemas: Sequence[Mapping[str, Any]], after: str | None = None
+) -> ToolDeclaration:
+    """The declaration of loaded tools (canonical Chat Completions schemas, copied; the
     transport encodes the names and sends it as one ``additional_tools`` input item)."""
-    return {
-        "role": "developer",
-        "type": ADDITIONAL_TOOLS,
-        "tools": [json.loads(json.dumps(s)) for s in schemas],
-    }
+    return ToolDeclaration(tuple(json.loads(json.dumps(s)) for s in schemas), after)
 
 
 @dataclass(frozen=True, slots=True)

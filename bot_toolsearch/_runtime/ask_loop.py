@@ -70,7 +70,13 @@ async def run_rounds(
         request = RoundRequest(tuple(history), base_tools, ctx.permitted)
         request = await pipeline.prepare_request(ctx, request)
         ctx.exposed = request.exposed
-        reply = await transport.complete(request.messages, request.tools, names=names, state=state)
+        reply = await transport.complete(
+            request.messages,
+            request.tools,
+            names=names,
+            state=state,
+            declarations=request.declarations,
+        )
         ctx.stats.prompt_tokens += reply.prompt_tokens
         ctx.stats.cached_tokens += reply.cached_tokens
         sent = tuple(str(t["function"]["name"]) for t in request.tools)
@@ -149,7 +155,6 @@ async def run_batch(
     ran and which did not. With ``bridged`` (bridge mode), the history keeps ``calls`` as the
     model sent them while the calls run unwrapped; a malformed ``call_tool`` gets its prepared
     result, and an unwrapped call whose arguments are invalid gets its tool's schema appended.
-    Messages in ``ctx.follow_ups`` go into the history right after their call's result.
     """
     history.append(
         {"role": "assistant", "content": None, "tool_calls": history_calls(calls, ctx.permitted)}
@@ -184,8 +189,6 @@ async def run_batch(
         ]
     for result in results:
         history.append({"role": "tool", "tool_call_id": result.call_id, "content": result.content})
-        history.extend(ctx.follow_ups.pop(result.call_id, ()))
-    ctx.follow_ups.clear()
     ctx.stats.record_results(results)
     return results
 

@@ -328,7 +328,6 @@ class Bot:
         )
         prefetch = await run_prefetch(ctx)
         view = toolset.view(ctx.permitted)  # cached per permitted set
-        ctx.hidden = view.hidden
         history: list[dict[str, Any]] = []
         if self.instructions:
             history.append({"role": "system", "content": self.instructions})

@@ -78,8 +78,6 @@ class AskContext:
     """Every tool of the bot and the prebuilt catalog."""
     permitted: frozenset[str]
     """Canonical names this ask may use (after the hook, allow/deny and prefetch hiding)."""
-    hidden: tuple[str, ...] = ()
-    """Catalog names this ask may not use; the session is built with them hidden."""
     always_loaded_extra: tuple[str, ...] = ()
     """Names to expose from round 1 on top of ``tool_search_always_loaded`` (from prefetch)."""
     conversation_tools: tuple[str, ...] = ()
@@ -95,9 +93,6 @@ class AskContext:
     """Set by the tool-search middleware under ``bridge`` loading: turns each ``call_tool``
     call of a response into its target's call before the batch runs (the history keeps the
     calls as the model sent them)."""
-    follow_ups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    """History messages to add right after the result of a call (by call id), e.g. the
-    ``additional_tools`` declaration after a search's output; consumed with the batch."""
     transport: Transport | None = None
     """Sends model requests in the snapshot's API mode (sub-agents use it too)."""
     threads: HandlerThreads | None = None

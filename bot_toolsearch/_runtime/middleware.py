@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from bot_toolsearch._protocol.calls import CallRequest, CallResult
 from bot_toolsearch._protocol.messages import shown_name
+from bot_toolsearch._transports.base import ToolDeclaration
 
 if TYPE_CHECKING:
     from .context import AskContext
@@ -49,6 +50,9 @@ class RoundRequest:
     """Chat Completions function tool schemas, in the order they are sent."""
     exposed: frozenset[str]
     """Canonical names the model may call in this round; other calls are refused."""
+    declarations: Sequence[ToolDeclaration] = ()
+    """Responses ``additional_tools`` declarations of tools loaded in this ask (canonical),
+    placed by the transport after their calls' results; never messages."""
 
 
 CallHandler = Callable[["AskContext", Sequence[CallRequest]], Awaitable[list[CallResult]]]

@@ -32,10 +32,11 @@ from bot_toolsearch._protocol.engine import (
     refusal,
 )
 from bot_toolsearch._protocol.loading import (
-    additional_tools_message,
     bridge_search_result,
     search_messages,
+    tool_declaration,
 )
+from bot_toolsearch._transports.base import ToolDeclaration
 
 from .announce import announce_calls
 from .context import AskContext
@@ -58,8 +59,10 @@ logger = logging.getLogger("bot_toolsearch")
 class _AskState:
     protocol: ToolSearchProtocol
     kept: list[dict[str, Any]] = field(default_factory=list)
-    """Under ``bridge``/``additional_tools`` with ``tool_search_keep_loaded = "conversation"``:
-    the messages that show the kept tools' schemas (they are not in ``tools``)."""
+    """Under ``bridge`` with ``tool_search_keep_loaded = "conversation"``: the search messages
+    that show the kept tools' schemas (they are not in ``tools``)."""
+    declarations: list[ToolDeclaration] = field(default_factory=list)
+    """Under ``additional_tools``: this ask's declarations so far (the kept tools' first)."""
 
 
 class ToolSearchMiddleware:
@@ -105,7 +108,8 @@ class ToolSearchMiddleware:
             api=ctx.settings.model.api,
             names=ctx.toolset.wire_names(ctx.settings.tools.dot_delimiter, ctx.permitted),
             permitted=ctx.permitted,
-            hidden=ctx.hidden,
+            # The catalog names this ask may not use (the view is cached per permitted set).
+            hidden=ctx.toolset.view(ctx.permitted).hidden,
             namespaces=ctx.toolset.namespace_descriptions(ctx.settings.tools.namespaces),
             always_loaded=ctx.always_loaded_extra,
             report=report,
@@ -120,8 +124,10 @@ class ToolSearchMiddleware:
         if protocol.mode == "bridge":
             ctx.unwrap = protocol.unwrap
         state = _AskState(protocol)
-        if kept and protocol.fixed:
-            state.kept = _kept_declaration(protocol, kept)
+        if kept and protocol.mode == "additional_tools":
+            state.declarations.append(tool_declaration(protocol.schemas(kept)))
+        elif kept and protocol.fixed:
+            state.kept = _kept_searches(protocol, kept)
         ctx.state[_AskState] = state
 
     async def prepare_request(self, ctx: AskContext, request: RoundRequest) -> RoundRequest:
@@ -141,7 +147,14 @@ class ToolSearchMiddleware:
             )
             messages[at:at] = state.kept
         messages.insert(ctx.system_prompt_count, protocol.directory)
-        return replace(request, messages=messages, tools=tools, exposed=protocol.exposed)
+        declarations = (*request.declarations, *state.declarations)
+        return replace(
+            request,
+            messages=messages,
+            tools=tools,
+            exposed=protocol.exposed,
+            declarations=declarations,
+        )
 
     async def handle_calls(
         self, ctx: AskContext, calls: Sequence[CallRequest], call_next: CallHandler
@@ -160,7 +173,7 @@ class ToolSearchMiddleware:
             functools.partial(state.protocol.answer, unwrap=False, exposed=ctx.exposed),
             calls,
         )
-        _record(ctx, state.protocol, answer)
+        _record(ctx, state, answer)
         return await forward_unanswered(ctx, calls, answer.results, call_next)
 
     async def finish_ask(self, ctx: AskContext) -> None:
@@ -168,28 +181,24 @@ class ToolSearchMiddleware:
         ctx.state.pop(_AskState, None)
 
 
-def _record(ctx: AskContext, protocol: ToolSearchProtocol, answer: Answer) -> None:
-    """The stats of one answer, and its ``additional_tools`` declarations queued in the
-    history right after their calls' results."""
+def _record(ctx: AskContext, state: _AskState, answer: Answer) -> None:
+    """The stats of one answer, and its ``additional_tools`` declarations kept for the next
+    rounds (each placed right after its call's result)."""
     stats = ctx.stats
     stats.searches += answer.searches
     stats.zero_result_searches += answer.zero_result_searches
     stats.loaded.extend(answer.loaded)
     stats.blind_call_loads += answer.blind_call_loads
     for call_id, names in answer.declared.items():
-        message = additional_tools_message(protocol.schemas(names))
-        ctx.follow_ups.setdefault(call_id, []).append(message)
+        state.declarations.append(tool_declaration(state.protocol.schemas(names), call_id))
 
 
-def _kept_declaration(protocol: ToolSearchProtocol, kept: Sequence[str]) -> list[dict[str, Any]]:
-    """The messages that show the schemas of the tools kept loaded from earlier asks.
-
-    ``additional_tools``: one declaration. ``bridge``: the ``tool_search`` call that would
-    have loaded them (``select:``, an id derived from the names) and its result, with the
-    schemas, as a search in this ask would show them.
+def _kept_searches(protocol: ToolSearchProtocol, kept: Sequence[str]) -> list[dict[str, Any]]:
+    """Under ``bridge``: the messages that show the schemas of the tools kept loaded from
+    earlier asks: the ``tool_search`` call that would have loaded them (``select:``, an id
+    derived from the names) and its result, with the schemas, as a search in this ask would
+    show them.
     """
-    if protocol.mode == "additional_tools":
-        return [additional_tools_message(protocol.schemas(kept))]
     query = "select:" + ",".join(kept)
     result = protocol.session.search(query)  # all already loaded: changes nothing
     digest = hashlib.sha256(query.encode()).hexdigest()[:20]

@@ -10,22 +10,22 @@ import json
 import logging
 import math
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import openai
 
-from bot_toolsearch._config.settings import ModelSettings
 from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._errors import ToolSearchError
 
 __all__ = [
-    "ApiMode",
     "ModelReply",
     "ModelReplyError",
     "ModelToolCall",
     "RawBody",
     "RawReply",
+    "ToolDeclaration",
     "TransportState",
     "WireMessages",
     "read_body",
@@ -198,6 +198,23 @@ class ModelReply:
     """Responses: the response id."""
 
 
+@dataclass(frozen=True, slots=True)
+class ToolDeclaration:
+    """Tools loaded mid-ask, declared to a Responses model without touching ``tools`` (the
+    cached prefix): one ``additional_tools`` input item. Chat Completions never sees one.
+
+    A typed value beside the history, never a message in it: the Responses transport renders
+    it right after the ``function_call_output`` of ``after``, or, with ``after`` None (tools
+    kept loaded from earlier asks), right before the ask's user message.
+    """
+
+    tools: tuple[Mapping[str, Any], ...]
+    """The declared tools' function schemas (Chat Completions shape; canonical names until
+    the transport encodes them)."""
+    after: str | None = None
+    """The call id whose result it follows; None: before the ask's message."""
+
+
 @dataclass(slots=True)
 class TransportState:
     """Per-ask transport state (the Responses chain); a fresh one per ask."""
@@ -218,16 +235,3 @@ class TransportState:
 
 
 WireMessages = list[dict[str, Any]]
-
-
-class ApiMode(Protocol):
-    """One OpenAI API mode: send one round's wire messages and tools, read the raw reply."""
-
-    async def __call__(
-        self,
-        client: openai.AsyncOpenAI,
-        model: ModelSettings,
-        messages: WireMessages,
-        tools: list[dict[str, Any]],
-        state: TransportState,
-    ) -> RawReply: ...

@@ -1,7 +1,8 @@
 """Responses mode: ``previous_response_id`` plus only the new items, with a stateless fallback.
 
-A history message of ``type`` ``additional_tools`` (``[skills] tool_search_loading``) becomes
-one ``{"type": "additional_tools", "role": "developer", "tools": [...]}`` input item in place.
+A `ToolDeclaration` (``[skills] tool_search_loading = "additional_tools"``) becomes one
+``{"type": "additional_tools", "role": "developer", "tools": [...]}`` input item, right after
+the result of the call that loaded its tools.
 
 System messages travel as ``instructions`` on every request (a stored response does not carry
 them over). After a response, the server holds the conversation up to and including the
@@ -15,7 +16,7 @@ stays stateless.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import openai
@@ -25,6 +26,7 @@ from bot_toolsearch._config.settings import ModelSettings
 from .base import (
     RawBody,
     RawReply,
+    ToolDeclaration,
     TransportState,
     WireMessages,
     read_body,
@@ -34,6 +36,7 @@ from .base import (
 )
 
 __all__ = [
+    "declaration_item",
     "flat_tool",
     "is_missing_call_output_error",
     "read_responses",
@@ -52,6 +55,8 @@ async def send_responses(
     messages: WireMessages,
     tools: list[dict[str, Any]],
     state: TransportState,
+    *,
+    declarations: Sequence[ToolDeclaration] = (),
 ) -> RawReply:
     """One ``responses.create`` call (two after a lost-call 400); updates ``state``.
 
@@ -68,7 +73,9 @@ async def send_responses(
     stateful = (
         previous is not None and not state.stateless and not model.responses_force_stateless_replay
     )
-    items = to_input_items(conversation[state.covered :] if stateful else conversation)
+    items = to_input_items(
+        conversation[state.covered :] if stateful else conversation, declarations
+    )
     try:
         response = await _create(
             client,
@@ -93,7 +100,7 @@ async def send_responses(
             client,
             model,
             instructions=instructions,
-            items=to_input_items(conversation),
+            items=to_input_items(conversation, declarations),
             tools=flat_tools,
             previous_response_id=None,
         )
@@ -141,24 +148,32 @@ async def _create(
     return read_body(response)
 
 
-def to_input_items(conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Chat-shaped messages (wire names) as Responses input items."""
+def to_input_items(
+    conversation: list[dict[str, Any]], declarations: Sequence[ToolDeclaration] = ()
+) -> list[dict[str, Any]]:
+    """Chat-shaped messages (wire names) as Responses input items, each declaration placed
+    after its call's output (one with no call: before the last user message, if any)."""
     items: list[dict[str, Any]] = []
-    for message in conversation:
+    after: dict[str | None, list[dict[str, Any]]] = {}
+    for declaration in declarations:
+        tools = [flat_tool(tool) for tool in declaration.tools]
+        after.setdefault(declaration.after, []).append(declaration_item(tools))
+    ask = max((i for i, m in enumerate(conversation) if m.get("role") == "user"), default=None)
+    for index, message in enumerate(conversation):
         role = message.get("role")
-        if message.get("type") == "additional_tools":
-            # Declares tools loaded mid-ask without touching ``tools`` (the cached prefix).
-            tools = [flat_tool(tool) for tool in message.get("tools") or ()]
-            items.append({"type": "additional_tools", "role": "developer", "tools": tools})
-            continue
+        if index == ask:
+            # Tools kept loaded from earlier asks: after the earlier turns (a stable prefix).
+            items.extend(after.get(None, ()))
         if role == "tool":
+            call_id = message["tool_call_id"]
             items.append(
                 {
                     "type": "function_call_output",
-                    "call_id": message["tool_call_id"],
+                    "call_id": call_id,
                     "output": str(message.get("content") or ""),
                 }
             )
+            items.extend(after.get(str(call_id), ()))
             continue
         content = message.get("content")
         if content:
@@ -173,6 +188,12 @@ def to_input_items(conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 }
             )
     return items
+
+
+def declaration_item(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``additional_tools`` input item declaring ``tools`` (Responses shape, wire names):
+    it loads them without touching ``tools`` (the cached prefix)."""
+    return {"type": "additional_tools", "role": "developer", "tools": list(tools)}
 
 
 def flat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:

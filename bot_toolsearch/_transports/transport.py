@@ -16,7 +16,7 @@ import openai
 from bot_toolsearch._config.settings import ModelSettings
 from bot_toolsearch._core.unicode import well_formed
 
-from .base import ApiMode, ModelReply, ModelToolCall, TransportState
+from .base import ModelReply, ModelToolCall, ToolDeclaration, TransportState
 from .chat import send_chat
 from .names import WireNames, encode_foreign_name
 from .responses import send_responses
@@ -43,8 +43,10 @@ class Transport:
         *,
         names: WireNames,
         state: TransportState,
+        declarations: Sequence[ToolDeclaration] = (),
     ) -> ModelReply:
-        """Send ``messages`` and ``tools`` (canonical) and return the decoded reply.
+        """Send ``messages``, ``tools`` and ``declarations`` (canonical) and return the decoded
+        reply. Declarations travel on Responses only (Chat Completions has none).
 
         Raises:
             openai.APIError: the request failed (after the SDK's own retries); a reply that
@@ -52,17 +54,26 @@ class Transport:
         """
         wire_tools = [_encode_tool(tool, names) for tool in tools]
         wire_messages = [encode_message(message, names) for message in messages]
-        send = _mode(self.model.api)
-        raw = await send(self.client, self.model, wire_messages, wire_tools, state)
+        if self.model.api == "responses":
+            wire_declarations = [
+                ToolDeclaration(tuple(_encode_tool(t, names) for t in d.tools), d.after)
+                for d in declarations
+            ]
+            raw = await send_responses(
+                self.client,
+                self.model,
+                wire_messages,
+                wire_tools,
+                state,
+                declarations=wire_declarations,
+            )
+        else:
+            raw = await send_chat(self.client, self.model, wire_messages, wire_tools, state)
         calls = tuple(
             ModelToolCall(call_id, names.to_canonical(wire) or wire, wire, arguments)
             for call_id, wire, arguments in raw.calls
         )
         return ModelReply(raw.text, calls, raw.prompt_tokens, raw.cached_tokens, raw.response_id)
-
-
-def _mode(api: str) -> ApiMode:
-    return send_responses if api == "responses" else send_chat
 
 
 def _encode_tool(tool: Mapping[str, Any], names: WireNames) -> dict[str, Any]:
@@ -81,9 +92,6 @@ def encode_message(message: Mapping[str, Any], names: WireNames) -> dict[str, An
     if isinstance(content, str):
         # The last guard before the SDK encodes the body: no lone surrogate leaves.
         out["content"] = well_formed(content)
-    declared = message.get("tools")
-    if message.get("type") == "additional_tools" and isinstance(declared, list):
-        out["tools"] = [_encode_tool(tool, names) for tool in declared]
     calls = message.get("tool_calls")
     if calls:
         out["tool_calls"] = [

@@ -30,7 +30,7 @@ from bot_toolsearch._protocol.messages import no_such_tool
 from bot_toolsearch._runtime.executor import invalid_arguments, rejected_arguments
 from bot_toolsearch._runtime.semantic import semantic_ranker
 from bot_toolsearch._tools.validation import validate_arguments
-from bot_toolsearch._transports.responses import flat_tool
+from bot_toolsearch._transports.responses import declaration_item, flat_tool
 
 from .caller_tools import Api, CallerTools, CallerView
 
@@ -162,12 +162,9 @@ class Projection:
         return out
 
     def declaration(self, names: Sequence[str]) -> dict[str, Any]:
-        """The ``additional_tools`` input item declaring ``names`` (the caller's entries)."""
-        return {
-            "type": "additional_tools",
-            "role": "developer",
-            "tools": [self.view.entries[n] for n in names if n in self.view.entries],
-        }
+        """The ``additional_tools`` input item declaring ``names`` (the caller's entries),
+        rendered as the `Bot`'s Responses transport renders its declarations."""
+        return declaration_item([self.view.entries[n] for n in names if n in self.view.entries])
 
     def round_tools(self) -> list[Any]:
         """The tools of the next round (the caller's entries, wire names), and freeze that

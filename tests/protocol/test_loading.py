@@ -9,14 +9,23 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import openai
 import pytest
 
-from bot_toolsearch import Bot, BotSettings, Tool
+from bot_toolsearch import (
+    AskContext,
+    Bot,
+    BotSettings,
+    CallHandler,
+    CallResult,
+    RoundRequest,
+    Tool,
+    ToolSearchMiddleware,
+)
 from bot_toolsearch._core.prompt import (
     CALL_TOOL_NAME,
     TOOL_SEARCH_RULES,
@@ -35,6 +44,7 @@ from bot_toolsearch._protocol.messages import (
     SCHEMA_NOTE,
     no_such_tool,
 )
+from bot_toolsearch._transports.base import ToolDeclaration
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch.testing import PromptCacheModel, ScriptedOpenAIServer, ToolCall, call, text
 from tests._helpers import write_config
@@ -375,6 +385,52 @@ async def test_additional_tools_declares_loads_after_the_search_output(
     if stateless:
         assert server.requests[2].messages[: len(items)] == items
     assert server.requests[1].system_texts == server.requests[0].system_texts
+
+
+async def test_additional_tools_declarations_are_typed_values_beside_the_history(
+    server: ScriptedOpenAIServer, client: openai.AsyncOpenAI, weather_tools: list[Tool]
+) -> None:
+    """A middleware sees each declaration as a `ToolDeclaration` (after its call), never as
+    a message; the transport renders it as the ``additional_tools`` item."""
+    seen: list[RoundRequest] = []
+
+    class Spy:
+        name = "spy"
+
+        async def start_ask(self, ctx: AskContext) -> None:
+            pass
+
+        async def prepare_request(self, ctx: AskContext, request: RoundRequest) -> RoundRequest:
+            seen.append(request)
+            return request
+
+        async def handle_calls(
+            self, ctx: AskContext, calls: Sequence[CallRequest], call_next: CallHandler
+        ) -> list[CallResult]:
+            return await call_next(ctx, calls)
+
+        async def finish_ask(self, ctx: AskContext) -> None:
+            pass
+
+    settings = BotSettings.model_validate(
+        {"model": {"api": "responses"}, "skills": {"tool_search_enabled": True, **EXTRA}}
+    )
+    server.script(
+        call("tool_search", query="select:weather.forecast", id="s1"),
+        call("weather-_-forecast", city="Oslo", id="c1"),
+        call("end"),
+    )
+    bot = Bot(settings, weather_tools, client=client, middlewares=[ToolSearchMiddleware(), Spy()])
+    await bot.ask("x")
+
+    assert [len(r.declarations) for r in seen] == [0, 1, 1]
+    declaration = seen[1].declarations[0]
+    assert isinstance(declaration, ToolDeclaration)
+    assert declaration.after == "s1"
+    assert [t["function"]["name"] for t in declaration.tools] == ["weather.forecast"]
+    for request in seen:
+        assert all(m.get("type") != "additional_tools" for m in request.messages)
+    assert server.requests[1].additional_tool_names == ["weather-_-forecast"]
 
 
 async def test_additional_tools_blind_call_load_declares_the_tool(
