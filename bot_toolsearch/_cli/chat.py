@@ -31,6 +31,8 @@ from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._errors import ConfigError, ConversationStoreError, ToolSearchError
 from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
+from bot_toolsearch._runtime.conversations import open_store
+from bot_toolsearch._runtime.endpoint_errors import describe_endpoint_error
 from bot_toolsearch._tools.tool import Agent, Tool
 
 from .options import (
@@ -202,10 +204,19 @@ def _run(args: argparse.Namespace, body: Callable[[_Session], int]) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     config = load_cli_config(args)
-    with asyncio.Runner() as runner, _model(args, config.loaded.settings) as client:
+    if args.trace:  # once per ask: how many tools the permissions hid (never their names)
+        logging.getLogger("bot_toolsearch.permissions").setLevel(logging.INFO)
+    settings = config.loaded.settings
+    if args.offline and not args.tools and not (settings.tools.dirs or settings.tools.mcp_servers):
+        from bot_toolsearch.offline import demo_tools
+
+        tools = tuple(demo_tools())  # --offline alone: the demo's model and its tools
+    with asyncio.Runner() as runner, _model(args, settings) as client:
         try:
             bot = _build_bot(config, tools, agents, client)
         except ToolSearchError as exc:  # CatalogError (a duplicate name), ConfigError
+            raise CliError(str(exc)) from None
+        except ValueError as exc:  # [conversations] store from the environment, unusable
             raise CliError(str(exc)) from None
         session = _Session(runner, bot, args, config, offline=client is not None)
         status = INTERRUPTED
@@ -229,9 +240,16 @@ def _build_bot(
     agents: Sequence[Agent],
     client: openai.AsyncOpenAI | None,
 ) -> Bot:
-    if config.path is None:  # no file: the defaults and the environment
-        return Bot(config.loaded.settings, tools, agents, client=client, instructions=INSTRUCTIONS)
-    return Bot.from_config(config.path, tools, agents, client=client, instructions=INSTRUCTIONS)
+    if config.path is not None:
+        return Bot.from_config(config.path, tools, agents, client=client, instructions=INSTRUCTIONS)
+    # No file: the defaults and the environment. Conversations go where `from_config` keeps
+    # them ([conversations] store, SQLite ./bot.db by default), so --conversation ID
+    # continues in a later process too.
+    settings = config.loaded.settings
+    store = open_store(settings.conversations.store)
+    return Bot(
+        settings, tools, agents, client=client, instructions=INSTRUCTIONS, conversations=store
+    )
 
 
 def _close(session: _Session, client: openai.AsyncOpenAI | None) -> None:
@@ -243,6 +261,8 @@ def _close(session: _Session, client: openai.AsyncOpenAI | None) -> None:
     async def close() -> None:
         async with asyncio.timeout(_CLOSE_TIMEOUT if session.interrupted else None):
             await session.bot.aclose()
+            if session.config.path is None:  # the store `_build_bot` opened (from_config
+                await session.bot.conversations.aclose()  # closes its own)
             if client is not None:
                 await client.close()
 
@@ -382,32 +402,27 @@ class _ReloadLogFilter(logging.Filter):
 def _ask_bot(
     runner: asyncio.Runner, asking: Coroutine[Any, Any, AskResult], *, fatal: bool
 ) -> AskResult | None:
-    """One ask; endpoint and key problems are fatal, other HTTP errors only with ``fatal``.
+    """One ask; an endpoint error ends ``ask`` (``fatal``) and is printed in ``chat``.
+
+    ``chat`` goes on after an endpoint error, so the user can fix ``[model] base_url`` or the
+    key in the config file (hot reload applies it) and send the message again.
 
     Raises:
         _Interrupted: Ctrl-C cancelled it.
     """
     try:
         return _run_cancellable(runner, asking)
-    except openai.AuthenticationError as exc:
-        raise CliError(
-            f"{_where(exc)} rejected the API key (HTTP 401: {_message(exc)}); "
-            "check [model] api_key or OPENAI_API_KEY"
-        ) from None
-    except openai.APITimeoutError as exc:
-        raise CliError(f"{_where(exc)} did not answer in time ([model] timeout)") from None
-    except openai.APIConnectionError as exc:
-        raise CliError(
-            f"cannot reach the model endpoint {_where(exc)}; check [model] base_url"
-        ) from None
-    except openai.APIStatusError as exc:
-        message = f"{_where(exc)} answered HTTP {exc.status_code}: {_message(exc)}"
+    except openai.OpenAIError as exc:
+        message = describe_endpoint_error(exc)
         if fatal:
             raise CliError(message) from None
         report_error(message)
+        print(
+            "the chat goes on: fix the config file (it is reloaded) and send the message again",
+            file=sys.stderr,
+            flush=True,
+        )
         return None
-    except openai.OpenAIError as exc:  # e.g. no API key at all when the client is built
-        raise CliError(" ".join(str(exc).split())) from None
 
 
 def _run_cancellable(runner: asyncio.Runner, asking: Coroutine[Any, Any, AskResult]) -> AskResult:
@@ -566,23 +581,6 @@ class _ChatSession:
         if self.last is not None:
             loaded = self.last.stats.tools_loaded
             print(f"the last message loaded: {', '.join(loaded) or '(none)'}", flush=True)
-
-
-def _where(exc: openai.APIError | openai.APIConnectionError) -> str:
-    request = getattr(exc, "request", None)
-    url = getattr(request, "url", None)
-    if url is None:
-        return "the model endpoint"
-    return f"{url.scheme}://{url.netloc.decode()}"
-
-
-def _message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return " ".join(inner["message"].split())
-    return " ".join(exc.message.split())
 
 
 def print_trace(trace: Sequence[RoundTrace], file: TextIO | None = None) -> None:
