@@ -33,6 +33,7 @@ from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
 from bot_toolsearch._runtime.conversations import open_store
 from bot_toolsearch._runtime.endpoint_errors import describe_endpoint_error
+from bot_toolsearch._runtime.toolset import not_a_tool
 from bot_toolsearch._tools.tool import Agent, Tool
 
 from .options import (
@@ -127,7 +128,7 @@ def load_tools(target: str) -> tuple[tuple[Tool, ...], tuple[Agent, ...]]:
         )
     bad = next((item for item in items if not isinstance(item, Tool | Agent)), None)
     if bad is not None:
-        raise ValueError(f"--tools {target!r}: not a Tool: {type(bad).__name__} {bad!r:.60}")
+        raise ValueError(f"--tools {target!r}: {not_a_tool(bad)}")
     tools = tuple(item for item in items if isinstance(item, Tool))
     agents = tuple(item for item in items if isinstance(item, Agent))
     return tools, agents

@@ -257,7 +257,7 @@ def test_chat_reports_other_http_errors_and_goes_on(tmp_path: Path) -> None:
     [
         ("no_such_module_xyz:tools", "cannot import 'no_such_module_xyz': ModuleNotFoundError"),
         ("bot_toolsearch._demo.catalog:nope", "has no attribute 'nope'"),
-        ("bot_toolsearch._demo.run:QUESTIONS", "not a Tool: str"),
+        ("bot_toolsearch._demo.run:QUESTIONS", "not a Tool or Agent: str"),
         ("bot_toolsearch._demo.run:INSTRUCTIONS", "expected a sequence of Tool, got str"),
         ("just_a_module", "expected MODULE:ATTR"),
         ("missing/file.py:tools", "no such file: missing/file.py"),
