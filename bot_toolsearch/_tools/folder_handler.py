@@ -25,7 +25,7 @@ _module_counter = itertools.count(1)
 class FolderHandler:
     """Callable that imports ``handler.py`` on first use and calls its ``execute``.
 
-    A failed import is remembered and logged once; every later call raises the same
+    A failed import is remembered; every later call raises the same
     `ToolImportError` without retrying, until a reload replaces the tool.
     """
 
@@ -47,6 +47,15 @@ class FolderHandler:
         """Whether ``handler.py`` has been imported successfully."""
         return self._execute is not None
 
+    def load(self) -> Callable[..., Any]:
+        """Import ``handler.py`` now (if not yet) and return its ``execute``.
+
+        Raises:
+            ToolImportError: the handler cannot be imported (a syntax error, an exception
+                while importing) or defines no callable ``execute``.
+        """
+        return self._load()
+
     def _load(self) -> Callable[..., Any]:
         with self._lock:
             if self._execute is not None:
@@ -56,8 +65,8 @@ class FolderHandler:
             try:
                 self._execute = self._import()
             except Exception as exc:
+                # Not logged here: the call that hit it logs it, one line (runtime ``calls``).
                 self._error = ToolImportError(self.tool_name, str(self.path), exc)
-                log.error("tool folder handler failed to import: %s", self._error)
                 raise self._error from exc
             return self._execute
 
