@@ -209,7 +209,7 @@ def _run(args: argparse.Namespace, body: Callable[[_Session], int]) -> int:
         logging.getLogger("bot_toolsearch.permissions").setLevel(logging.INFO)
     settings = config.loaded.settings
     if args.offline and not args.tools and not (settings.tools.dirs or settings.tools.mcp_servers):
-        from bot_toolsearch.offline import demo_tools
+        from bot_toolsearch._demo.catalog import demo_tools
 
         tools = tuple(demo_tools())  # --offline alone: the demo's model and its tools
     with asyncio.Runner() as runner, _model(args, settings) as client:
