@@ -33,7 +33,7 @@ from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
 from bot_toolsearch._runtime.conversations import open_store
 from bot_toolsearch._runtime.endpoint_errors import describe_endpoint_error
-from bot_toolsearch._runtime.toolset import not_a_tool
+from bot_toolsearch._runtime.toolset import END, SEND_MESSAGE, not_a_tool
 from bot_toolsearch._tools.tool import Agent, Tool
 
 from .options import (
@@ -55,6 +55,10 @@ INSTRUCTIONS = (
 """The system prompt of the bot ``chat`` and ``ask`` run."""
 
 _PROMPT = "you> "
+_NO_TOOLS = (
+    "note: no tools yet, so the bot can only talk: `--offline` brings the demo's tools with "
+    "the offline model, `--tools MODULE:ATTR` your own, [tools] dirs in the config a folder"
+)
 _RESULT_WIDTH = 100
 _NAMES_SHOWN = 8
 _CLOSE_TIMEOUT = 3.0  # seconds to close the bot after Ctrl-C before leaving anyway
@@ -335,6 +339,8 @@ def _interactive(session: _Session) -> int:
         file=sys.stderr,
         flush=True,
     )
+    if all(name in (SEND_MESSAGE, END) for name in bot.toolset.names):
+        print(_NO_TOOLS, file=sys.stderr, flush=True)
     session.conversation = session.args.conversation or _fresh_id()
     chat = _ChatSession(session)
     print(chat.banner(bot), file=sys.stderr, flush=True)

@@ -210,3 +210,13 @@ def test_chat_goes_on_after_an_endpoint_error_and_uses_the_fixed_base_url(
         finally:
             chat.close()
         server.assert_consumed()
+
+
+def test_a_chat_without_tools_says_how_to_get_some(tmp_path: Path) -> None:
+    done = run_cli("chat", cwd=tmp_path, stdin="")
+    assert done.returncode == 0, done.stderr
+    assert "note: no tools yet, so the bot can only talk: `--offline` brings the demo's tools" in (
+        done.stderr
+    )
+    with_tools = run_cli("chat", "--offline", cwd=tmp_path, stdin="")
+    assert "no tools yet" not in with_tools.stderr
