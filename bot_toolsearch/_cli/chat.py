@@ -55,6 +55,10 @@ INSTRUCTIONS = (
 """The system prompt of the bot ``chat`` and ``ask`` run."""
 
 _PROMPT = "you> "
+_GOES_ON = (
+    "the chat goes on: fix [model] in the config file (an edit is applied to the next "
+    "message) and send the message again"
+)
 _NO_TOOLS = (
     "note: no tools yet, so the bot can only talk: `--offline` brings the demo's tools with "
     "the offline model, `--tools MODULE:ATTR` your own, [tools] dirs in the config a folder"
@@ -424,11 +428,7 @@ def _ask_bot(
         if fatal:
             raise CliError(message) from None
         report_error(message)
-        print(
-            "the chat goes on: fix the config file (it is reloaded) and send the message again",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(_GOES_ON, file=sys.stderr, flush=True)
         return None
 
 

@@ -190,6 +190,7 @@ def log_failure(name: str, exc: Exception) -> None:
     if isinstance(exc, MCPToolError):
         logger.warning("tool %s failed: %s", name, exc)
     elif isinstance(exc, ToolImportError):  # e.g. a SyntaxError in a handler: its file:line
-        logger.error("tool %s cannot run: %s", name, exc)  # says it all, without a traceback
+        if not exc.logged:  # says it all, in one line without a traceback
+            logger.error("tool %s cannot run: %s", name, exc)
     else:
         logger.error("tool %s raised", name, exc_info=exc)

@@ -109,11 +109,17 @@ def check_tool_sources(settings: BotSettings) -> list[SetupWarning]:
     problems: list[SetupWarning] = []
     dirs = tuple(d for d in settings.tools.dirs if d.is_dir())
     report = _Quiet()
-    for folder in scan_tool_dirs(dirs, tuple(map(str, dirs)), None, report):
-        try:
-            folder.handler.load()
-        except ToolSearchError as exc:  # ToolImportError: file, line and the cause
-            problems.append(SetupWarning("tools.dirs", _one_line(exc)))
+    registry_log = logging.getLogger("bot_toolsearch.registry")
+    level = registry_log.level
+    registry_log.setLevel(logging.CRITICAL)  # each problem is returned, not logged too
+    try:
+        for folder in scan_tool_dirs(dirs, tuple(map(str, dirs)), None, report):
+            try:
+                folder.handler.load()
+            except ToolSearchError as exc:  # ToolImportError: file, line and the cause
+                problems.append(SetupWarning("tools.dirs", _one_line(exc)))
+    finally:
+        registry_log.setLevel(level)
     problems += [SetupWarning("tools.dirs", _one_line(text)) for text in sorted(report.logged)]
     for server in settings.tools.mcp_servers:
         if server.command is not None and shutil.which(server.command) is None:

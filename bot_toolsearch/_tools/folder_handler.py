@@ -25,7 +25,7 @@ _module_counter = itertools.count(1)
 class FolderHandler:
     """Callable that imports ``handler.py`` on first use and calls its ``execute``.
 
-    A failed import is remembered; every later call raises the same
+    A failed import is remembered and logged once; every later call raises the same
     `ToolImportError` without retrying, until a reload replaces the tool.
     """
 
@@ -65,8 +65,9 @@ class FolderHandler:
             try:
                 self._execute = self._import()
             except Exception as exc:
-                # Not logged here: the call that hit it logs it, one line (runtime ``calls``).
                 self._error = ToolImportError(self.tool_name, str(self.path), exc)
+                log.error("tool folder handler failed to import: %s", self._error)
+                self._error.logged = True  # once: later calls raise it without a log line
                 raise self._error from exc
             return self._execute
 

@@ -67,6 +67,8 @@ class ToolImportError(CatalogError):
             name=name,
         )
         self.target = target
+        self.logged = False
+        """Whether it has been logged already (a tool folder's handler logs its own once)."""
 
 
 class ArgumentsMismatch(TypeError):

@@ -104,5 +104,7 @@ def test_a_handler_syntax_error_is_one_error_line_in_ask(tmp_path: Path) -> None
     assert "Traceback" not in done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("ERROR: tool ns.broken cannot run: tool 'ns.broken': cannot import")
+    assert lines[0].startswith(
+        "ERROR: tool folder handler failed to import: tool 'ns.broken': cannot import"
+    )
     assert "SyntaxError" in lines[0]
