@@ -68,13 +68,34 @@ def load_catalog_file(path: str) -> list[dict[str, Any]]:
         raise CatalogFileError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
     if isinstance(data, dict) and isinstance(data.get("tools"), list):
         data = data["tools"]
-    if not isinstance(data, list) or not all(isinstance(e, dict) for e in data):
-        raise CatalogFileError(f"{path}: expected a JSON list of tool schema objects")
+    if not isinstance(data, list):
+        raise CatalogFileError(
+            f"{path}: expected a JSON list of tool schema objects, got {_json_type(data)}"
+        )
+    bad = next((i for i, e in enumerate(data) if not isinstance(e, dict)), None)
+    if bad is not None:
+        raise CatalogFileError(
+            f"{path}: expected a JSON list of tool schema objects; entry {bad + 1} is "
+            f"{_json_type(data[bad])} {json.dumps(data[bad])[:60]}"
+        )
     # Responses-style entries carry the function fields at the top level.
     return [
         e if "function" in e or "name" not in e else {"type": "function", "function": e}
         for e in data
     ]
+
+
+def _json_type(value: object) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return names.get(type(value), "a number")
+
+
+def _entry_label(position: int, entry: Mapping[str, Any]) -> str:
+    """``entry 3 ({"foo": 1}…)``: where a catalog entry without a usable name is."""
+    text = json.dumps(entry, ensure_ascii=False)
+    return f"entry {position} ({text if len(text) <= 60 else text[:59] + '…'})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +119,12 @@ def catalog_stats(schemas: Sequence[Mapping[str, Any]], dot_delimiter: str) -> C
     entries = len(schemas)
     raw_names = [(e.get("function") or {}).get("name") for e in schemas]
     invalid = tuple(
-        (repr(n), reason) for n in raw_names if (reason := invalid_name_reason(n)) is not None
+        (
+            repr(n) if isinstance(n, str) else _entry_label(i + 1, schemas[i]),
+            "no function name" if n is None else reason,
+        )
+        for i, n in enumerate(raw_names)
+        if (reason := invalid_name_reason(n)) is not None
     ) + tuple(
         (repr(n), "reserved for the virtual tool_search tool")
         for n in raw_names

@@ -32,6 +32,9 @@ from bot_toolsearch._errors import ConfigError, ConversationStoreError, ToolSear
 from bot_toolsearch._protocol.engine import ToolSearchProtocol
 from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
+from bot_toolsearch._runtime.conversations import open_store
+from bot_toolsearch._runtime.endpoint_errors import describe_endpoint_error
+from bot_toolsearch._runtime.toolset import END, SEND_MESSAGE, not_a_tool
 from bot_toolsearch._tools.tool import Agent, Tool
 
 from .options import (
@@ -53,6 +56,14 @@ INSTRUCTIONS = (
 """The system prompt of the bot ``chat`` and ``ask`` run."""
 
 _PROMPT = "you> "
+_GOES_ON = (
+    "the chat goes on: fix [model] in the config file (an edit is applied to the next "
+    "message) and send the message again"
+)
+_NO_TOOLS = (
+    "note: no tools yet, so the bot can only talk: `--offline` brings the demo's tools with "
+    "the offline model, `--tools MODULE:ATTR` your own, [tools] dirs in the config a folder"
+)
 _RESULT_WIDTH = 100
 _NAMES_SHOWN = 8
 _CLOSE_TIMEOUT = 3.0  # seconds to close the bot after Ctrl-C before leaving anyway
@@ -126,7 +137,7 @@ def load_tools(target: str) -> tuple[tuple[Tool, ...], tuple[Agent, ...]]:
         )
     bad = next((item for item in items if not isinstance(item, Tool | Agent)), None)
     if bad is not None:
-        raise ValueError(f"--tools {target!r}: not a Tool: {type(bad).__name__} {bad!r:.60}")
+        raise ValueError(f"--tools {target!r}: {not_a_tool(bad)}")
     tools = tuple(item for item in items if isinstance(item, Tool))
     agents = tuple(item for item in items if isinstance(item, Agent))
     return tools, agents
@@ -203,10 +214,19 @@ def _run(args: argparse.Namespace, body: Callable[[_Session], int]) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     config = load_cli_config(args)
-    with asyncio.Runner() as runner, _model(args, config.loaded.settings) as client:
+    if args.trace:  # once per ask: how many tools the permissions hid (never their names)
+        logging.getLogger("bot_toolsearch.permissions").setLevel(logging.INFO)
+    settings = config.loaded.settings
+    if args.offline and not args.tools and not (settings.tools.dirs or settings.tools.mcp_servers):
+        from bot_toolsearch._demo.catalog import demo_tools
+
+        tools = tuple(demo_tools())  # --offline alone: the demo's model and its tools
+    with asyncio.Runner() as runner, _model(args, settings) as client:
         try:
             bot = _build_bot(config, tools, agents, client)
         except ToolSearchError as exc:  # CatalogError (a duplicate name), ConfigError
+            raise CliError(str(exc)) from None
+        except ValueError as exc:  # [conversations] store from the environment, unusable
             raise CliError(str(exc)) from None
         session = _Session(runner, bot, args, config, offline=client is not None)
         status = INTERRUPTED
@@ -230,9 +250,16 @@ def _build_bot(
     agents: Sequence[Agent],
     client: openai.AsyncOpenAI | None,
 ) -> Bot:
-    if config.path is None:  # no file: the defaults and the environment
-        return Bot(config.loaded.settings, tools, agents, client=client, instructions=INSTRUCTIONS)
-    return Bot.from_config(config.path, tools, agents, client=client, instructions=INSTRUCTIONS)
+    if config.path is not None:
+        return Bot.from_config(config.path, tools, agents, client=client, instructions=INSTRUCTIONS)
+    # No file: the defaults and the environment. Conversations go where `from_config` keeps
+    # them ([conversations] store, SQLite ./bot.db by default), so --conversation ID
+    # continues in a later process too.
+    settings = config.loaded.settings
+    store = open_store(settings.conversations.store)
+    return Bot(
+        settings, tools, agents, client=client, instructions=INSTRUCTIONS, conversations=store
+    )
 
 
 def _close(session: _Session, client: openai.AsyncOpenAI | None) -> None:
@@ -244,6 +271,8 @@ def _close(session: _Session, client: openai.AsyncOpenAI | None) -> None:
     async def close() -> None:
         async with asyncio.timeout(_CLOSE_TIMEOUT if session.interrupted else None):
             await session.bot.aclose()
+            if session.config.path is None:  # the store `_build_bot` opened (from_config
+                await session.bot.conversations.aclose()  # closes its own)
             if client is not None:
                 await client.close()
 
@@ -315,6 +344,8 @@ def _interactive(session: _Session) -> int:
         file=sys.stderr,
         flush=True,
     )
+    if all(name in (SEND_MESSAGE, END) for name in bot.toolset.names):
+        print(_NO_TOOLS, file=sys.stderr, flush=True)
     session.conversation = session.args.conversation or _fresh_id()
     chat = _ChatSession(session)
     print(chat.banner(bot), file=sys.stderr, flush=True)
@@ -383,32 +414,23 @@ class _ReloadLogFilter(logging.Filter):
 def _ask_bot(
     runner: asyncio.Runner, asking: Coroutine[Any, Any, AskResult], *, fatal: bool
 ) -> AskResult | None:
-    """One ask; endpoint and key problems are fatal, other HTTP errors only with ``fatal``.
+    """One ask; an endpoint error ends ``ask`` (``fatal``) and is printed in ``chat``.
+
+    ``chat`` goes on after an endpoint error, so the user can fix ``[model] base_url`` or the
+    key in the config file (hot reload applies it) and send the message again.
 
     Raises:
         _Interrupted: Ctrl-C cancelled it.
     """
     try:
         return _run_cancellable(runner, asking)
-    except openai.AuthenticationError as exc:
-        raise CliError(
-            f"{_where(exc)} rejected the API key (HTTP 401: {_message(exc)}); "
-            "check [model] api_key or OPENAI_API_KEY"
-        ) from None
-    except openai.APITimeoutError as exc:
-        raise CliError(f"{_where(exc)} did not answer in time ([model] timeout)") from None
-    except openai.APIConnectionError as exc:
-        raise CliError(
-            f"cannot reach the model endpoint {_where(exc)}; check [model] base_url"
-        ) from None
-    except openai.APIStatusError as exc:
-        message = f"{_where(exc)} answered HTTP {exc.status_code}: {_message(exc)}"
+    except openai.OpenAIError as exc:
+        message = describe_endpoint_error(exc)
         if fatal:
             raise CliError(message) from None
         report_error(message)
+        print(_GOES_ON, file=sys.stderr, flush=True)
         return None
-    except openai.OpenAIError as exc:  # e.g. no API key at all when the client is built
-        raise CliError(" ".join(str(exc).split())) from None
 
 
 def _run_cancellable(runner: asyncio.Runner, asking: Coroutine[Any, Any, AskResult]) -> AskResult:
@@ -589,23 +611,6 @@ def _kept(bot: Bot, called: Sequence[str]) -> tuple[str, ...]:
 def _quiet(level: int, text: str) -> None:
     """The chat's ``/tools`` says nothing about mode fallbacks (the next ask logs them)."""
     del level, text
-
-
-def _where(exc: openai.APIError | openai.APIConnectionError) -> str:
-    request = getattr(exc, "request", None)
-    url = getattr(request, "url", None)
-    if url is None:
-        return "the model endpoint"
-    return f"{url.scheme}://{url.netloc.decode()}"
-
-
-def _message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return " ".join(inner["message"].split())
-    return " ".join(exc.message.split())
 
 
 def print_trace(trace: Sequence[RoundTrace], file: TextIO | None = None) -> None:

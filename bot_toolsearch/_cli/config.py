@@ -50,8 +50,10 @@ def add_config_subparser(subparsers: argparse._SubParsersAction[argparse.Argumen
     add_config_option(config)
     actions = config.add_subparsers(dest="config_action", metavar="ACTION", required=True)
 
-    def action(name: str, help_text: str) -> argparse.ArgumentParser:
-        parser = actions.add_parser(name, help=help_text)
+    def action(
+        name: str, help_text: str, description: str | None = None
+    ) -> argparse.ArgumentParser:
+        parser = actions.add_parser(name, help=help_text, description=description)
         # Accepted after the action too; SUPPRESS keeps the group's value when omitted here.
         add_config_option(parser, suppress=True)
         return parser
@@ -70,9 +72,21 @@ def add_config_subparser(subparsers: argparse._SubParsersAction[argparse.Argumen
         "value", metavar="VALUE", help='a TOML value (8, true, ["a", "b"], "text") or a bare word'
     )
     put.set_defaults(func=_set)
-    validate = action("validate", "check a config file; exit status 1 when it has errors")
+    validate = action(
+        "validate",
+        "check a config file and what it points at; exit status 1 when it has errors",
+        description="Check a config file: its keys and values, then what it points at: each "
+        "tool folder's handler.py is imported (its module code runs) and must define execute, "
+        "each MCP server's command must be found, and each MCP server is started once and "
+        "asked for its tools (--no-connect skips starting them). Exit status 1 on any error.",
+    )
     validate.add_argument(
         "path", metavar="PATH", nargs="?", help="file to check (default: --config)"
+    )
+    validate.add_argument(
+        "--no-connect",
+        action="store_true",
+        help="do not start the MCP servers (default: start each one and list its tools)",
     )
     validate.set_defaults(func=_validate)
 
@@ -200,16 +214,29 @@ def _validate(args: argparse.Namespace) -> int:
         read_config_text(Path(path))
     except ConfigError as err:
         return _fail(err)
-    errors = check_config(path)
+    errors: list[object] = list(check_config(path))
     if not errors:
-        from bot_toolsearch._runtime.setup_check import check_setup
+        import asyncio
 
-        warnings = check_setup(load_config(path).settings)
+        from bot_toolsearch._runtime.setup_check import (
+            check_setup,
+            check_tool_sources,
+            connect_mcp_servers,
+        )
+
+        settings = load_config(path).settings
+        warnings = check_setup(settings)
         for warning in warnings:
             _err(f"{path}: warning: {warning}")
-        count = len(warnings)
-        _out(f"{path}: OK" + (f" ({count} warning{'s' * (count > 1)})" if count else ""))
-        return 0
+        # What the config points at: folder handlers, MCP commands, then the servers.
+        errors += [f"{path}: {problem}" for problem in check_tool_sources(settings)]
+        if not args.no_connect:
+            connected = asyncio.run(connect_mcp_servers(settings))
+            errors += [f"{path}: {problem}" for problem in connected]
+        if not errors:
+            count = len(warnings)
+            _out(f"{path}: OK" + (f" ({count} warning{'s' * (count > 1)})" if count else ""))
+            return 0
     for problem in errors:
         _err(problem)
     count = len(errors)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -75,6 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:
         status: int = args.func(args)
+        sys.stdout.flush()  # here, so a closed pipe is seen here and not at exit
+    except BrokenPipeError:  # `bot-toolsearch catalog list | head`: the reader had enough
+        _silence_stdout()
+        return BROKEN_PIPE
     except CliError as exc:
         report_error(exc)
         return exc.status
@@ -82,6 +87,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("\n")
         return INTERRUPTED
     return status
+
+
+BROKEN_PIPE = 141
+"""Exit status when the reader of stdout went away (128 + SIGPIPE), as shells report it."""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the flush at exit does not raise again."""
+    try:
+        fileno = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # not a real file (in-process tests)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fileno)
+    os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

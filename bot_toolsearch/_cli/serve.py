@@ -2,22 +2,29 @@
 
 The proxy is stateless, so ``--workers N`` runs N processes on one port (uvicorn's own
 workers); the upstream URL and the config path reach each worker through the environment.
+``--upstream offline`` serves the embedded offline model on 127.0.0.1 (a thread of this
+process) and puts the proxy in front of it, so the proxy can be tried with no key.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
+import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
 
-_N = TypeVar("_N", int, float)
+from .options import USAGE, CliError, fail
 
-__all__ = ["add_serve_subparser"]
+__all__ = ["OFFLINE_UPSTREAM", "add_serve_subparser"]
 
+OFFLINE_UPSTREAM = "offline"
+"""``--upstream offline``: the embedded offline model, served by this process."""
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
 """``--max-body`` (the proxy's own default)."""
 DEFAULT_MAX_TOOLS = 20_000
@@ -25,6 +32,8 @@ DEFAULT_MAX_TOOLS = 20_000
 _GRACEFUL_SHUTDOWN = 5
 """Seconds a stopping server (SIGTERM, Ctrl-C) waits for requests in flight before it
 cancels them, which closes their upstream connections."""
+
+_N = TypeVar("_N", int, float)
 
 
 def _positive(kind: Callable[[str], _N]) -> Callable[[str], _N]:
@@ -41,10 +50,23 @@ def _positive(kind: Callable[[str], _N]) -> Callable[[str], _N]:
 def add_serve_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``serve`` command."""
     serve = subparsers.add_parser(
-        "serve", help="an OpenAI-compatible proxy that adds tool search to any client"
+        "serve",
+        help="an OpenAI-compatible proxy that adds tool search to any client",
+        description="An OpenAI-compatible proxy that adds tool search to any client: point "
+        "the client's base_url at http://HOST:PORT/v1.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    serve.add_argument("--upstream", required=True, help="the upstream base URL (…/v1)")
-    serve.add_argument("--config", help="config.toml ([skills], [tools], [model] max_rounds)")
+    serve.add_argument(
+        "--upstream",
+        required=True,
+        help="the upstream base URL (…/v1), or 'offline' for the embedded offline model (no "
+        "key, no network: a deterministic planner on 127.0.0.1, not an LLM)",
+    )
+    serve.add_argument(
+        "--config",
+        help="config.toml ([skills], [tools], [model] max_rounds); without one, the [skills] "
+        "defaults with tool search on",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=8787, help="port to listen on")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (stateless)")
@@ -58,15 +80,13 @@ def add_serve_subparser(subparsers: argparse._SubParsersAction[argparse.Argument
         "--max-body",
         type=_positive(int),
         default=DEFAULT_MAX_BODY,
-        help="largest request body in bytes; a larger one is refused with 413, never cut"
-        " (default: %(default)s)",
+        help="largest request body in bytes; a larger one is refused with 413, never cut",
     )
     serve.add_argument(
         "--max-tools",
         type=_positive(int),
         default=DEFAULT_MAX_TOOLS,
-        help="most entries in one request's 'tools'; more is refused with 400"
-        " (default: %(default)s)",
+        help="most entries in one request's 'tools'; more is refused with 400",
     )
     serve.set_defaults(func=_serve)
 
@@ -84,30 +104,81 @@ def _serve(args: argparse.Namespace) -> int:
         ENV_UPSTREAM,
     )
 
+    offline = args.upstream == OFFLINE_UPSTREAM
     parts = urlsplit(args.upstream)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        print(f"error: --upstream must be an http(s) URL, got {args.upstream!r}", file=sys.stderr)
-        return 2
-    os.environ[ENV_UPSTREAM] = args.upstream
+    if not offline and (parts.scheme not in ("http", "https") or not parts.hostname):
+        fail(f"--upstream must be an http(s) URL or 'offline', got {args.upstream!r}", USAGE)
     os.environ[ENV_MAX_BODY] = str(args.max_body)
     os.environ[ENV_MAX_TOOLS] = str(args.max_tools)
     if args.timeout is not None:
         os.environ[ENV_TIMEOUT] = repr(args.timeout)
+    search = "on (the [skills] defaults)"
+    config = "no config file"
+    dot_delimiter: str | None = None
     if args.config:
         path = Path(args.config).absolute()
         try:
-            load_settings(path)  # fail here, once, rather than in every worker
+            settings = load_settings(path)  # fail here, once, rather than in every worker
         except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+            raise CliError(str(exc)) from None
         os.environ[ENV_CONFIG] = str(path)
-    uvicorn.run(
-        "bot_toolsearch._proxy.app:app_from_env",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=max(1, args.workers),
-        log_level="info",
-        timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN,
-    )
+        config = args.config
+        search = "on" if settings.skills.tool_search_enabled else "off ([skills] in the config)"
+        dot_delimiter = settings.tools.dot_delimiter
+    _check_port(args.host, args.port)
+    with _upstream(args.upstream, dot_delimiter) as upstream:
+        os.environ[ENV_UPSTREAM] = upstream
+        shown = f"{upstream} (the EMBEDDED OFFLINE MODEL, not an LLM)" if offline else upstream
+        sys.stderr.write(
+            f"serve: http://{_url_host(args.host)}:{args.port}/v1 -> upstream {shown}; "
+            f"config: {config}; tool search {search}; "
+            f"{args.workers} worker{'s' * (args.workers > 1)}. Ctrl-C stops.\n"
+        )
+        sys.stderr.flush()
+        uvicorn.run(
+            "bot_toolsearch._proxy.app:app_from_env",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=max(1, args.workers),
+            log_level="info",
+            timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN,
+        )
     return 0
+
+
+@contextlib.contextmanager
+def _upstream(upstream: str, dot_delimiter: str | None) -> Iterator[str]:
+    """The upstream URL; for ``offline``, the offline model's, served while the block runs."""
+    if upstream != OFFLINE_UPSTREAM:
+        yield upstream
+        return
+    from bot_toolsearch._demo.planner import OFFLINE_MODEL_NAME, OfflinePlanner
+    from bot_toolsearch._transports.names import DEFAULT_DOT_DELIMITER
+    from bot_toolsearch.testing import ScriptedOpenAIServer
+
+    planner = OfflinePlanner(dot_delimiter=dot_delimiter or DEFAULT_DOT_DELIMITER)
+    with ScriptedOpenAIServer(responder=planner, models=(OFFLINE_MODEL_NAME,)) as server:
+        yield server.base_url
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail in one line when ``host:port`` cannot be listened on (in use, or not ours)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        fail(f"--host {host!r}: cannot resolve it: {exc.strerror}")
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        # As uvicorn binds: SO_REUSEADDR, so a port in TIME_WAIT is not reported as in use.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                fail(f"port {port} on {host} is in use (stop what listens there, or --port N)")
+            fail(f"cannot listen on {host}:{port}: {exc.strerror}")
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

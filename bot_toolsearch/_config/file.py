@@ -29,6 +29,7 @@ from .settings import BotSettings
 
 __all__ = [
     "ENV_FALLBACKS",
+    "NOT_FOUND",
     "PLUGIN_GROUP",
     "TABLES",
     "LoadedConfig",
@@ -41,6 +42,9 @@ __all__ = [
     "read_config_text",
     "suggest",
 ]
+
+NOT_FOUND = "config file not found (`bot-toolsearch config init` writes one)"
+"""The message for a missing config file: what is wrong and the command that fixes it."""
 
 
 PLUGIN_GROUP = "bot_toolsearch.plugins"
@@ -114,7 +118,7 @@ def read_config_text(path: Path) -> str:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise ConfigError("config file not found", path=str(path)) from None
+        raise ConfigError(NOT_FOUND, path=str(path)) from None
     except IsADirectoryError:
         raise ConfigError("config path is a directory, not a file", path=str(path)) from None
     except OSError as exc:

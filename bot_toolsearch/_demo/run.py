@@ -22,6 +22,7 @@ from bot_toolsearch._core import token_count as tokens
 from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
+from bot_toolsearch._runtime.endpoint_errors import describe_endpoint_error
 from bot_toolsearch._runtime.tool_search import directory_message
 from bot_toolsearch.testing import ScriptedOpenAIServer
 
@@ -58,6 +59,16 @@ class _Figures:
     tokens_with: int
     tools_without: int
     tokens_without: int
+
+
+CHAT_HINT = (
+    "chat with these tools yourself: bot-toolsearch chat --offline\n"
+    '  (or one question: bot-toolsearch ask --offline "Convert 10 km to miles" --trace)'
+)
+"""The demo's closing lines: the next step, the same offline model and tools in ``chat``."""
+
+_DEMO_OPTIONS = ("--model-url", "--model", "--api-key")
+"""How the demo's command line names the endpoint, the model and the key."""
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -117,17 +128,9 @@ async def _run(args: argparse.Namespace, base_url: str, model: str, api_key: str
                 totals.append((_ask_tokens(bot, result, directory), _ask_tokens(off, without, 0)))
         else:
             totals = [(_ask_tokens(bot, r, directory), None) for _, r in results]
-    except openai.AuthenticationError:
-        print(f"error: {base_url} rejected the API key", file=sys.stderr)
-        return 1
-    except openai.APIConnectionError:
-        print(f"error: cannot reach {base_url}", file=sys.stderr)
-        return 1
-    except openai.APIStatusError as exc:
-        print(
-            f"error: {base_url} answered HTTP {exc.status_code}",
-            file=sys.stderr,
-        )
+    except openai.OpenAIError as exc:  # one format with chat and ask, the server's text kept
+        message = describe_endpoint_error(exc, base_url, options=_DEMO_OPTIONS)
+        print(f"error: {message}", file=sys.stderr)
         return 1
     finally:
         await client.close()
@@ -243,3 +246,4 @@ def _print_table(
         " on/off: tokens of the tool schemas and directory the whole ask sent, every round,\n"
         " with tool search on, and for the same question with it off)"
     )
+    print(f"\n{CHAT_HINT}")

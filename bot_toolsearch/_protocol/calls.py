@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._tools.mcp import MCPToolError
+from bot_toolsearch._tools.tool import ToolImportError
 from bot_toolsearch._transports.base import ModelToolCall
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch._transports.text_calls import TextToolCall
@@ -196,5 +197,8 @@ def log_failure(name: str, exc: Exception) -> None:
     """
     if isinstance(exc, MCPToolError):
         logger.warning("tool %s failed: %s", name, exc)
+    elif isinstance(exc, ToolImportError):  # e.g. a SyntaxError in a handler: its file:line
+        if not exc.logged:  # says it all, in one line without a traceback
+            logger.error("tool %s cannot run: %s", name, exc)
     else:
         logger.error("tool %s raised", name, exc_info=exc)

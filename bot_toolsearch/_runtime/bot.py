@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["Bot", "SettingsSource"]
 
 logger = logging.getLogger("bot_toolsearch")
+permissions_logger = logging.getLogger("bot_toolsearch.permissions")
+"""INFO once per ask: how many tools the permissions hid (``--trace`` shows it)."""
 
 
 class SettingsSource(Protocol):
@@ -328,6 +330,12 @@ class Bot:
         )
         prefetch = await run_prefetch(ctx)
         view = toolset.view(ctx.permitted)  # cached per permitted set
+        if view.hidden:  # the count only: hidden names reach neither the model nor the log
+            permissions_logger.info(
+                "permissions ([tools] allow/deny, tool_filter) hid %d of %d tools for this ask",
+                len(view.hidden),
+                len(toolset.catalog),
+            )
         history: list[dict[str, Any]] = []
         if self.instructions:
             history.append({"role": "system", "content": self.instructions})

@@ -11,16 +11,20 @@ so names under a configured server's prefix (``time.``) are not reported.
 from __future__ import annotations
 
 import difflib
+import logging
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
+from bot_toolsearch._errors import ToolSearchError
 from bot_toolsearch._tools.folders import ScanWarnings, scan_tool_dirs
+from bot_toolsearch._tools.registry import ToolRegistry
 
 from .toolset import END, SEND_MESSAGE
 
-__all__ = ["SetupWarning", "check_setup"]
+__all__ = ["SetupWarning", "check_setup", "check_tool_sources", "connect_mcp_servers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,3 +96,72 @@ class _Quiet(ScanWarnings):
 
     def warn(self, message: str, *args: object) -> None:
         self.logged.add(message % args)
+
+
+def check_tool_sources(settings: BotSettings) -> list[SetupWarning]:
+    """What the config's tool sources would fail on, without starting any server.
+
+    Every tool folder's ``handler.py`` is imported (its module code runs, as on the tool's
+    first call) and must define a callable ``execute``; folders the registry would skip (a bad
+    ``config.json``, no ``handler.py``) are reported; each stdio MCP server's ``command`` must
+    be found (on ``PATH``, or as a path).
+    """
+    problems: list[SetupWarning] = []
+    dirs = tuple(d for d in settings.tools.dirs if d.is_dir())
+    report = _Quiet()
+    registry_log = logging.getLogger("bot_toolsearch.registry")
+    level = registry_log.level
+    registry_log.setLevel(logging.CRITICAL)  # each problem is returned, not logged too
+    try:
+        for folder in scan_tool_dirs(dirs, tuple(map(str, dirs)), None, report):
+            try:
+                folder.handler.load()
+            except ToolSearchError as exc:  # ToolImportError: file, line and the cause
+                problems.append(SetupWarning("tools.dirs", _one_line(exc)))
+    finally:
+        registry_log.setLevel(level)
+    problems += [SetupWarning("tools.dirs", _one_line(text)) for text in sorted(report.logged)]
+    for server in settings.tools.mcp_servers:
+        if server.command is not None and shutil.which(server.command) is None:
+            problems.append(
+                SetupWarning(
+                    "tools.mcp_servers",
+                    f"server {server.name!r}: command {server.command!r} not found "
+                    "(not on PATH, nor an executable file)",
+                )
+            )
+    return problems
+
+
+async def connect_mcp_servers(settings: BotSettings) -> list[SetupWarning]:
+    """Start each MCP server once, list its tools, stop it: the servers that failed.
+
+    Servers whose ``command`` cannot be found are left out (`check_tool_sources` names them).
+    """
+    servers = [
+        s
+        for s in settings.tools.mcp_servers
+        if s.command is None or shutil.which(s.command) is not None
+    ]
+    if not servers:
+        return []
+    registry = ToolRegistry(mcp_servers=servers)
+    # Each failure is reported once below, not as the registry's retry warnings.
+    mcp_log = logging.getLogger("bot_toolsearch.mcp")
+    level = mcp_log.level
+    mcp_log.setLevel(logging.CRITICAL)
+    try:
+        await registry.start()
+        status = dict(registry.mcp_status)
+    finally:
+        await registry.aclose()
+        mcp_log.setLevel(level)
+    return [
+        SetupWarning("tools.mcp_servers", f"server {name!r}: {_one_line(error or state)}")
+        for name, (state, error) in status.items()
+        if state != "ready"
+    ]
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())

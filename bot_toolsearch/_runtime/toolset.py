@@ -27,6 +27,7 @@ __all__ = [
     "ToolFilter",
     "ToolSet",
     "ToolView",
+    "not_a_tool",
     "pattern_filter",
     "permitted_names",
 ]
@@ -129,7 +130,7 @@ class ToolSet:
         entries: dict[str, Entry] = {}
         for entry in (*BUILTINS, *tools, *agents):
             if not isinstance(entry, Tool | Agent | Builtin):
-                raise CatalogError(f"not a Tool or Agent: {entry!r}")
+                raise CatalogError(not_a_tool(entry))
             if entry.name in entries:
                 raise CatalogError(f"duplicate tool name {entry.name!r}", name=entry.name)
             entries[entry.name] = entry
@@ -258,6 +259,16 @@ class ToolSet:
                     continue
                 self._warned.add((setting, name))
             logger.warning("[skills] %s names %r, which matches no tool", setting, name)
+
+
+def not_a_tool(entry: object) -> str:
+    """What to say of something passed as a tool that is no `Tool` or `Agent`."""
+    if callable(entry) and hasattr(entry, "__name__"):
+        return (
+            f"not a Tool or Agent: the function {entry.__name__!r}; decorate it with @tool "
+            "(from bot_toolsearch import tool)"
+        )
+    return f"not a Tool or Agent: {type(entry).__name__} {entry!r:.60}"
 
 
 @dataclass(frozen=True, slots=True)

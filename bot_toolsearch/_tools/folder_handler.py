@@ -47,6 +47,15 @@ class FolderHandler:
         """Whether ``handler.py`` has been imported successfully."""
         return self._execute is not None
 
+    def load(self) -> Callable[..., Any]:
+        """Import ``handler.py`` now (if not yet) and return its ``execute``.
+
+        Raises:
+            ToolImportError: the handler cannot be imported (a syntax error, an exception
+                while importing) or defines no callable ``execute``.
+        """
+        return self._load()
+
     def _load(self) -> Callable[..., Any]:
         with self._lock:
             if self._execute is not None:
@@ -58,6 +67,7 @@ class FolderHandler:
             except Exception as exc:
                 self._error = ToolImportError(self.tool_name, str(self.path), exc)
                 log.error("tool folder handler failed to import: %s", self._error)
+                self._error.logged = True  # once: later calls raise it without a log line
                 raise self._error from exc
             return self._execute
 

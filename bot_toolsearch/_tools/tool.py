@@ -10,6 +10,7 @@ import json
 import math
 import re
 import threading
+import warnings
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any, overload
 
 import pydantic
 
-from bot_toolsearch._core.catalog import schema_depth_problem
+from bot_toolsearch._core.catalog import invalid_name_reason, schema_depth_problem
 from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._errors import CatalogError
 
@@ -29,6 +30,7 @@ __all__ = [
     "ArgumentsMismatch",
     "HandlerThreads",
     "Tool",
+    "ToolDefinitionWarning",
     "ToolHandler",
     "ToolImportError",
     "ToolTimeoutError",
@@ -39,6 +41,14 @@ __all__ = [
 
 ToolHandler = Callable[..., Any]
 """A tool handler: sync or async, called with the parsed arguments as keyword arguments."""
+
+
+class ToolDefinitionWarning(UserWarning):
+    """A ``@tool`` function the model will read poorly: no docstring (an empty description)
+    or parameters without type hints (untyped in the schema). Issued once per tool, when it
+    is decorated; ``warnings.filterwarnings("ignore", category=ToolDefinitionWarning)``
+    silences it."""
+
 
 _IMPORT_STRING = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
@@ -57,6 +67,8 @@ class ToolImportError(CatalogError):
             name=name,
         )
         self.target = target
+        self.logged = False
+        """Whether it has been logged already (a tool folder's handler logs its own once)."""
 
 
 class ArgumentsMismatch(TypeError):
@@ -457,15 +469,110 @@ def tool(
     ('add', ['a', 'b'])
     """
 
+    if name is not None:
+        reason = invalid_name_reason(name)
+        if reason is not None:  # at decoration time, not when the catalog skips it later
+            raise CatalogError(f"@tool(name={name!r}): {reason}", name=None)
+
     def build(func: ToolHandler) -> Tool:
-        summary, parameters, model = signature_model(func)
-        made = Tool(name or func.__name__, description or summary, parameters, func)
+        if isinstance(func, Tool | Agent) or not callable(func):
+            raise CatalogError(
+                f"@tool decorates a function, not {type(func).__name__} {func!r:.60}", name=name
+            )
+        tool_name: str = name or str(getattr(func, "__name__", ""))
+        summary, parameters, model = _signature_of(func, tool_name)
+        made = Tool(tool_name, description or summary, parameters, func)
+        _warn_what_the_model_misses(func, made, untyped=_untyped_parameters(func))
         # Arguments are then validated and coerced by the signature, as pydantic's
         # ``validate_call`` does, rather than only by the JSON Schema derived from it.
         object.__setattr__(made, "_signature", model)
         return made
 
     return build if fn is None else build(fn)
+
+
+_NO_SCHEMA = (pydantic.PydanticSchemaGenerationError, pydantic.PydanticInvalidForJsonSchema)
+"""What pydantic raises for a type hint it cannot validate or describe as JSON Schema."""
+
+
+def _signature_of(
+    func: ToolHandler, tool_name: str
+) -> tuple[str, dict[str, Any], type[pydantic.BaseModel]]:
+    """`signature_model`, with our own message for a type hint no JSON Schema describes."""
+    try:
+        return signature_model(func)
+    except _NO_SCHEMA:
+        pass
+    culprit = next(
+        (
+            (pname, hint)
+            for pname, hint in _hints(func).items()
+            if pname != "return" and not _describable(hint)
+        ),
+        None,
+    )
+    what = (
+        f"parameter {culprit[0]!r} has type {getattr(culprit[1], '__name__', culprit[1])!r}"
+        if culprit is not None
+        else "a parameter's type"
+    )
+    raise CatalogError(
+        f"tool {tool_name!r}: {what}, which has no JSON Schema for the model to read; use str, "
+        "int, float, bool, list, dict, Literal, an Enum, a dataclass, a TypedDict or a "
+        "pydantic model (or build the schema yourself with Tool(name, description, "
+        "parameters, handler))",
+        name=tool_name,
+    ) from None
+
+
+def _hints(func: ToolHandler) -> dict[str, Any]:
+    try:
+        return dict(inspect.get_annotations(func, eval_str=True))
+    except Exception:  # a hint that does not evaluate: no culprit to name
+        return {}
+
+
+def _describable(hint: Any) -> bool:
+    try:
+        pydantic.TypeAdapter(hint).json_schema()
+    except _NO_SCHEMA:
+        return False
+    except Exception:  # anything else is pydantic's to report in its own words
+        return True
+    return True
+
+
+def _untyped_parameters(func: ToolHandler) -> list[str]:
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return []
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return [
+        p.name
+        for p in signature.parameters.values()
+        if p.annotation is inspect.Parameter.empty and p.kind not in variadic
+    ]
+
+
+def _warn_what_the_model_misses(func: ToolHandler, made: Tool, *, untyped: list[str]) -> None:
+    """One `ToolDefinitionWarning` per tool: what the model will see of a thin definition."""
+    missing = []
+    if not made.description:
+        missing.append("no docstring, so the model sees an empty description")
+    if untyped:
+        names = ", ".join(untyped)
+        missing.append(f"no type hints on {names}, so the model sees them untyped")
+    if not missing:
+        return
+    code = getattr(func, "__code__", None)
+    warnings.warn_explicit(
+        f"tool {made.name!r}: {'; '.join(missing)}",
+        ToolDefinitionWarning,
+        filename=code.co_filename if code is not None else "<tool>",
+        lineno=code.co_firstlineno if code is not None else 0,
+        module=getattr(func, "__module__", None) or "<tool>",
+    )
 
 
 AGENT_PARAMETERS: Mapping[str, Any] = {

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot_toolsearch._cli.config import example_config
+from bot_toolsearch._config.file import NOT_FOUND
 from tests._cli_runner import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -124,9 +125,9 @@ def test_without_a_file_show_and_get_use_the_defaults_and_validate_fails(tmp_pat
     assert (got.returncode, got.stdout) == (0, '"gpt-4o-mini"\n')
     validate = run("config", "validate", cwd=tmp_path)
     assert validate.returncode == 1
-    assert validate.stderr == "error: config.toml: config file not found\n"
+    assert validate.stderr == f"error: config.toml: {NOT_FOUND}\n"
     named = run("config", "show", "--config", "nope.toml", cwd=tmp_path)
-    assert (named.returncode, named.stderr) == (1, "error: nope.toml: config file not found\n")
+    assert (named.returncode, named.stderr) == (1, f"error: nope.toml: {NOT_FOUND}\n")
     assert not (tmp_path / "config.toml").exists()
 
 

@@ -284,12 +284,10 @@ def test_empty_plugin_list_is_allowed(tmp_path: Path) -> None:
 
 def test_example_config_is_the_defaults_except_where_it_says_so() -> None:
     example = load_settings(REPO / "config.example.toml", env={})
-    # Deliberate differences: the example turns tool search on and shows a deny pattern.
+    # The one deliberate difference: the example turns tool search on. Everything else,
+    # [tools] deny included, is the documented default (issue 22: no hidden deny pattern).
     expected = BotSettings().model_copy(
-        update={
-            "skills": BotSettings().skills.model_copy(update={"tool_search_enabled": True}),
-            "tools": BotSettings().tools.model_copy(update={"deny": ("admin.*",)}),
-        }
+        update={"skills": BotSettings().skills.model_copy(update={"tool_search_enabled": True})}
     )
     assert example == expected
 

@@ -76,7 +76,9 @@ def test_unreachable_endpoint_is_one_line_and_nonzero() -> None:
         port = sock.getsockname()[1]
     done = demo("--model-url", f"http://127.0.0.1:{port}/v1", "--model", "x", "--api-key", "k")
     assert done.returncode == 1
-    assert done.stderr.strip().splitlines() == [f"error: cannot reach http://127.0.0.1:{port}/v1"]
+    assert done.stderr.strip().splitlines() == [
+        f"error: cannot reach the model endpoint http://127.0.0.1:{port}; check --model-url"
+    ]
 
 
 def test_model_url_needs_a_model_name() -> None:
@@ -94,4 +96,8 @@ def test_bad_api_key_is_one_line_and_nonzero() -> None:
         done = demo("--model-url", server.base_url, "--model", "gpt-x", "--api-key", "bad")
         server.reset()  # the rejections were the point, not failures of the server
     assert done.returncode == 1
-    assert done.stderr.strip().splitlines() == [f"error: {server.base_url} rejected the API key"]
+    where = server.base_url.removesuffix("/v1")
+    assert done.stderr.strip().splitlines() == [
+        f"error: {where} rejected the API key (HTTP 401: Incorrect API key provided.); "
+        "check --api-key or OPENAI_API_KEY"
+    ]
