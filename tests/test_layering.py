@@ -25,11 +25,14 @@ RANKS: dict[str, int] = {
     "_runtime": 4,
     "_wrap": 5,
     "testing": 5,
+    "_scripted": 5,
     "_proxy": 6,
     "_demo": 6,
     "_cli": 7,
 }
-DOORS = {"__init__", "__main__", "config", "offline"}  # public doors: may import any layer
+# Public doors: may import any layer.
+DOORS = {"__init__", "__main__", "config", "conversations", "core", "middleware", "offline"}
+DOORS |= {"testing", "tools"}
 CORE_FORBIDDEN = {"openai", "pydantic_settings", "tomlkit", "watchdog", "mcp", "uvicorn"}
 
 

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 import bot_toolsearch.testing
-from bot_toolsearch import ToolRegistry
 from bot_toolsearch._tools.validation import validate_arguments
+from bot_toolsearch.tools import ToolRegistry
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

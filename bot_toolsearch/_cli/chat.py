@@ -266,7 +266,7 @@ def _model(args: argparse.Namespace, settings: BotSettings) -> Iterator[openai.A
         yield None
         return
     from bot_toolsearch._demo.planner import OFFLINE_MODEL_NAME, OfflinePlanner
-    from bot_toolsearch.testing import ScriptedOpenAIServer
+    from bot_toolsearch._scripted import ScriptedOpenAIServer
 
     planner = OfflinePlanner(dot_delimiter=settings.tools.dot_delimiter)
     models = (OFFLINE_MODEL_NAME, settings.model.name)

@@ -12,10 +12,10 @@ from typing import Self
 
 import uvicorn
 
-from ._app import Responder, ScriptState, app_for
-from ._cache import PromptCacheModel
-from ._request import ModelRequest, UnconsumedTurns, UnexpectedModelCall
-from ._turns import ScriptEntry, Turn, as_turn
+from .app import Responder, ScriptState, app_for
+from .cache import PromptCacheModel
+from .request import ModelRequest, UnconsumedTurns, UnexpectedModelCall
+from .turns import ScriptEntry, Turn, as_turn
 
 __all__ = ["ScriptedOpenAIServer"]
 
