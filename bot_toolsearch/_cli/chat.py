@@ -327,7 +327,7 @@ def _interactive(session: _Session) -> int:
                 return 0
             except KeyboardInterrupt:
                 print(file=sys.stderr)
-                return 0  # leaving a chat with Ctrl-C at the prompt is normal
+                return INTERRUPTED  # Ctrl-C at the prompt: 130, as documented
             if not line.strip() or chat.command(runner, bot, line):
                 continue
             result = chat.ask(line)
