@@ -132,3 +132,19 @@ def test_every_setting_has_a_documented_meaning() -> None:
 
 if __name__ == "__main__":
     CONFIGURATION.write_text(render_configuration(), encoding="utf-8")
+
+
+def test_every_relative_link_in_the_readme_and_docs_resolves() -> None:
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if "://" not in target and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(REPO).as_posix()}: {target}")
+    assert broken == []
+
+
+def test_the_readme_links_every_docs_page() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    missing = [p.name for p in (REPO / "docs").glob("*.md") if f"(docs/{p.name})" not in readme]
+    assert missing == []
