@@ -54,7 +54,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bot_toolsearch import TOOL_SEARCH_NAME
+from bot_toolsearch.core import TOOL_SEARCH_NAME
 
 from .bench_quality import DATA
 

@@ -34,7 +34,8 @@ from typing import Any, Literal
 
 import openai
 
-from bot_toolsearch import Bot, BotSettings, RoundTrace, Tool, WireNames
+from bot_toolsearch import Bot, BotSettings, RoundTrace, Tool
+from bot_toolsearch.core import WireNames
 from bot_toolsearch.testing import (
     ModelRequest,
     PromptCacheModel,

@@ -8,7 +8,8 @@ import threading
 import time
 from pathlib import Path
 
-from bot_toolsearch import BotSettings, ConfigReloader, load_settings
+from bot_toolsearch import BotSettings
+from bot_toolsearch.config import ConfigReloader, load_settings
 
 from ._table import Row, median_seconds, us
 

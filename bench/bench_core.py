@@ -13,7 +13,7 @@ import random
 import time
 from typing import Any
 
-from bot_toolsearch import ToolCatalog, ToolSearchSession
+from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
 from ._table import Row, median_seconds, us
 

@@ -22,9 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bot_toolsearch import BotSettings, ToolCatalog, ToolSearchSession
+from bot_toolsearch import BotSettings
 from bot_toolsearch._runtime import semantic
 from bot_toolsearch._runtime.semantic import semantic_ranker
+from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
 from ._table import Row
 from .bench_quality import CAP, _splits, evaluate

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot_toolsearch import ToolCatalog, ToolSearchSession
 from bot_toolsearch._transports.text_calls import TextToolCallError, parse_text_tool_calls
+from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
 from ._table import Row, median_seconds
 

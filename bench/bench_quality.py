@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bot_toolsearch import ToolCatalog, ToolSearchSession
+from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
 from ._table import Row
 

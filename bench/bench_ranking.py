@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bot_toolsearch import ToolCatalog, ToolSearchSession
+from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
 from ._scale_catalog import load_scale_catalog
 from ._table import Row, median_seconds

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bot_toolsearch import (
+from bot_toolsearch.core import (
     DEFAULT_DIRECTORY_BUDGET,
     GROUPED_DIRECTORY_RULES,
     TOOL_SEARCH_RULES,
@@ -150,7 +150,8 @@ def _token_rows() -> list[Row]:
 # Run in a fresh process: argv[1] = schemas JSON file, argv[2] = "time" or "memory".
 _START_UP = r"""
 import gc, json, sys, time, tracemalloc
-from bot_toolsearch import Bot, BotSettings, SkillsSettings, Tool
+from bot_toolsearch import Bot, BotSettings, Tool
+from bot_toolsearch.config import SkillsSettings
 memory = sys.argv[2] == "memory"
 settings = BotSettings(skills=SkillsSettings(tool_search_enabled=True))
 def handler(**arguments):

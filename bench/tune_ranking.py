@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from bot_toolsearch import ToolCatalog, ToolSearchSession
 from bot_toolsearch._core import index as index_module
 from bot_toolsearch._core.index import SearchIndex
+from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
 from ._scale_catalog import load_scale_catalog
 from .bench_quality import CAP, DATA, evaluate

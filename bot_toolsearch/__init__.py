@@ -1,34 +1,18 @@
-"""On-demand tool loading (tool search) for OpenAI-compatible chat bots."""
+"""On-demand tool loading (tool search) for OpenAI-compatible chat bots.
+
+The root holds what a bot developer needs: `Bot`, `tool`/`Tool`/`Agent`, `BotSettings`,
+`wrap_openai`, the ask results and the errors. The other public doors:
+`bot_toolsearch.core` (catalog, session, query results, directory, prompts),
+`bot_toolsearch.config` (config file, settings sections, reload), `bot_toolsearch.middleware`,
+`bot_toolsearch.conversations`, `bot_toolsearch.tools`, `bot_toolsearch.offline` and
+`bot_toolsearch.testing`.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot_toolsearch._config.edit import get_value, set_value
-from bot_toolsearch._config.file import load_settings
-from bot_toolsearch._config.reload import ConfigReloader, ReloadCallback, ReloadErrorCallback
-from bot_toolsearch._config.settings import (
-    BotSection,
-    BotSettings,
-    ConversationSettings,
-    EasterEggSettings,
-    ModelSettings,
-    PluginSettings,
-    SkillsSettings,
-    ToolSearchLoading,
-    ToolsSettings,
-)
-from bot_toolsearch._core.catalog import MAX_SCHEMA_DEPTH, TOOL_SEARCH_NAME, ToolCatalog
-from bot_toolsearch._core.directory import DEFAULT_DIRECTORY_BUDGET, DeferredDirectory
-from bot_toolsearch._core.prompt import (
-    GROUPED_DIRECTORY_RULES,
-    TOOL_SEARCH_RULES,
-    render_deferred_tools,
-)
-from bot_toolsearch._core.query import NameDecoder
-from bot_toolsearch._core.result import ToolSearchResult
-from bot_toolsearch._core.session import ToolSearchSession
-from bot_toolsearch._protocol.calls import CallOutcome, CallRequest, CallResult, RefusalReason
+from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._runtime.ask_result import (
     AskResult,
     AskStats,
@@ -37,41 +21,9 @@ from bot_toolsearch._runtime.ask_result import (
     OutboundMessage,
     RoundTrace,
 )
-
-# Public names are re-exported here; keep ``__all__`` sorted (tests/test_public_api.py).
-from bot_toolsearch._runtime.bot import Bot, SettingsSource
-from bot_toolsearch._runtime.context import AskContext
-from bot_toolsearch._runtime.conversations import (
-    ConversationHistory,
-    ConversationStore,
-    ConversationTurn,
-    MemoryConversationStore,
-    SQLiteConversationStore,
-)
-from bot_toolsearch._runtime.middleware import (
-    CallHandler,
-    LoggingMiddleware,
-    Middleware,
-    RoundRequest,
-    forward_unanswered,
-)
-from bot_toolsearch._runtime.plugins import Plugin
-from bot_toolsearch._runtime.tool_search import ToolSearchMiddleware
-from bot_toolsearch._runtime.toolset import ToolFilter
-from bot_toolsearch._tools.mcp_config import MCPServerConfig
-from bot_toolsearch._tools.registry import ToolRegistry
-from bot_toolsearch._tools.source import ToolSetSnapshot, ToolSource
-from bot_toolsearch._tools.tool import (
-    Agent,
-    HandlerThreads,
-    Tool,
-    ToolDefinitionWarning,
-    ToolHandler,
-    ToolImportError,
-    tool,
-)
-from bot_toolsearch._transports.base import ModelReplyError, ToolDeclaration
-from bot_toolsearch._transports.names import WireNames
+from bot_toolsearch._runtime.bot import Bot
+from bot_toolsearch._tools.tool import Agent, Tool, ToolDefinitionWarning, ToolImportError, tool
+from bot_toolsearch._transports.base import ModelReplyError
 from bot_toolsearch._wrap.client import wrap_openai
 
 from ._errors import (
@@ -82,81 +34,110 @@ from ._errors import (
     ToolSearchNameCollisionError,
 )
 
-__all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_public_api.py checks
+# Public names are re-exported here; keep ``__all__`` sorted (tests/test_public_api.py).
+__all__ = [
     "Agent",
-    "AskContext",
     "AskResult",
     "AskStats",
     "Bot",
-    "BotSection",
     "BotSettings",
-    "CallHandler",
-    "CallOutcome",
-    "CallRequest",
-    "CallResult",
     "CallTrace",
     "CatalogError",
     "ConfigError",
-    "ConfigReloader",
-    "ConversationHistory",
-    "ConversationSettings",
-    "ConversationStore",
     "ConversationStoreError",
-    "ConversationTurn",
-    "DEFAULT_DIRECTORY_BUDGET",
-    "DeferredDirectory",
-    "EasterEggSettings",
     "FinishReason",
-    "GROUPED_DIRECTORY_RULES",
-    "HandlerThreads",
-    "LoggingMiddleware",
-    "MAX_SCHEMA_DEPTH",
-    "MCPServerConfig",
-    "MemoryConversationStore",
-    "Middleware",
     "ModelReplyError",
-    "ModelSettings",
-    "NameDecoder",
     "OutboundMessage",
-    "Plugin",
-    "PluginSettings",
-    "RefusalReason",
-    "ReloadCallback",
-    "ReloadErrorCallback",
-    "RoundRequest",
     "RoundTrace",
-    "SQLiteConversationStore",
-    "SettingsSource",
-    "SkillsSettings",
-    "TOOL_SEARCH_NAME",
-    "TOOL_SEARCH_RULES",
     "Tool",
-    "ToolCatalog",
-    "ToolDeclaration",
     "ToolDefinitionWarning",
-    "ToolFilter",
-    "ToolHandler",
     "ToolImportError",
-    "ToolRegistry",
     "ToolSearchError",
-    "ToolSearchLoading",
-    "ToolSearchMiddleware",
     "ToolSearchNameCollisionError",
-    "ToolSearchResult",
-    "ToolSearchSession",
-    "ToolSetSnapshot",
-    "ToolSource",
-    "ToolsSettings",
-    "WireNames",
     "__version__",
-    "forward_unanswered",
-    "get_value",
-    "load_settings",
-    "render_deferred_tools",
-    "set_value",
     "tool",
     "wrap_openai",
 ]
+
+_MOVED: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "DEFAULT_DIRECTORY_BUDGET",
+            "DeferredDirectory",
+            "GROUPED_DIRECTORY_RULES",
+            "MAX_SCHEMA_DEPTH",
+            "NameDecoder",
+            "TOOL_SEARCH_NAME",
+            "TOOL_SEARCH_RULES",
+            "ToolCatalog",
+            "ToolSearchResult",
+            "ToolSearchSession",
+            "WireNames",
+            "render_deferred_tools",
+        ),
+        "bot_toolsearch.core",
+    ),
+    **dict.fromkeys(
+        (
+            "BotSection",
+            "ConfigReloader",
+            "ConversationSettings",
+            "EasterEggSettings",
+            "ModelSettings",
+            "PluginSettings",
+            "ReloadCallback",
+            "ReloadErrorCallback",
+            "SettingsSource",
+            "SkillsSettings",
+            "ToolSearchLoading",
+            "ToolsSettings",
+            "get_value",
+            "load_settings",
+            "set_value",
+        ),
+        "bot_toolsearch.config",
+    ),
+    **dict.fromkeys(
+        (
+            "AskContext",
+            "CallHandler",
+            "CallOutcome",
+            "CallRequest",
+            "CallResult",
+            "LoggingMiddleware",
+            "Middleware",
+            "Plugin",
+            "RefusalReason",
+            "RoundRequest",
+            "ToolSearchMiddleware",
+            "forward_unanswered",
+        ),
+        "bot_toolsearch.middleware",
+    ),
+    **dict.fromkeys(
+        (
+            "ConversationHistory",
+            "ConversationStore",
+            "ConversationTurn",
+            "MemoryConversationStore",
+            "SQLiteConversationStore",
+        ),
+        "bot_toolsearch.conversations",
+    ),
+    **dict.fromkeys(
+        (
+            "HandlerThreads",
+            "MCPServerConfig",
+            "ToolFilter",
+            "ToolHandler",
+            "ToolRegistry",
+            "ToolSetSnapshot",
+            "ToolSource",
+        ),
+        "bot_toolsearch.tools",
+    ),
+}
+"""Root names of the last release that moved to another public door: name -> new module."""
 
 
 def __getattr__(name: str) -> Any:
@@ -164,17 +145,31 @@ def __getattr__(name: str) -> Any:
         from importlib.metadata import version
 
         return version("bot-toolsearch")
+    door = _MOVED.get(name)
+    if door is not None:
+        import importlib
+        import warnings
+
+        warnings.warn(
+            f"bot_toolsearch.{name} moved: use `from {door} import {name}`"
+            " (the root import goes in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(door), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _set_public_module() -> None:
-    """Point tracebacks at ``bot_toolsearch.X`` instead of the private module."""
+def _set_public_module(module: str, names: list[str]) -> None:
+    """Point tracebacks at ``bot_toolsearch...X`` instead of the private module."""
     import inspect
+    import sys
 
-    for name in __all__:
-        obj = globals().get(name)
+    namespace = vars(sys.modules[module])
+    for name in names:
+        obj = namespace.get(name)
         if inspect.isclass(obj) or inspect.isfunction(obj):
-            obj.__module__ = __name__
+            obj.__module__ = module
 
 
-_set_public_module()
+_set_public_module(__name__, __all__)

@@ -26,8 +26,8 @@ import openai
 
 from bot_toolsearch._demo.catalog import demo_tools
 from bot_toolsearch._demo.planner import OFFLINE_MODEL_NAME, OfflinePlanner
+from bot_toolsearch._scripted import ScriptedOpenAIServer
 from bot_toolsearch._transports.names import DEFAULT_DOT_DELIMITER
-from bot_toolsearch.testing import ScriptedOpenAIServer
 
 __all__ = [
     "OFFLINE_API_KEY",

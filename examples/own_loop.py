@@ -13,7 +13,7 @@ from typing import Any
 
 import openai
 
-from bot_toolsearch import (
+from bot_toolsearch.core import (
     TOOL_SEARCH_NAME,
     TOOL_SEARCH_RULES,
     ToolCatalog,

@@ -45,3 +45,106 @@ def test_no_module_is_named_that_does_not_exist() -> None:
         if not (PACKAGE / folder / name).exists()
     ]
     assert stale == []
+
+
+CONFIGURATION = REPO / "docs" / "configuration.md"
+SETTINGS_SOURCE = PACKAGE / "_config" / "settings.py"
+
+CONFIGURATION_INTRO = """\
+# Configuration
+
+<!-- Generated from the field docstrings of bot_toolsearch/_config/settings.py by
+`.venv/bin/python -m tests.test_docs`; tests/test_docs.py fails when it is stale. -->
+
+Every key is optional. A key in the file wins; the environment variable fills a key the file
+does not set (lists comma-separated); the default fills the rest. Settings built in code follow
+the same rule. Every settings error is a `ConfigError`, in code too. Every key is
+hot-reloadable (the next `ask()` sees it) except `[bot] hot_reload` and `[conversations]
+store`, read at start. `bot-toolsearch config init` writes a documented `config.toml`;
+`config show` prints every value and its source, `config set` edits one key and keeps the
+file's comments, `config validate` exits 1 with file:line errors.
+"""
+
+
+def field_docs() -> dict[str, dict[str, str]]:
+    """``{class name: {field: its docstring}}`` read from the settings module's source."""
+    import ast
+
+    docs: dict[str, dict[str, str]] = {}
+    for node in ast.parse(SETTINGS_SOURCE.read_text(encoding="utf-8")).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        fields = docs.setdefault(node.name, {})
+        for stmt, after in zip(node.body, [*node.body[1:], None], strict=True):
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                text = ""
+                if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+                    text = " ".join(str(after.value.value).split())
+                fields[stmt.target.id] = text
+    return docs
+
+
+def render_configuration() -> str:
+    """docs/configuration.md: one table per config table, from the settings models."""
+    import json
+
+    from bot_toolsearch import BotSettings
+    from bot_toolsearch._config.env import ENV_FALLBACKS
+
+    env = {(table, key): var for var, (table, key, _kind) in ENV_FALLBACKS.items()}
+    docs = field_docs()
+    out = [CONFIGURATION_INTRO]
+    for table, info in BotSettings.model_fields.items():
+        model = info.annotation
+        fields = getattr(model, "model_fields", None)
+        if not fields or model is None:
+            continue
+        doc = " ".join((model.__doc__ or "").split()).replace("``", "`")
+        out.append(f"\n## `[{table}]`\n\n{doc}\n")
+        out.append("\n| key | default | env var | meaning |\n|---|---|---|---|\n")
+        for key, field in fields.items():
+            default = field.get_default(call_default_factory=True)
+            if isinstance(default, tuple):
+                default = list(default)
+            shown = json.dumps(default, ensure_ascii=False, default=str)
+            var = f"`{env[table, key]}`" if (table, key) in env else ""
+            meaning = docs[model.__name__].get(key, "").replace("|", "\\|").replace("``", "`")
+            out.append(f"| `{table}.{key}` | `{shown}` | {var} | {meaning} |\n")
+    return "".join(out)
+
+
+def test_the_configuration_reference_is_generated_from_the_settings() -> None:
+    assert CONFIGURATION.read_text(encoding="utf-8") == render_configuration(), (
+        "docs/configuration.md is stale: run `.venv/bin/python -m tests.test_docs`"
+    )
+
+
+def test_every_setting_has_a_documented_meaning() -> None:
+    from bot_toolsearch import BotSettings
+
+    docs = field_docs()
+    for info in BotSettings.model_fields.values():
+        model = info.annotation
+        for key in getattr(model, "model_fields", {}):
+            assert model is not None
+            assert docs[model.__name__].get(key), f"{model.__name__}.{key} has no docstring"
+
+
+if __name__ == "__main__":
+    CONFIGURATION.write_text(render_configuration(), encoding="utf-8")
+
+
+def test_every_relative_link_in_the_readme_and_docs_resolves() -> None:
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if "://" not in target and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(REPO).as_posix()}: {target}")
+    assert broken == []
+
+
+def test_the_readme_links_every_docs_page() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    missing = [p.name for p in (REPO / "docs").glob("*.md") if f"(docs/{p.name})" not in readme]
+    assert missing == []

@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from bot_toolsearch import CatalogError, Tool, ToolCatalog, ToolRegistry, ToolSearchSession
+from bot_toolsearch import CatalogError, Tool
 from bot_toolsearch._core.catalog import MAX_SCHEMA_DEPTH
 from bot_toolsearch._core.result import unfence
 from bot_toolsearch._protocol.messages import TRUNCATED_RESULT
 from bot_toolsearch._tools.tool import MAX_THREADS_PER_TOOL, HandlerThreads
+from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
+from bot_toolsearch.tools import ToolRegistry
 
 if TYPE_CHECKING:
     from tests.conftest import BotFactory, Ran

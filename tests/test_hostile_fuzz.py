@@ -16,9 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot_toolsearch import CatalogError, ToolCatalog, ToolSearchSession
+from bot_toolsearch import CatalogError
 from bot_toolsearch._core.query import MAX_SELECT_NAMES, KeywordQuery, SelectQuery, parse_query
 from bot_toolsearch._transports.text_calls import TextToolCallError, parse_text_tool_calls
+from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
 # 2,000 examples per property in CI (CI=true, as .ci/run is run), where every landing is
 # checked; 300 on a developer's `make test`, to keep it fast. FUZZ_EXAMPLES overrides both.

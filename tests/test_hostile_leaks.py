@@ -17,8 +17,8 @@ import openai
 import pytest
 
 from bot_toolsearch import AskResult, Bot, BotSettings, Tool
+from bot_toolsearch._scripted.turns import ToolCall
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
-from bot_toolsearch.testing._turns import ToolCall
 
 VISIBLE = ["mail.send", "weather.forecast", "user.show", "calendar.add"]
 HIDDEN = ["mail-_-send", "admin.delete_user", "Weather.Forecast", "secret.vault", "user.show2"]

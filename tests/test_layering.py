@@ -26,11 +26,14 @@ RANKS: dict[str, int] = {
     "_runtime": 5,
     "_wrap": 6,
     "testing": 6,
+    "_scripted": 6,
     "_proxy": 7,
     "_demo": 7,
     "_cli": 8,
 }
-DOORS = {"__init__", "__main__", "config", "offline"}  # public doors: may import any layer
+# Public doors: may import any layer.
+DOORS = {"__init__", "__main__", "config", "conversations", "core", "middleware", "offline"}
+DOORS |= {"testing", "tools"}
 CORE_FORBIDDEN = {"openai", "pydantic_settings", "tomlkit", "watchdog", "mcp", "uvicorn"}
 
 

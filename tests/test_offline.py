@@ -44,7 +44,7 @@ def test_the_ten_lines_run_offline_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Ten lines in your bot") :]
+    section = text[text.index("## A bot in 13 lines") :]
     snippet = _python_blocks(section)[0]
     (tmp_path / "config.toml").write_text(
         "[skills]\ntool_search_enabled = true\n\n[bot]\nhot_reload = false\n", encoding="utf-8"

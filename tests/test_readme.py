@@ -1,13 +1,16 @@
-"""Every python block of the README runs as written, and so do the testing docstrings' examples.
+"""Every python block of the README and docs/*.md runs as written, and so do the testing
+docstrings' examples.
 
-Each block is run by the runner named after the heading it sits under; a block under a heading
-without a runner fails `test_every_python_block_has_a_runner`, so no snippet can drift untested.
+Each block is run by the runner named after its file and the heading it sits under; a block
+under a heading without a runner fails `test_every_python_block_has_a_runner`, so no snippet
+can drift untested.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import functools
 import inspect
 import json
 import logging
@@ -20,17 +23,23 @@ from typing import Any
 import pytest
 
 import bot_toolsearch.testing
-from bot_toolsearch import ToolRegistry
 from bot_toolsearch._tools.validation import validate_arguments
+from bot_toolsearch.tools import ToolRegistry
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+DOCS = REPO / "docs"
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
 
 
-def python_blocks(language: str = "python") -> list[tuple[str, str]]:
-    """``(heading, code)`` of every block in ``language``, in README order."""
+def python_blocks(language: str = "python", page: Path | None = None) -> list[tuple[str, str]]:
+    """``("file: heading", code)`` of every block in ``language``, in page order."""
+    if page is None:
+        return [found for one in PAGES for found in python_blocks(language, one)]
+    name = page.relative_to(REPO).as_posix()
     blocks: list[tuple[str, str]] = []
     heading = ""
-    lines = README.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = page.read_text(encoding="utf-8").splitlines(keepends=True)
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -38,10 +47,18 @@ def python_blocks(language: str = "python") -> list[tuple[str, str]]:
             heading = line.strip()
         elif line.strip() == f"```{language}":
             end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
-            blocks.append((heading, "".join(lines[i + 1 : end])))
+            blocks.append((f"{name}: {heading}", "".join(lines[i + 1 : end])))
             i = end
         i += 1
     return blocks
+
+
+BOT_IN_LINES = "README.md: ## A bot in 13 lines"
+WRAPPER = "README.md: ## Your framework, or any language"
+CONVERSATIONS = "docs/conversations.md: # Conversations"
+FRAMEWORKS = "docs/wrapper.md: ## Use it with your framework"
+CORE = "docs/core.md: ## The core on its own"
+TESTING = "docs/testing.md: # Testing your bot"
 
 
 def block(heading: str) -> str:
@@ -78,7 +95,7 @@ def core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             ("music.play", "Play a song."),
         ]
     ]
-    namespace = run(block("## The core on its own"), schemas=schemas)
+    namespace = run(block(CORE), schemas=schemas)
     names = [t["function"]["name"] for t in namespace["tools"]]
     assert '"loaded":["weather.forecast"]' in namespace["result"]
     # Every name is one a provider accepts ([A-Za-z0-9_-]{1,64}).
@@ -91,7 +108,7 @@ def core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def testing_your_bot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The block runs its own test with asyncio.run and asserts inside it; with tool search
     # off its first assertion would fail, so the settings it builds are checked by running.
-    namespace = run(block("## Testing your bot"))
+    namespace = run(block(TESTING))
     assert inspect.iscoroutinefunction(namespace["test_the_bot_finds_and_calls_the_forecast"])
 
 
@@ -120,11 +137,11 @@ def test_the_folder_name_warning_reads_as_the_readme_quotes_it(
     with caplog.at_level(logging.WARNING):
         ToolRegistry(dirs=[tmp_path / "tools"])
     quoted = "config.json names the tool 'x'; using the folder name 'weather.forecast'"
-    assert quoted in README.read_text(encoding="utf-8").replace("\n", " ")
+    assert quoted in (DOCS / "tools.md").read_text(encoding="utf-8").replace("\n", " ")
     assert any(quoted in r.getMessage() for r in caplog.records)
 
 
-TOOL_FOLDERS = "## Tool folders"
+TOOL_FOLDERS = "docs/tools.md: ## Tool folders"
 
 
 def conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,9 +164,7 @@ def conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             namespace: dict[str, Any] = {"bot": bot}
             bot.ask = ask  # type: ignore[method-assign]
             flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-            await eval(
-                compile(block("## Conversations"), str(README), "exec", flags=flags), namespace
-            )
+            await eval(compile(block(CONVERSATIONS), str(README), "exec", flags=flags), namespace)
             left = len((await bot.conversations.load("group-42/alice")).turns)
             await bot.aclose()
             return left
@@ -165,7 +180,7 @@ def frameworks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    wrapper, proxy = blocks("## Use it with your framework")
+    wrapper, proxy = blocks(FRAMEWORKS)
     tool = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
     with bot_toolsearch.testing.ScriptedOpenAIServer() as server:
         server.script(bot_toolsearch.testing.text("Hello."))
@@ -194,14 +209,46 @@ def frameworks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert str(langchain["model"].openai_api_base) == "http://127.0.0.1:8787/v1"
 
 
+def wrapper_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import openai
+
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
+    with bot_toolsearch.testing.ScriptedOpenAIServer() as server:
+        server.script(bot_toolsearch.testing.text("Hello."))
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        namespace: dict[str, Any] = {
+            "openai": openai,
+            "messages": [{"role": "user", "content": "hi"}],
+            "all_tools": [tool],
+        }
+        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        code = compile(block(WRAPPER), str(README), "exec", flags=flags)
+
+        async def go() -> None:
+            await eval(code, namespace)  # our own README, not input
+            await namespace["client"].close()
+
+        asyncio.run(go())
+        server.assert_consumed()
+    assert namespace["reply"].choices[0].message.content == "Hello."
+    assert server.requests[0].tool_names == ["tool_search"]
+
+
 RUNNERS: dict[str, Callable[[Path, pytest.MonkeyPatch], None]] = {
-    "## Ten lines in your bot": ten_lines,
-    "## Conversations": conversations,
-    "## Use it with your framework": frameworks,
+    BOT_IN_LINES: ten_lines,
+    WRAPPER: wrapper_lines,
+    "docs/conversations.md: # Conversations": conversations,
+    "docs/core.md: ## The core on its own": core,
+    "docs/testing.md: # Testing your bot": testing_your_bot,
     TOOL_FOLDERS: tool_folders,
-    "## The core on its own": core,
-    "## Testing your bot": testing_your_bot,
+    "docs/wrapper.md: ## Use it with your framework": frameworks,
 }
+
+
+def test_the_bot_heading_counts_the_lines_of_its_block() -> None:
+    count = int(re.search(r"in (\d+) lines", BOT_IN_LINES).group(1))  # type: ignore[union-attr]
+    assert count == len([line for line in block(BOT_IN_LINES).splitlines() if line.strip()])
 
 
 def test_every_python_block_has_a_runner() -> None:
@@ -216,9 +263,7 @@ def test_the_readme_block_runs(
 
 
 def test_the_testing_block_fails_when_tool_search_is_off() -> None:
-    code = block("## Testing your bot").replace(
-        '{"tool_search_enabled": True}', '{"tool_search_enabled": False}'
-    )
+    code = block(TESTING).replace('{"tool_search_enabled": True}', '{"tool_search_enabled": False}')
     with pytest.raises(AssertionError):
         run(code)
 
@@ -239,3 +284,97 @@ def test_the_testing_docstring_examples_run_and_assert_what_is_sent(doc: str | N
     code = docstring_example(doc)
     assert '["send_message", "end", "tool_search"]' in code
     run(code)
+
+
+@functools.cache
+def demo_output() -> str:
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "bot_toolsearch", "demo"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+
+
+def test_the_first_request_figures_are_what_the_demo_prints() -> None:
+    out = demo_output()
+    off = re.search(r"tool search OFF:\s+(\d+) tools\s+(\d+) tokens", out)
+    on = re.search(r"tool search ON:\s+(\d+) tools\s+(\d+) tokens", out)
+    assert off is not None, out
+    assert on is not None, out
+    text = README.read_text(encoding="utf-8")
+    assert f"{int(off.group(2)):,} tokens ({off.group(1)} tools)" in text
+    assert f"{int(on.group(2)):,} tokens ({on.group(1)} tools + names)" in text
+    assert f"({int(off.group(1)) - 2} demo tools, {off.group(1)} with" in text
+
+
+def test_the_conversation_figures_are_what_the_demo_prints() -> None:
+    out = demo_output()
+    rows = {
+        question: re.search(rf"^{re.escape(question)}\s+(\d+)(?:\s+\d+){{5}}\s+(\d+)", out, re.M)
+        for question in ("What is the current local time in Tokyo?", "And in Paris?")
+    }
+    first, follow_up = rows.values()
+    assert first is not None, out
+    assert follow_up is not None, out
+    paris = out[out.index("ask: And in Paris?") :]
+    round_1 = re.search(r"round 1: sent (\d+) tools \(schemas: (\d+) tokens\)", paris)
+    fresh = re.search(r"round 1: sent (\d+) tools \(schemas: (\d+) tokens\)", out)
+    assert round_1 is not None, out
+    assert fresh is not None, out
+    text = " ".join((DOCS / "conversations.md").read_text(encoding="utf-8").split())
+    assert (
+        f"{follow_up.group(1)} rounds and {int(follow_up.group(2)):,} tokens of tool schemas"
+        in text
+    )
+    assert f"first ask's {first.group(1)} rounds and {int(first.group(2)):,}" in text
+    assert (
+        f"its round 1 sends {round_1.group(1)} tools (schemas: {round_1.group(2)} tokens), "
+        f"not {fresh.group(1)} ({fresh.group(2)})" in text
+    )
+
+
+def test_ask_with_an_unreachable_mcp_server_answers_as_docs_cli_says(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "config.toml").write_text(
+        "[skills]\ntool_search_enabled = true\n[bot]\nhot_reload = false\n"
+        '[[tools.mcp_servers]]\nname = "gone"\ncommand = "/nonexistent/mcp-server"\n',
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "bot_toolsearch", "ask", "hi", "--offline"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "MCP server 'gone' unavailable" in done.stderr
+    assert done.stdout.strip()  # it answered
+    cli = " ".join((DOCS / "cli.md").read_text(encoding="utf-8").split())
+    assert "`chat` and `ask` log a warning naming it and answer without its tools (exit 0)" in cli
+    assert "Ctrl-C at the `chat` prompt quits" in cli
+
+
+def test_the_token_estimates_are_stated_as_the_code_counts_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bot_toolsearch._core import token_count
+    from bot_toolsearch._scripted.cache import PromptCacheModel
+
+    monkeypatch.setattr(token_count, "_encoder", lambda: None)
+    label = token_count.counter_label()
+    core = " ".join((DOCS / "core.md").read_text(encoding="utf-8").split())
+    assert "~4 characters per token, 1 per CJK character" in label
+    assert "estimated at ~4 characters per token, 1 per CJK character" in core
+    assert token_count.count_text("abcdefgh") == 2
+    testing = " ".join((DOCS / "testing.md").read_text(encoding="utf-8").split())
+    assert "(UTF-8 bytes / 4)" in testing
+    assert PromptCacheModel(tokenizer="estimate").tokenizer_name == "estimate: UTF-8 bytes / 4"

@@ -296,7 +296,7 @@ def _model(args: argparse.Namespace, settings: BotSettings) -> Iterator[openai.A
         yield None
         return
     from bot_toolsearch._demo.planner import OFFLINE_MODEL_NAME, OfflinePlanner
-    from bot_toolsearch.testing import ScriptedOpenAIServer
+    from bot_toolsearch._scripted import ScriptedOpenAIServer
 
     planner = OfflinePlanner(dot_delimiter=settings.tools.dot_delimiter)
     models = (OFFLINE_MODEL_NAME, settings.model.name)
@@ -359,7 +359,7 @@ def _interactive(session: _Session) -> int:
                 return 0
             except KeyboardInterrupt:
                 print(file=sys.stderr)
-                return 0  # leaving a chat with Ctrl-C at the prompt is normal
+                return INTERRUPTED  # Ctrl-C at the prompt: 130, as documented
             if not line.strip() or chat.command(runner, bot, line):
                 continue
             result = chat.ask(line)

@@ -154,8 +154,8 @@ def _upstream(upstream: str, dot_delimiter: str | None) -> Iterator[str]:
         yield upstream
         return
     from bot_toolsearch._demo.planner import OFFLINE_MODEL_NAME, OfflinePlanner
+    from bot_toolsearch._scripted.server import ScriptedOpenAIServer
     from bot_toolsearch._transports.names import DEFAULT_DOT_DELIMITER
-    from bot_toolsearch.testing import ScriptedOpenAIServer
 
     planner = OfflinePlanner(dot_delimiter=dot_delimiter or DEFAULT_DOT_DELIMITER)
     with ScriptedOpenAIServer(responder=planner, models=(OFFLINE_MODEL_NAME,)) as server:

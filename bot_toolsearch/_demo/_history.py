@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot_toolsearch.testing import ModelRequest, ToolCall
-from bot_toolsearch.testing._request import content_text
+from bot_toolsearch._scripted import ModelRequest, ToolCall
+from bot_toolsearch._scripted.request import content_text
 
 __all__ = ["CALL_TOOL", "Episode", "Step", "read_episode", "resolve_follow_up"]
 

@@ -13,13 +13,9 @@ from typing import Any
 
 from bot_toolsearch._tools.tool import Tool
 
+from ._data import SAMPLE_GROUPS, load_json
 from ._formula_tools import FORMULA_TOOLS
 from ._math_tools import MATH_TOOLS
-from ._samples_en import SAMPLES_EN
-from ._samples_more import SAMPLES_MORE
-from ._samples_office import SAMPLES_OFFICE
-from ._samples_zh import SAMPLES_ZH
-from ._schema_helpers import SampleSpec
 from ._text_tools import TEXT_TOOLS
 from ._time_tools import TIME_TOOLS
 from ._unit_tools import UNIT_TOOLS
@@ -43,16 +39,20 @@ def _sample_handler(name: str, fields: dict[str, Any]) -> Callable[..., dict[str
     return handler
 
 
-def _sample_tool(spec: SampleSpec) -> Tool:
-    name, description, properties, required, fields = spec
-    parameters: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        parameters["required"] = list(required)
-    return Tool(name, description, parameters, _sample_handler(name, fields))
+def _sample_tool(spec: dict[str, Any]) -> Tool:
+    """A tool from one ``data/samples_*.json`` entry: name, description, properties,
+    required and the sample ``result`` fields."""
+    name = spec["name"]
+    parameters: dict[str, Any] = {"type": "object", "properties": spec["properties"]}
+    if spec["required"]:
+        parameters["required"] = list(spec["required"])
+    return Tool(name, spec["description"], parameters, _sample_handler(name, spec["result"]))
 
 
-_SAMPLE_SPECS: tuple[SampleSpec, ...] = (*SAMPLES_EN, *SAMPLES_OFFICE, *SAMPLES_ZH, *SAMPLES_MORE)
-_SAMPLE_NAMES = frozenset(spec[0] for spec in _SAMPLE_SPECS)
+_SAMPLE_SPECS: tuple[dict[str, Any], ...] = tuple(
+    spec for group in SAMPLE_GROUPS for spec in load_json(f"samples_{group}.json")
+)
+_SAMPLE_NAMES = frozenset(spec["name"] for spec in _SAMPLE_SPECS)
 _COMPUTED: tuple[Tool, ...] = (*TIME_TOOLS, *UNIT_TOOLS, *MATH_TOOLS, *TEXT_TOOLS, *FORMULA_TOOLS)
 
 

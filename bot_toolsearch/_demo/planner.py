@@ -24,9 +24,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot_toolsearch._scripted import ModelRequest, ScriptEntry, ToolCall, text
+from bot_toolsearch._scripted.request import content_text
 from bot_toolsearch._transports.names import DEFAULT_DOT_DELIMITER
-from bot_toolsearch.testing import ModelRequest, ScriptEntry, ToolCall, text
-from bot_toolsearch.testing._request import content_text
 
 from ._answer import compose_answer
 from ._arguments import SPECIFIC_GUESS, extract_arguments, read_arguments

@@ -24,7 +24,7 @@ from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
 from bot_toolsearch._runtime.endpoint_errors import describe_endpoint_error
 from bot_toolsearch._runtime.tool_search import directory_message
-from bot_toolsearch.testing import ScriptedOpenAIServer
+from bot_toolsearch._scripted import ScriptedOpenAIServer
 
 from ._width import fit
 from .catalog import demo_tools

@@ -44,11 +44,16 @@ cache instead (OpenAI's rule: tools first, 1,024-token minimum, 128-token blocks
 
 from __future__ import annotations
 
-from ._app import Responder
-from ._cache import PromptCacheModel
-from ._request import Api, ModelRequest, UnconsumedTurns, UnexpectedModelCall
-from ._server import ScriptedOpenAIServer
-from ._turns import (
+from bot_toolsearch._scripted import (
+    Api,
+    ModelRequest,
+    PromptCacheModel,
+    Responder,
+    ScriptedOpenAIServer,
+    UnconsumedTurns,
+    UnexpectedModelCall,
+)
+from bot_toolsearch._scripted.turns import (
     ErrorTurn,
     ScriptEntry,
     TextTurn,

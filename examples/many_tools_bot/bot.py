@@ -16,7 +16,8 @@ from pathlib import Path
 import openai
 from catalog import tools  # this folder's tool catalog (the script's folder is on sys.path)
 
-from bot_toolsearch import AskResult, Bot, load_settings
+from bot_toolsearch import AskResult, Bot
+from bot_toolsearch.config import load_settings
 from bot_toolsearch.offline import offline_client  # the embedded offline model
 
 CONFIG = Path(__file__).resolve().parent / "config.toml"

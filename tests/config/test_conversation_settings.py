@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bot_toolsearch import Bot, ConfigError, MemoryConversationStore, SQLiteConversationStore
+from bot_toolsearch import Bot, ConfigError
 from bot_toolsearch._config.env import ENV_FALLBACKS, _reset_env_log
 from bot_toolsearch._config.file import check_config, load_config
+from bot_toolsearch.conversations import MemoryConversationStore, SQLiteConversationStore
 
 
 @pytest.fixture(autouse=True)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bot_toolsearch import ConfigError, get_value, set_value
+from bot_toolsearch import ConfigError
 from bot_toolsearch._config.env import ENV_FALLBACKS
+from bot_toolsearch.config import get_value, set_value
 
 ORIGINAL = """\
 # Bot config -- hand-written, keep my comments!

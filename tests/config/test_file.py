@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bot_toolsearch import BotSettings, ConfigError, load_settings
+from bot_toolsearch import BotSettings, ConfigError
 from bot_toolsearch._config.env import ENV_FALLBACKS, _reset_env_log
 from bot_toolsearch._config.file import available_plugins, check_config, load_config
+from bot_toolsearch.config import load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from bot_toolsearch import BotSettings, ConfigError, ConfigReloader, set_value
+from bot_toolsearch import BotSettings, ConfigError
 from bot_toolsearch._config.env import ENV_FALLBACKS, _reset_env_log
+from bot_toolsearch.config import ConfigReloader, set_value
 
 TIMEOUT = 10.0
 

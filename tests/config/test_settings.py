@@ -8,14 +8,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from bot_toolsearch import (
-    BotSettings,
-    ConfigError,
-    EasterEggSettings,
-    SkillsSettings,
-    ToolsSettings,
-)
+from bot_toolsearch import BotSettings, ConfigError
 from bot_toolsearch._config.settings import McpServerSettings, PluginSettings
+from bot_toolsearch.config import EasterEggSettings, SkillsSettings, ToolsSettings
 
 
 def test_defaults_match_the_issue() -> None:

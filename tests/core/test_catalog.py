@@ -7,12 +7,8 @@ from typing import Any
 
 import pytest
 
-from bot_toolsearch import (
-    CatalogError,
-    ToolCatalog,
-    ToolSearchNameCollisionError,
-    ToolSearchSession,
-)
+from bot_toolsearch import CatalogError, ToolSearchNameCollisionError
+from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
 
 def fn(name: object, description: str = "", **params: Any) -> dict[str, Any]:
@@ -226,7 +222,7 @@ def test_sessions_with_the_same_exclusions_share_one_directory_tuple() -> None:
 
 
 def test_the_lazily_built_index_reads_the_catalogs_copy_not_the_callers_objects() -> None:
-    from bot_toolsearch import ToolSearchSession
+    from bot_toolsearch.core import ToolSearchSession
 
     schema = {
         "type": "function",

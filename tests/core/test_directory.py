@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from bot_toolsearch import render_deferred_tools
 from bot_toolsearch._core.directory import (
     DESCRIPTION_CHARS,
     build_directory,
@@ -13,6 +12,7 @@ from bot_toolsearch._core.directory import (
     estimate_tokens,
     namespace_of,
 )
+from bot_toolsearch.core import render_deferred_tools
 
 
 def sorted_names(names: list[str]) -> list[str]:

@@ -130,7 +130,7 @@ def test_postings_combine_every_field_of_a_document() -> None:
 
 
 def test_namespace_parts_are_the_name_but_the_leaf_weighs_more() -> None:
-    from bot_toolsearch import ToolCatalog, ToolSearchSession
+    from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
     catalog = ToolCatalog(
         [

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from bot_toolsearch import Tool, ToolCatalog, ToolSearchSession
+from bot_toolsearch import Tool
 from bot_toolsearch._core.catalog import search_index
+from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
 
 if TYPE_CHECKING:

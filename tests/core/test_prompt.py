@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from bot_toolsearch import TOOL_SEARCH_NAME, TOOL_SEARCH_RULES, render_deferred_tools
 from bot_toolsearch._core.prompt import (
     CALL_TOOL_DESCRIPTION,
     CALL_TOOL_NAME,
@@ -15,6 +14,7 @@ from bot_toolsearch._core.prompt import (
     call_tool_schema,
     tool_search_schema,
 )
+from bot_toolsearch.core import TOOL_SEARCH_NAME, TOOL_SEARCH_RULES, render_deferred_tools
 
 
 def test_description_snapshot() -> None:

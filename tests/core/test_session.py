@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot_toolsearch import TOOL_SEARCH_NAME, ToolCatalog, ToolSearchResult, ToolSearchSession
+from bot_toolsearch.core import TOOL_SEARCH_NAME, ToolCatalog, ToolSearchResult, ToolSearchSession
 
 FIELDS = ["loaded", "already_loaded", "not_found", "truncated", "total_deferred_tools"]
 
@@ -483,8 +483,8 @@ def test_select_and_a_bare_name_accept_the_default_wire_spelling() -> None:
 
 
 def test_a_decoder_of_the_names_sent_resolves_other_delimiters_and_hidden_stays_hidden() -> None:
-    from bot_toolsearch import WireNames
     from bot_toolsearch._demo.catalog import demo_schemas
+    from bot_toolsearch.core import WireNames
 
     schemas = demo_schemas()
     names = WireNames.build([s["function"]["name"] for s in schemas], dot_delimiter="__")

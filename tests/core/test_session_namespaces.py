@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot_toolsearch import ToolCatalog, ToolSearchSession
 from bot_toolsearch._core.query import SelectQuery, namespace_item, parse_query
 from bot_toolsearch._core.session import NAMES_PAGE
+from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
 FIELDS = ["loaded", "already_loaded", "not_found", "truncated", "total_deferred_tools"]
 

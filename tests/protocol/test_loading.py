@@ -16,16 +16,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 import pytest
 
-from bot_toolsearch import (
-    AskContext,
-    Bot,
-    BotSettings,
-    CallHandler,
-    CallResult,
-    RoundRequest,
-    Tool,
-    ToolSearchMiddleware,
-)
+from bot_toolsearch import Bot, BotSettings, Tool
 from bot_toolsearch._core.prompt import (
     CALL_TOOL_NAME,
     TOOL_SEARCH_RULES,
@@ -46,6 +37,13 @@ from bot_toolsearch._protocol.messages import (
 )
 from bot_toolsearch._transports.base import ToolDeclaration
 from bot_toolsearch._transports.names import WireNames
+from bot_toolsearch.middleware import (
+    AskContext,
+    CallHandler,
+    CallResult,
+    RoundRequest,
+    ToolSearchMiddleware,
+)
 from bot_toolsearch.testing import PromptCacheModel, ScriptedOpenAIServer, ToolCall, call, text
 from tests._helpers import write_config
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import uvicorn
 
 from bot_toolsearch._proxy.app import ProxyApp
-from bot_toolsearch.testing._server import _bind, _serve, _ThreadServer
+from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
 
 
 @contextmanager

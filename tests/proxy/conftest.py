@@ -9,8 +9,8 @@ import pytest
 import uvicorn
 
 from bot_toolsearch._proxy.app import ProxyApp
+from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
 from bot_toolsearch.testing import ScriptedOpenAIServer
-from bot_toolsearch.testing._server import _bind, _serve, _ThreadServer
 
 
 @pytest.fixture

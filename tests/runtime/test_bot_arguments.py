@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from bot_toolsearch import Tool, ToolRegistry, tool
+from bot_toolsearch import Tool, tool
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
+from bot_toolsearch.tools import ToolRegistry
 
 if TYPE_CHECKING:
     from tests.conftest import BotFactory

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot_toolsearch import Bot, ConfigReloader, Tool
+from bot_toolsearch import Bot, Tool
+from bot_toolsearch.config import ConfigReloader
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
 from tests._helpers import write_config
 

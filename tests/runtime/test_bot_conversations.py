@@ -11,17 +11,14 @@ from typing import TYPE_CHECKING, Any
 import openai
 import pytest
 
-from bot_toolsearch import (
-    Bot,
-    BotSettings,
-    ConversationStoreError,
+from bot_toolsearch import Bot, BotSettings, ConversationStoreError, Tool
+from bot_toolsearch._scripted.request import content_text
+from bot_toolsearch.conversations import (
     ConversationTurn,
     MemoryConversationStore,
     SQLiteConversationStore,
-    Tool,
 )
 from bot_toolsearch.testing import ModelRequest, ScriptedOpenAIServer, call, error, text
-from bot_toolsearch.testing._request import content_text
 
 if TYPE_CHECKING:
     from tests.conftest import BotFactory, Ran

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bot_toolsearch import Bot, BotSettings, CatalogError, Tool, ToolSetSnapshot
+from bot_toolsearch import Bot, BotSettings, CatalogError, Tool
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
+from bot_toolsearch.tools import ToolSetSnapshot
 from tests._helpers import write_config
 
 SEARCH_ON = "[skills]\ntool_search_enabled = true\n"

@@ -13,8 +13,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from bot_toolsearch import Bot, BotSettings, CatalogError, Tool, ToolRegistry
+from bot_toolsearch import Bot, BotSettings, CatalogError, Tool
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
+from bot_toolsearch.tools import ToolRegistry
 from tests._cli_runner import run_cli
 from tests._helpers import write_config
 

@@ -7,7 +7,7 @@ import itertools
 import json
 from typing import TYPE_CHECKING, Any
 
-from bot_toolsearch import TOOL_SEARCH_RULES, Tool, render_deferred_tools
+from bot_toolsearch import Tool
 from bot_toolsearch._protocol.messages import (
     LOADED_THIS_ROUND,
     NO_SUCH_TOOL,
@@ -15,6 +15,7 @@ from bot_toolsearch._protocol.messages import (
     end_with_other_calls,
     shown_name,
 )
+from bot_toolsearch.core import TOOL_SEARCH_RULES, render_deferred_tools
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 
 if TYPE_CHECKING:

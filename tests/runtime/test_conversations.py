@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from bot_toolsearch import (
+from bot_toolsearch import ConversationStoreError
+from bot_toolsearch._runtime.conversations import open_store
+from bot_toolsearch.conversations import (
     ConversationStore,
-    ConversationStoreError,
     ConversationTurn,
     MemoryConversationStore,
     SQLiteConversationStore,
 )
-from bot_toolsearch._runtime.conversations import open_store
 
 ODD_IDS = [
     "'; DROP TABLE turns; --",

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from bot_toolsearch import ConversationHistory, SQLiteConversationStore
+from bot_toolsearch.conversations import ConversationHistory, SQLiteConversationStore
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 
 TIMEOUT = 60.0
@@ -19,7 +19,8 @@ TIMEOUT = 60.0
 ASKER = """
 import asyncio, pathlib, sys
 import openai
-from bot_toolsearch import Bot, BotSettings, SQLiteConversationStore, Tool
+from bot_toolsearch import Bot, BotSettings, Tool
+from bot_toolsearch.conversations import SQLiteConversationStore
 
 base_url, db, marker = sys.argv[1:4]
 
@@ -40,7 +41,7 @@ asyncio.run(main())
 
 WRITER = """
 import asyncio, sys
-from bot_toolsearch import ConversationTurn, SQLiteConversationStore
+from bot_toolsearch.conversations import ConversationTurn, SQLiteConversationStore
 
 async def main() -> None:
     store = SQLiteConversationStore(sys.argv[1])

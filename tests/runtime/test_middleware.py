@@ -8,21 +8,19 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bot_toolsearch import (
+from bot_toolsearch import BotSettings, ConfigError, Tool
+from bot_toolsearch._runtime.middleware import CallHandler
+from bot_toolsearch._runtime.plugins import build_middlewares, discover_plugins
+from bot_toolsearch.middleware import (
     AskContext,
-    BotSettings,
     CallRequest,
     CallResult,
-    ConfigError,
     LoggingMiddleware,
     Middleware,
     RoundRequest,
-    Tool,
     ToolSearchMiddleware,
     forward_unanswered,
 )
-from bot_toolsearch._runtime.middleware import CallHandler
-from bot_toolsearch._runtime.plugins import build_middlewares, discover_plugins
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot_toolsearch import load_settings
 from bot_toolsearch._cli.main import main
 from bot_toolsearch._runtime.setup_check import check_setup
+from bot_toolsearch.config import load_settings
 
 
 def config(tmp_path: Path, text: str) -> Path:

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot_toolsearch import GROUPED_DIRECTORY_RULES, TOOL_SEARCH_RULES, Bot, Tool
+from bot_toolsearch import Bot, Tool
+from bot_toolsearch.core import GROUPED_DIRECTORY_RULES, TOOL_SEARCH_RULES
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
 from tests._helpers import write_config
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot_toolsearch import CallTrace, ConversationHistory, ConversationTurn, RoundTrace
+from bot_toolsearch import CallTrace, RoundTrace
 from bot_toolsearch._runtime.turns import estimate_tokens, record_turn, repair, replay_turns
+from bot_toolsearch.conversations import ConversationHistory, ConversationTurn
 
 PERMITTED = frozenset({"send_message", "end", "weather.forecast"})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot_toolsearch._scripted.turns import as_turn
 from bot_toolsearch.testing import (
     ErrorTurn,
     ModelRequest,
@@ -16,7 +17,6 @@ from bot_toolsearch.testing import (
     error,
     text,
 )
-from bot_toolsearch.testing._turns import as_turn
 
 
 def test_call_builds_json_arguments() -> None:

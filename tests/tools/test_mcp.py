@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 import uvicorn
 
-from bot_toolsearch import ConfigError, MCPServerConfig, ToolRegistry
+from bot_toolsearch import ConfigError
 from bot_toolsearch._config.settings import McpServerSettings
 from bot_toolsearch._tools.mcp import MCPToolError
+from bot_toolsearch.tools import MCPServerConfig, ToolRegistry
 
 TEST_SERVER = Path(__file__).parent / "data" / "registry" / "mcp_test_server.py"
 PYTHON = sys.executable

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from bot_toolsearch import ToolRegistry
 from bot_toolsearch._tools.mcp import MCPToolError
 from bot_toolsearch.testing import ScriptedOpenAIServer, call
+from bot_toolsearch.tools import ToolRegistry
 from tests.conftest import BotFactory
 
 PYTHON = sys.executable

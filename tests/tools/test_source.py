@@ -6,13 +6,14 @@ import dataclasses
 
 import pytest
 
-from bot_toolsearch import Tool, ToolCatalog, ToolSearchNameCollisionError
+from bot_toolsearch import Tool, ToolSearchNameCollisionError
 from bot_toolsearch._tools.source import (
     StaticToolSource,
     ToolSetSnapshot,
     ToolSource,
     fingerprint,
 )
+from bot_toolsearch.core import ToolCatalog
 
 
 def make(name: str, description: str = "d") -> Tool:

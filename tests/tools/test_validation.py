@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from bot_toolsearch import Agent, Tool, ToolRegistry, tool
+from bot_toolsearch import Agent, Tool, tool
 from bot_toolsearch._tools.validation import validate_arguments
+from bot_toolsearch.tools import ToolRegistry
 
 
 @dataclasses.dataclass

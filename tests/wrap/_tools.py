@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot_toolsearch import TOOL_SEARCH_RULES, render_deferred_tools
+from bot_toolsearch.core import TOOL_SEARCH_RULES, render_deferred_tools
 
 _TOPICS = [
     ("get_weather", "Get the current weather for a city.", {"city": "The city name."}),

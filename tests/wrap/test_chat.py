@@ -319,7 +319,7 @@ def test_sync_streaming(server: ScriptedOpenAIServer) -> None:
 async def test_the_directory_budget_groups_the_wrappers_directory_as_the_bots(
     server: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
 ) -> None:
-    from bot_toolsearch import GROUPED_DIRECTORY_RULES, ToolCatalog, ToolSearchSession
+    from bot_toolsearch.core import GROUPED_DIRECTORY_RULES, ToolCatalog, ToolSearchSession
 
     tools = chat_tools()
     budget = 60  # far below the names list: the directory must be grouped by namespace

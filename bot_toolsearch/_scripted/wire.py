@@ -13,8 +13,8 @@ import json
 import time
 from typing import Any
 
-from ._request import ModelRequest, input_items
-from ._turns import ErrorTurn, TextTurn, ToolCallsTurn, Usage
+from .request import ModelRequest, input_items
+from .turns import ErrorTurn, TextTurn, ToolCallsTurn, Usage
 
 __all__ = [
     "chat_completion",

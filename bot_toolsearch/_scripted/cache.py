@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._request import ModelRequest, input_items
+from .request import ModelRequest, input_items
 
 __all__ = ["PromptCache", "PromptCacheModel", "render_prompt"]
 

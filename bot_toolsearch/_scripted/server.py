@@ -12,11 +12,11 @@ from typing import Self
 
 import uvicorn
 
-from ._app import Responder, ScriptState, app_for
-from ._cache import PromptCacheModel
-from ._embeddings import ScriptedEmbeddings
-from ._request import ModelRequest, UnconsumedTurns, UnexpectedModelCall
-from ._turns import ScriptEntry, Turn, as_turn
+from .app import Responder, ScriptState, app_for
+from .cache import PromptCacheModel
+from .embeddings import ScriptedEmbeddings
+from .request import ModelRequest, UnconsumedTurns, UnexpectedModelCall
+from .turns import ScriptEntry, Turn, as_turn
 
 __all__ = ["ScriptedOpenAIServer"]
 

@@ -9,12 +9,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any, TypeAlias
 
-from ._cache import PromptCache, PromptCacheModel, render_prompt
-from ._embeddings import ScriptedEmbeddings, serve_embeddings
-from ._request import Api, ModelRequest, input_items
-from ._stream import chat_stream, responses_stream
-from ._turns import ErrorTurn, ScriptEntry, TextTurn, ToolCallsTurn, Turn, as_turn
-from ._wire import (
+from .cache import PromptCache, PromptCacheModel, render_prompt
+from .embeddings import ScriptedEmbeddings, serve_embeddings
+from .request import Api, ModelRequest, input_items
+from .stream import chat_stream, responses_stream
+from .turns import ErrorTurn, ScriptEntry, TextTurn, ToolCallsTurn, Turn, as_turn
+from .wire import (
     chat_completion,
     check_chat_tool_messages,
     check_responses_call_ids,
