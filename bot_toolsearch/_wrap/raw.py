@@ -11,12 +11,21 @@ show: ``parse()`` returns what ``create`` returns (the final answer, or the call
 
 from __future__ import annotations
 
+import sys
 from types import TracebackType
 from typing import Any, Protocol
 
-import httpx
+import openai
 
 __all__ = ["AsyncRaw", "AsyncStreaming", "SyncRaw", "SyncStreaming"]
+
+# The ``Headers`` class of the HTTP library the installed SDK is built on (httpx for openai 2,
+# httpx2 for openai 3): the package declares only ``openai``, so it imports neither by name.
+_HEADERS: Any = next(
+    sys.modules[base.__module__.partition(".")[0]].Headers
+    for base in openai.DefaultHttpxClient.__mro__
+    if base.__module__.partition(".")[0] not in ("openai", "builtins")
+)
 
 
 class _AsyncResource(Protocol):
@@ -43,7 +52,7 @@ class _Handled:
 
     def __init__(self, result: Any) -> None:
         self._result = result
-        self.headers = httpx.Headers()
+        self.headers = _HEADERS()
 
     def parse(self) -> Any:
         """What ``create`` returned."""
