@@ -110,6 +110,18 @@ def _dump(messages: Sequence[Mapping[str, Any]]) -> str:
     return json.dumps(list(messages), ensure_ascii=False, separators=(",", ":"))
 
 
+def _check_id(conversation: str, location: str) -> None:
+    """Refuse an id no store can keep as UTF-8 text (a lone surrogate such as ``"\\ud800"``)."""
+    try:
+        conversation.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ConversationStoreError(
+            f"conversation id {conversation!r} is not valid Unicode text ({exc.reason} at"
+            f" index {exc.start})",
+            path=location,
+        ) from None
+
+
 class MemoryConversationStore:
     """Conversations in this process's memory (lost on exit); the default of ``Bot(...)``."""
 
@@ -121,6 +133,7 @@ class MemoryConversationStore:
 
     async def load(self, conversation: str, *, max_turns: int | None = None) -> ConversationHistory:
         """The conversation's newest ``max_turns`` turns (all when ``None``)."""
+        _check_id(conversation, self.location)
         turns = self._turns.get(conversation, [])
         shown = turns if max_turns is None else turns[max(len(turns) - max_turns, 0) :]
         return ConversationHistory(
@@ -132,6 +145,7 @@ class MemoryConversationStore:
 
     async def append(self, conversation: str, turn: ConversationTurn) -> None:
         """Add ``turn`` (a JSON copy of its messages, as the SQLite store keeps)."""
+        _check_id(conversation, self.location)
         try:
             messages = tuple(json.loads(_dump(turn.messages)))
         except (TypeError, ValueError) as exc:
@@ -143,6 +157,7 @@ class MemoryConversationStore:
 
     async def reset(self, conversation: str) -> None:
         """Forget the conversation."""
+        _check_id(conversation, self.location)
         self._turns.pop(conversation, None)
         self._called.pop(conversation, None)
 
@@ -197,6 +212,7 @@ class SQLiteConversationStore:
         Raises:
             ConversationStoreError: the file is not a usable database, or stays locked.
         """
+        _check_id(conversation, self.location)
 
         def read(conn: sqlite3.Connection) -> ConversationHistory:
             conn.execute("BEGIN")  # one snapshot for the three reads
@@ -231,6 +247,7 @@ class SQLiteConversationStore:
         Raises:
             ConversationStoreError: the write failed; the conversation is unchanged.
         """
+        _check_id(conversation, self.location)
         try:
             messages = _dump(turn.messages)
         except (TypeError, ValueError) as exc:
@@ -274,6 +291,7 @@ class SQLiteConversationStore:
 
     async def reset(self, conversation: str) -> None:
         """Forget the conversation (its turns and its called tools), in one transaction."""
+        _check_id(conversation, self.location)
 
         def delete(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
@@ -315,6 +333,10 @@ class SQLiteConversationStore:
             return work(self._conn)
         except sqlite3.Error as exc:
             raise ConversationStoreError(_explain(exc, self._timeout), path=self.location) from exc
+        except UnicodeEncodeError as exc:  # text SQLite cannot store: a lone surrogate
+            raise ConversationStoreError(
+                f"text is not valid Unicode ({exc.reason})", path=self.location
+            ) from None
         except OSError as exc:
             raise ConversationStoreError(
                 f"cannot create its folder: {exc}", path=self.location

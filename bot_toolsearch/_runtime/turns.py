@@ -8,7 +8,11 @@ Before a later ask sends stored turns they are checked again, since the tools or
 may have changed and a file may have been edited: a call to a tool this ask may not use is
 dropped together with its result, a call without its result (or a result without its call)
 is dropped, and anything not shaped like a message is skipped. A call and its result are
-never separated. Then whole turns are kept, newest first, within the token budget.
+never separated. Then whole turns are kept, newest first, within the token budget. A turn
+larger than the whole budget on its own (a huge tool result) does not end the history: its tool
+results are cut, each with a marker saying so, until it fits half of what is left of the budget
+(the older turns keep room), or, if even that cannot make it fit, it alone is left out; older
+turns still follow.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ __all__ = ["estimate_tokens", "record_turn", "replay_turns"]
 
 _KEPT_OUTCOMES = frozenset({"ran", "failed"})
 _PER_MESSAGE = 4
+_CUT_MARKER = "\n[cut: {} more characters of this tool result were not kept in the conversation]"
 
 
 def record_turn(user_text: str, reply: str, trace: Sequence[RoundTrace]) -> ConversationTurn:
@@ -67,6 +72,7 @@ def replay_turns(
         history: the turns the store returned (already at most ``max_turns``).
         permitted: canonical names this ask may use; calls to any other tool are dropped.
         max_tokens: estimated token budget of the result (whole turns, newest kept); 0: none.
+            A turn over the whole budget by itself is shortened (tool results cut) or skipped.
     """
     kept: list[list[dict[str, Any]]] = []
     used = 0
@@ -75,11 +81,42 @@ def replay_turns(
         if not messages:
             continue
         cost = estimate_tokens(messages)
-        if max_tokens and used + cost > max_tokens:
+        if max_tokens and cost > max_tokens:
+            # Half of what is left, so the older turns keep room too.
+            shortened = _shorten(messages, (max_tokens - used) // 2)
+            if shortened is None:
+                continue  # this turn alone is left out; older turns may still fit
+            messages, cost = shortened, estimate_tokens(shortened)
+        elif max_tokens and used + cost > max_tokens:
             break
         used += cost
         kept.append(messages)
     return [message for messages in reversed(kept) for message in messages]
+
+
+def _shorten(messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]] | None:
+    """``messages`` with every tool result cut to the longest length that fits ``budget``
+    tokens (each cut result ends with a marker), or ``None`` when nothing would fit."""
+    longest = max((len(m["content"]) for m in messages if m.get("role") == "tool"), default=0)
+
+    def cut(limit: int) -> list[dict[str, Any]]:
+        return [
+            {**m, "content": m["content"][:limit] + _CUT_MARKER.format(len(m["content"]) - limit)}
+            if m.get("role") == "tool" and len(m["content"]) > limit
+            else m
+            for m in messages
+        ]
+
+    if budget <= 0 or estimate_tokens(cut(0)) > budget:
+        return None
+    low, high = 0, longest  # cut(low) fits; find the largest such limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if estimate_tokens(cut(middle)) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return cut(low)
 
 
 def repair(messages: Iterable[object], permitted: frozenset[str]) -> list[dict[str, Any]]:

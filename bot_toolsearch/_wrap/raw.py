@@ -11,7 +11,7 @@ show: ``parse()`` returns what ``create`` returns (the final answer, or the call
 
 from __future__ import annotations
 
-import importlib
+import sys
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -19,18 +19,13 @@ import openai
 
 __all__ = ["AsyncRaw", "AsyncStreaming", "SyncRaw", "SyncStreaming"]
 
-
-def _sdk_headers_type() -> Any:
-    """The ``Headers`` class of the HTTP library the installed SDK is built on.
-
-    ``openai`` 2.x uses ``httpx``, 3.x ``httpx2``; neither is ours to declare or to guess, so
-    it is read off the SDK's own default client class.
-    """
-    client = next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client")
-    return importlib.import_module(client.__module__.partition(".")[0]).Headers
-
-
-_Headers = _sdk_headers_type()
+# The ``Headers`` class of the HTTP library the installed SDK is built on (httpx for openai 2,
+# httpx2 for openai 3): the package declares only ``openai``, so it imports neither by name.
+_HEADERS: Any = next(
+    sys.modules[base.__module__.partition(".")[0]].Headers
+    for base in openai.DefaultHttpxClient.__mro__
+    if base.__module__.partition(".")[0] not in ("openai", "builtins")
+)
 
 
 class _AsyncResource(Protocol):
@@ -57,7 +52,7 @@ class _Handled:
 
     def __init__(self, result: Any) -> None:
         self._result = result
-        self.headers = _Headers()
+        self.headers = _HEADERS()
 
     def parse(self) -> Any:
         """What ``create`` returned."""

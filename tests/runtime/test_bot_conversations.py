@@ -416,3 +416,55 @@ async def test_fixed_tool_modes_show_the_kept_tools_schemas_before_the_new_messa
     # The tools never change, and the later round keeps the declaration in place.
     assert first_round.tool_names == last_round.tool_names
     assert "weather-_-forecast" not in first_round.tool_names
+
+
+async def test_a_turn_with_a_huge_tool_result_is_cut_and_the_first_turn_is_kept(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, tmp_path: Path
+) -> None:
+    huge = "z" * 100_000
+    page = Tool(
+        "web.fetch",
+        "Fetch a page.",
+        {"type": "object", "properties": {"url": {"type": "string"}}},
+        lambda **_: huge,
+    )
+    store = SQLiteConversationStore(tmp_path / "bot.db")
+    bot = make_bot([page], conversations=store)  # the default budget: 8,000 tokens
+    server.script(
+        text("Hello ZED."),
+        call("tool_search", id="s1", query="select:web.fetch"),
+        call("web-_-fetch", id="f1", url="https://example.test"),
+        text("Fetched."),
+        text("Your name is ZED."),
+    )
+    await bot.ask("My name is ZED", conversation="c")
+    await bot.ask("fetch the page", conversation="c")
+    answer = await bot.ask("what is my name?", conversation="c")
+
+    assert answer.reply == "Your name is ZED."
+    request = server.requests[-1]
+    assert user_texts(request) == ["My name is ZED", "fetch the page", "what is my name?"]
+    (result,) = [out for call_id, out in request.tool_outputs if call_id == "f1"]
+    assert result.startswith("zzz")
+    assert "more characters of this tool result were not kept in the conversation]" in result
+    assert len(result) < len(huge)
+    assert (await store.load("c")).turns[1].messages[2]["content"] == huge  # stored whole
+    await store.aclose()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_conversation_id_with_a_lone_surrogate_is_a_store_error(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, tmp_path: Path, kind: str
+) -> None:
+    store = (
+        MemoryConversationStore()
+        if kind == "memory"
+        else SQLiteConversationStore(tmp_path / "b.db")
+    )
+    bot = make_bot(conversations=store)
+    with pytest.raises(ConversationStoreError, match="not valid Unicode"):
+        await bot.ask("hello", conversation="abc\ud800")
+    assert server.requests == []  # refused before asking the model
+    server.script(text("fine"))
+    assert (await bot.ask("hello", conversation="abc")).reply == "fine"
+    await store.aclose()

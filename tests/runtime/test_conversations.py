@@ -224,3 +224,27 @@ def test_open_store_reads_the_config_value(
 def test_open_store_refuses_other_values(spec: str) -> None:
     with pytest.raises(ValueError, match="expected 'memory' or 'sqlite:///<path>'"):
         open_store(spec)
+
+
+async def test_a_conversation_id_with_a_lone_surrogate_is_refused_clearly(
+    store: ConversationStore,
+) -> None:
+    for operation in (
+        store.load("abc\ud800"),
+        store.append("abc\ud800", turn("hi")),
+        store.reset("\udfffx"),
+    ):
+        with pytest.raises(ConversationStoreError, match="not valid Unicode"):
+            await operation
+    await store.append("abc", turn("hi"))
+    assert (await store.load("abc")).total_turns == 1
+
+
+async def test_a_turn_with_a_lone_surrogate_in_its_text_is_refused_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteConversationStore(tmp_path / "bot.db")
+    with pytest.raises(ConversationStoreError, match="not valid Unicode"):
+        await store.append("c", turn("bad \ud800 text"))
+    assert (await store.load("c")).total_turns == 0
+    await store.aclose()

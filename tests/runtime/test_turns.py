@@ -130,3 +130,56 @@ def test_token_estimate_counts_wide_characters_one_each() -> None:
     chinese = estimate_tokens([{"role": "user", "content": "天" * 400}])
     assert ascii_only == 4 + 100
     assert chinese == 4 + 400
+
+
+def _history(*turns: tuple[Any, ...]) -> ConversationHistory:
+    made = tuple(
+        ConversationTurn(user_text=str(t[0]["content"]), reply="", messages=t, tools_called=())
+        for t in turns
+    )
+    return ConversationHistory(conversation="c", turns=made, tools_called=(), total_turns=len(made))
+
+
+def _weather_turn(call_id: str, result: str) -> tuple[dict[str, Any], ...]:
+    call = {"id": call_id, "type": "function"}
+    call["function"] = {"name": "weather.forecast", "arguments": "{}"}  # type: ignore[assignment]
+    return (
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": result},
+        {"role": "assistant", "content": "Sunny."},
+    )
+
+
+def test_a_turn_over_the_whole_budget_is_cut_and_older_turns_stay() -> None:
+    first = ({"role": "user", "content": "My name is ZED"}, {"role": "assistant", "content": "Hi"})
+    huge = "x" * 100_000
+    history = _history(first, _weather_turn("w1", huge), ({"role": "user", "content": "ok"},))
+    out = replay_turns(history, permitted=PERMITTED, max_tokens=8_000)
+
+    assert out[:2] == list(first)  # turn 1 fits, so it stays
+    (result,) = [m for m in out if m["role"] == "tool"]
+    assert result["tool_call_id"] == "w1"  # the call keeps its (cut) result
+    kept = len(result["content"]) - len(result["content"].lstrip("x"))
+    assert 0 < kept < len(huge)
+    assert result["content"].endswith(
+        f"[cut: {len(huge) - kept} more characters of this tool result were not kept"
+        " in the conversation]"
+    )
+    assert estimate_tokens(out) <= 8_000
+    assert out[-1] == {"role": "user", "content": "ok"}
+
+
+def test_a_turn_too_large_even_without_its_tool_results_is_left_out_alone() -> None:
+    first = ({"role": "user", "content": "My name is ZED"},)
+    too_big = ({"role": "user", "content": "y" * 40_000},)
+    history = _history(first, too_big, ({"role": "user", "content": "newest"},))
+    out = replay_turns(history, permitted=PERMITTED, max_tokens=8_000)
+    assert out == [first[0], {"role": "user", "content": "newest"}]
+
+
+def test_turns_that_only_together_exceed_the_budget_still_end_the_history() -> None:
+    older = ({"role": "user", "content": "a" * 20_000},)  # 5,004 tokens
+    newer = ({"role": "user", "content": "b" * 20_000},)
+    out = replay_turns(_history(older, newer), permitted=PERMITTED, max_tokens=8_000)
+    assert out == [newer[0]]
