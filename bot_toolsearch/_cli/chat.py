@@ -217,13 +217,16 @@ def _run(args: argparse.Namespace, body: Callable[[_Session], int]) -> int:
     if args.trace:  # once per ask: how many tools the permissions hid (never their names)
         logging.getLogger("bot_toolsearch.permissions").setLevel(logging.INFO)
     settings = config.loaded.settings
-    if args.offline and not args.tools and not (settings.tools.dirs or settings.tools.mcp_servers):
+    demo = (
+        args.offline and not args.tools and not (settings.tools.dirs or settings.tools.mcp_servers)
+    )
+    if demo:
         from bot_toolsearch._demo.catalog import demo_tools
 
         tools = tuple(demo_tools())  # --offline alone: the demo's model and its tools
     with asyncio.Runner() as runner, _model(args, settings) as client:
         try:
-            bot = _build_bot(config, tools, agents, client)
+            bot = _build_bot(config, tools, agents, client, tool_search=demo)
         except ToolSearchError as exc:  # CatalogError (a duplicate name), ConfigError
             raise CliError(str(exc)) from None
         except ValueError as exc:  # [conversations] store from the environment, unusable
@@ -249,6 +252,8 @@ def _build_bot(
     tools: Sequence[Tool],
     agents: Sequence[Agent],
     client: openai.AsyncOpenAI | None,
+    *,
+    tool_search: bool = False,
 ) -> Bot:
     if config.path is not None:
         return Bot.from_config(config.path, tools, agents, client=client, instructions=INSTRUCTIONS)
@@ -256,6 +261,9 @@ def _build_bot(
     # them ([conversations] store, SQLite ./bot.db by default), so --conversation ID
     # continues in a later process too.
     settings = config.loaded.settings
+    if tool_search:  # --offline with the demo's tools and no file: tool search on, as the demo
+        skills = settings.skills.model_copy(update={"tool_search_enabled": True})
+        settings = settings.model_copy(update={"skills": skills})
     store = open_store(settings.conversations.store)
     return Bot(
         settings, tools, agents, client=client, instructions=INSTRUCTIONS, conversations=store

@@ -82,8 +82,10 @@ def test_offline_alone_brings_the_demo_tools_and_the_demo_says_so(tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert "180 tools" in done.stderr  # the demo's 178 + send_message and end
     assert "bot> 10 km is 6.21371 mi." in done.stdout
-    asked = run_cli("ask", "Convert 10 km to miles", "--offline", cwd=tmp_path)
+    asked = run_cli("ask", "Convert 10 km to miles", "--offline", "--trace", cwd=tmp_path)
     assert asked.stdout == "10 km is 6.21371 mi.\n"
+    # With no config file, --offline runs as the demo does: tool search on.
+    assert "round 1: sent 3 tools: send_message, end, tool_search" in asked.stderr
 
 
 def test_the_demo_ends_with_the_chat_hint() -> None:
