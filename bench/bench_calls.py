@@ -51,8 +51,8 @@ def run() -> list[Row]:
         "__",
     )
     native = [("call_1", "tool_1", '{"x": 1}')] * CALLS
-    permitted = frozenset(tools.entries)
-    read = _best(lambda: read_calls(native, None, tools, permitted))
+    view = tools.view((), ())
+    read = _best(lambda: read_calls(native, None, view.names, view.permitted))
     chunks = [
         ChatCompletionChunk.model_validate(
             {
