@@ -22,6 +22,8 @@ from bot_toolsearch._transports.base import ModelToolCall
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch._transports.text_calls import TextToolCall
 
+from .messages import shown_name
+
 __all__ = [
     "CallOutcome",
     "CallRequest",
@@ -31,6 +33,7 @@ __all__ = [
     "from_text",
     "history_calls",
     "log_failure",
+    "log_refusals",
     "parse_arguments",
     "unique_ids",
 ]
@@ -186,6 +189,38 @@ def unique_ids(calls: Sequence[CallRequest]) -> tuple[list[CallRequest], bool]:
         seen.add(new_id)
         out.append(dataclasses.replace(call, id=new_id))
     return out, True
+
+
+_LOGGED_NAMES = 3
+"""Most refused names one summary line shows (each made safe and cut by `shown_name`)."""
+
+
+def log_refusals(results: Sequence[CallResult]) -> None:
+    """One warning line for the calls of a batch refused as unknown or not loaded yet.
+
+    A reply may hold thousands of such calls: the line gives their count, the count per
+    reason and the first few distinct names, never one line per call.
+    """
+    refused = [r for r in results if r.reason in ("unknown", "not_loaded")]
+    if not refused:
+        return
+    reasons: dict[str, int] = {}
+    names: list[str] = []
+    for result in refused:
+        reasons[str(result.reason)] = reasons.get(str(result.reason), 0) + 1
+        if len(names) < _LOGGED_NAMES and result.name not in names:
+            names.append(result.name)
+    counts = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+    shown = ", ".join(shown_name(n) for n in names)
+    rest = len({r.name for r in refused}) - len(names)
+    more = f" and {rest} more" if rest else ""
+    logger.warning(
+        "refused %d call(s) to unknown or unloaded tools (%s): %s%s",
+        len(refused),
+        counts,
+        shown,
+        more,
+    )
 
 
 def log_failure(name: str, exc: Exception) -> None:

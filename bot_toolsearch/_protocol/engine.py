@@ -34,7 +34,7 @@ from bot_toolsearch._core.result import ToolSearchResult
 from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._transports.names import WireNames
 
-from .calls import CallRequest, CallResult, RefusalReason
+from .calls import CallRequest, CallResult, RefusalReason, log_refusals
 from .loading import (
     FALLBACK_TO_APPEND,
     BridgedCalls,
@@ -52,7 +52,6 @@ from .messages import (
     NOT_LOADED_YET,
     NOT_LOADED_YET_BRIDGE,
     no_such_tool,
-    shown_name,
 )
 
 __all__ = [
@@ -293,9 +292,12 @@ class ToolSearchProtocol:
             if i not in answer.results and call.name == TOOL_SEARCH_NAME:
                 answer.results[i] = self._search(call, answer)
         exposed = self.exposed if exposed is None else exposed
-        for i, call in enumerate(answer.calls):
-            if i not in answer.results and call.name not in exposed:
-                answer.results[i] = self._refuse(call, answer)
+        refused = [
+            answer.results.setdefault(i, self._refuse(call, answer))
+            for i, call in enumerate(answer.calls)
+            if i not in answer.results and call.name not in exposed
+        ]
+        log_refusals(refused)
         return answer
 
     def unwrap(self, calls: Sequence[CallRequest]) -> BridgedCalls:
@@ -332,7 +334,6 @@ class ToolSearchProtocol:
         text, reason = refusal(
             self.session,
             call.name,
-            call.id,
             self.permitted,
             blind_call=self._blind_call,
             bridge=self.mode == "bridge",
@@ -355,7 +356,6 @@ class ToolSearchProtocol:
 def refusal(
     session: ToolSearchSession,
     name: str,
-    call_id: str,
     permitted: Collection[str],
     *,
     blind_call: BlindCallPolicy,
@@ -367,7 +367,6 @@ def refusal(
     ``blind_call == "load"`` a never-loaded tool is loaded into ``session`` for the next round.
     """
     if name not in permitted or not session.has_tool(name):
-        logger.warning("refused call to unknown tool name=%s id=%s", shown_name(name), call_id)
         return no_such_tool(name), "unknown"
     if name in session.loaded_tool_names:
         return LOADED_THIS_ROUND.format(name=name), "loaded_this_round"
@@ -376,7 +375,6 @@ def refusal(
         session.search(name)
         if name in session.loaded_tool_names:
             return BLIND_CALL_LOADED.format(name=name), "blind_call_loaded"
-    logger.warning("refused call to unloaded tool name=%r id=%s", name, call_id)
     template = NOT_LOADED_YET_BRIDGE if bridge else NOT_LOADED_YET
     return template.format(name=name), "not_loaded"
 

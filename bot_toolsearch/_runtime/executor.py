@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot_toolsearch._core.unicode import well_formed
-from bot_toolsearch._protocol.calls import CallRequest, CallResult, log_failure
+from bot_toolsearch._protocol.calls import CallRequest, CallResult, log_failure, log_refusals
 from bot_toolsearch._protocol.messages import (
     INVALID_ARGUMENT_VALUES,
     INVALID_ARGUMENTS,
@@ -44,9 +44,6 @@ async def execute_calls(ctx: AskContext, calls: Sequence[CallRequest]) -> list[C
     for i, call in enumerate(calls):
         entry = ctx.toolset.entries.get(call.name)
         if entry is None or call.name not in ctx.exposed or call.name not in ctx.permitted:
-            logger.warning(
-                "refused call to unknown tool name=%s id=%s", shown_name(call.name), call.id
-            )
             content = no_such_tool(call.name)
             results[i] = CallResult(call.id, call.name, content, "refused", "unknown")
         elif call.arguments is None:
@@ -63,6 +60,7 @@ async def execute_calls(ctx: AskContext, calls: Sequence[CallRequest]) -> list[C
                 runnable.append((i, dataclasses.replace(call, arguments=arguments), entry))
         else:
             runnable.append((i, call, entry))
+    log_refusals([r for r in results if r is not None])
     await announce_calls(ctx, [(call.name, _kind(entry)) for _, call, entry in runnable])
     ran = await asyncio.gather(*(_run(ctx, call, entry) for _, call, entry in runnable))
     for (i, _, _), result in zip(runnable, ran, strict=True):

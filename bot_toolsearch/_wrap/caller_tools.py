@@ -19,6 +19,7 @@ from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
 from bot_toolsearch._runtime.toolset import pattern_filter
 from bot_toolsearch._tools.tool import Tool
 from bot_toolsearch._transports.names import WireNames
+from bot_toolsearch._transports.wire import wire_tool
 
 __all__ = ["Api", "CallerTools", "CallerView", "ToolsCache", "tool_name"]
 
@@ -125,7 +126,7 @@ class CallerTools:
             name = tool_name(tool, api)
             if catalog is None or name is None or name not in catalog or name in entries:
                 continue
-            entries[name] = _with_wire_name(tool, api, names.to_wire(name))
+            entries[name] = wire_tool(tool, names, api, canonical=name)
         plain = all(canonical == wire for canonical, wire in names.pairs)
         if catalog is not None and not len(catalog):
             catalog = None
@@ -176,7 +177,7 @@ class CallerTools:
                 dot_delimiter=self.names.dot_delimiter,
             )
             entries = {
-                n: _with_wire_name(e, self.api, names.to_wire(n))
+                n: wire_tool(e, names, self.api, canonical=n)
                 for n, e in self.entries.items()
                 if n in permitted
             }
@@ -191,15 +192,6 @@ class CallerTools:
 
 def _never(**_: Any) -> None:  # pragma: no cover - a checker's handler is never called
     raise RuntimeError("the caller runs its own tools")
-
-
-def _with_wire_name(tool: Mapping[str, Any], api: Api, wire: str) -> Mapping[str, Any]:
-    if api == "chat":
-        function = tool["function"]
-        if function.get("name") == wire:
-            return tool
-        return {**tool, "function": {**function, "name": wire}}
-    return tool if tool.get("name") == wire else {**tool, "name": wire}
 
 
 @dataclass(slots=True, eq=False)

@@ -23,10 +23,8 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
 
 from bot_toolsearch._protocol.calls import CallRequest, CallResult, history_calls
 from bot_toolsearch._protocol.loading import search_messages
-from bot_toolsearch._transports.names import encode_foreign_name
-from bot_toolsearch._transports.transport import encode_message
+from bot_toolsearch._transports.wire import wire_message, wire_own_message
 
-from .caller_tools import CallerView
 from .plan import Setup, UsageSum, ask_start, given, read_calls
 
 __all__ = ["ChatPlan", "insert_directory"]
@@ -80,24 +78,6 @@ def _calls(message: Any) -> list[tuple[str, str, str]]:
             )
         )
     return out
-
-
-def _wire_message(message: Any, view: CallerView) -> Any:
-    """A caller message with the names of its tool calls in wire spelling (a malformed
-    message goes upstream as the caller wrote it)."""
-    names, known = view.names, view.entries
-    if not isinstance(message, Mapping) or not isinstance(message.get("tool_calls"), list | tuple):
-        return message
-    calls = []
-    for call in message["tool_calls"]:
-        function = call.get("function") if isinstance(call, Mapping) else None
-        name = function.get("name") if isinstance(function, Mapping) else None
-        if not isinstance(name, str) or not isinstance(function, Mapping):
-            calls.append(call)
-            continue
-        wire = names.to_wire(name) if name in known else encode_foreign_name(name)
-        calls.append({**call, "function": {**function, "name": wire}})
-    return {**message, "tool_calls": calls}
 
 
 class ChatPlan:
@@ -156,7 +136,7 @@ class ChatPlan:
                             )
                         ],
                     }
-            out.append(message if view.plain else _wire_message(message, view))
+            out.append(message if view.plain else wire_message(message, view.names, view.entries))
         return out
 
     def _searches(self, anchor: str, loaded: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
@@ -234,7 +214,7 @@ class ChatPlan:
             {"role": "tool", "tool_call_id": call.id, "content": answered[i].content}
             for i, call in enumerate(calls)
         ]
-        self.messages = [*self.messages, encode_message(assistant, view.names), *results]
+        self.messages = [*self.messages, wire_own_message(assistant, view.names), *results]
 
     def _finish(self, completion: ChatCompletion) -> ChatCompletion:
         if self.usage.requests > 1:

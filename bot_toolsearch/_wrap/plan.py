@@ -16,8 +16,8 @@ import openai
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._protocol.calls import CallRequest, from_native, from_text, unique_ids
 from bot_toolsearch._runtime.ask_loop import recover_text_calls
-from bot_toolsearch._transports.base import ModelToolCall
 from bot_toolsearch._transports.names import WireNames
+from bot_toolsearch._transports.wire import canonical_calls
 
 from .caller_tools import Api, CallerTools, ToolsCache
 from .projection import Projection, requested_tool
@@ -98,13 +98,7 @@ def read_calls(
     ``native`` holds ``(id, wire_name, arguments)`` per native call. Without native calls, a
     text that is a tool-call envelope gives the calls (as the `Bot` recovers them).
     """
-    calls = from_native(
-        [
-            ModelToolCall(call_id, names.to_canonical(wire) or wire, wire, arguments)
-            for call_id, wire, arguments in native
-        ],
-        permitted,
-    )
+    calls = from_native(canonical_calls(native, names), permitted)
     recovered = False
     if not calls and text and text.strip():
         found = recover_text_calls(text)

@@ -25,8 +25,8 @@ from openai.types.responses import Response, ResponseFunctionToolCall
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._core.prompt import CALL_TOOL_NAME
 from bot_toolsearch._protocol.calls import CallRequest, CallResult
-from bot_toolsearch._transports.names import encode_foreign_name
 from bot_toolsearch._transports.responses import is_missing_call_output_error
+from bot_toolsearch._transports.wire import wire_item
 
 from .plan import Setup, UsageSum, ask_start, given, mapping_get, read_calls
 from .projection import Answer
@@ -182,8 +182,7 @@ class ResponsesPlan:
             return {**_as_dict(item), "name": CALL_TOOL_NAME, **_arguments(call)}
         if view.plain:
             return item
-        wire = view.names.to_wire(name) if name in view.entries else encode_foreign_name(name)
-        return {**_as_dict(item), "name": wire}
+        return wire_item(_as_dict(item), view.names, view.entries)
 
     def request(self) -> dict[str, Any]:
         """The keyword arguments of the next upstream ``create``."""
@@ -303,17 +302,18 @@ class ResponsesPlan:
             if declared:
                 results.append(self._setup.projection.declaration(declared))
         if recovered:
-            names = self._setup.projection.view.names
-            known = self._setup.projection.permitted | {TOOL_SEARCH_NAME}
+            view = self._setup.projection.view
             said: list[Any] = [
-                {
-                    "type": "function_call",
-                    "call_id": call.id,
-                    "name": names.to_wire(call.name)
-                    if call.name in known
-                    else encode_foreign_name(call.name),
-                    "arguments": call.arguments_raw,
-                }
+                wire_item(
+                    {
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments_raw,
+                    },
+                    view.names,
+                    view.permitted,
+                )
                 for call in calls
             ]
             self._stateless = True  # the server never saw these call ids

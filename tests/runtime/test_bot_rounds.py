@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from bot_toolsearch import Tool
 from bot_toolsearch._protocol.messages import (
@@ -377,3 +380,31 @@ async def test_end_with_only_refused_other_calls_says_none_of_them_ran(
     assert ran.calls == []
     assert result.rounds == 2
     assert result.stats.refused_calls == {"not_loaded": 1, "end_with_other_calls": 2}
+
+
+def _refusal_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+
+
+@pytest.mark.parametrize("tool_search", [True, False])
+async def test_a_reply_of_thousands_of_refused_calls_logs_one_summary_line(
+    server: ScriptedOpenAIServer,
+    make_bot: BotFactory,
+    weather_tools: list[Tool],
+    caplog: pytest.LogCaptureFixture,
+    tool_search: bool,
+) -> None:
+    hostile = "x" * 5000 + "\u202e"
+    calls = [call(f"no_such_{i}", id=f"n{i}") for i in range(2000)]
+    server.script([call(hostile, id="h"), *calls], call("end"))
+    bot = make_bot(weather_tools, skills={"tool_search_enabled": tool_search})
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        result = await bot.ask("hi")
+
+    assert result.stats.refused_calls == {"unknown": 2001}
+    [line] = _refusal_lines(caplog)
+    assert line.startswith("refused 2001 call(s) to unknown or unloaded tools (2001 unknown): ")
+    assert shown_name(hostile) in line
+    assert "no_such_0, no_such_1 and 1998 more" in line
+    assert "\u202e" not in line
+    assert len(line) < 400

@@ -359,3 +359,23 @@ async def test_sdk_message_objects_in_the_history_count_as_called(
     assert server.requests[-1].tool_names == ["tool_search", "get_weather"]
     resent = [m for m in server.requests[-1].messages if m.get("role") == "assistant"]
     assert resent[-1]["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+async def test_a_reply_of_thousands_of_refused_calls_logs_one_summary_line(
+    server: ScriptedOpenAIServer,
+    make: Callable[..., openai.AsyncOpenAI],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    unknown = [call(f"no_such_{i}", id=f"n{i}") for i in range(1500)]
+    refused = [call("get_weather", id="w"), *unknown]
+    server.script(refused, text("cannot"))
+    client = make(settings=SETTINGS)
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        reply = await client.chat.completions.create(model="m", messages=[USER], tools=chat_tools())
+    assert reply.choices[0].message.content == "cannot"
+    assert len(server.requests[1].tool_outputs) == 1501
+    lines = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert lines == [
+        "refused 1501 call(s) to unknown or unloaded tools (1 not_loaded, 1500 unknown): "
+        "get_weather, no_such_0, no_such_1 and 1498 more"
+    ]
