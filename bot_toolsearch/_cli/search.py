@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot_toolsearch._core.catalog import ToolCatalog
+from bot_toolsearch._core.catalog import ToolCatalog, search_index
 from bot_toolsearch._core.index import split_tier
 from bot_toolsearch._core.query import KeywordQuery, parse_query
 from bot_toolsearch._core.session import ToolSearchSession
@@ -40,7 +40,14 @@ __all__ = [
     "load_catalog_file",
 ]
 
-_FIELDS = ("name", "parameter names", "description", "parameter descriptions", "namespace")
+_FIELDS = (
+    "name",
+    "parameter names",
+    "description",
+    "parameter descriptions",
+    "namespace",
+    "namespace description",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,23 +96,31 @@ def _schema_texts(schema: Mapping[str, Any]) -> list[str]:
 
 
 def explain_search(
-    catalog: ToolCatalog, query: str, max_results: int = 5
+    catalog: ToolCatalog,
+    query: str,
+    max_results: int = 5,
+    namespaces: Mapping[str, str] | None = None,
 ) -> tuple[list[Match], bool, tuple[str, ...]]:
     """The tools a fresh session's ``tool_search(query)`` loads, with scores and matched terms.
 
     Read-only: it uses a throwaway session and the catalog's own index and tokenizer.
+    ``namespaces`` are the namespace descriptions a bot's session would search with
+    (``[tools.namespaces]`` over the folder and MCP descriptions), as in the `Bot`.
 
     Returns:
         ``(matches, truncated, not_found)``; ``not_found`` lists ``select:`` names that are
         not in the catalog.
     """
-    result = ToolSearchSession(catalog, max_results=max_results).search(query)
+    described = tuple(namespaces.items()) if namespaces else ()
+    session = ToolSearchSession(catalog, max_results=max_results, namespaces=namespaces)
+    result = session.search(query)
+    index = search_index(catalog, described)
     parsed = parse_query(query)
     scores: dict[int, float] = {}
     terms: tuple[str, ...] = ()
     if isinstance(parsed, KeywordQuery) and parsed.terms and parsed.text not in catalog:
         terms = parsed.terms
-        scores = catalog.index.scores(parsed.terms, parsed.required)
+        scores = index.scores(parsed.terms, parsed.required)
     asked = _spellings([query])
     matches = []
     for rank, name in enumerate(result.loaded, 1):
@@ -118,32 +133,37 @@ def explain_search(
                 return f"{asked.get(ours, ours)}~{written.get(theirs, theirs)}"
             return written.get(ours, ours)
 
-        hits = catalog.index.explain(terms, catalog.document(name))
+        hits = index.explain(terms, catalog.document(name, described))
         matched = {
             label: tuple(dict.fromkeys(word(hit) for hit in field_hits))
-            for label, field_hits in zip(_FIELDS, hits, strict=True)
+            for label, field_hits in zip(_FIELDS[: len(hits)], hits, strict=True)
         }
         score = scores.get(catalog.rank(name)) if scores else None
         matches.append(Match(rank, name, score, {k: v for k, v in matched.items() if v}))
     return matches, result.truncated, result.not_found
 
 
-def _build_catalog(args: argparse.Namespace) -> ToolCatalog:
+def _build_catalog(args: argparse.Namespace) -> tuple[ToolCatalog, Mapping[str, str]]:
+    """The catalog to search and its namespace descriptions (none for a ``--catalog`` file)."""
     if args.catalog is not None:
         if args.config is not None or args.tools is not None:
             raise CliError("give --catalog FILE, or --config/--tools, not both", USAGE)
-        return ToolCatalog(load_catalog_file(args.catalog))
-    _, merged = load_merged(args)
+        return ToolCatalog(load_catalog_file(args.catalog)), {}
+    config, merged = load_merged(args)
     if merged.unavailable:
         servers = "; ".join(f"{name!r}: {why}" for name, why in merged.unavailable.items())
         raise CliError(f"MCP server unavailable, its tools cannot be searched: {servers}")
-    return merged.toolset.catalog
+    # As a bot's session searches: the config's [tools.namespaces] over the sources' own.
+    toolset = merged.toolset
+    return toolset.catalog, toolset.namespace_descriptions(config.loaded.settings.tools.namespaces)
 
 
 def _search(args: argparse.Namespace) -> int:
     try:
-        catalog = _build_catalog(args)
-        matches, truncated, not_found = explain_search(catalog, args.query, args.max_results)
+        catalog, namespaces = _build_catalog(args)
+        matches, truncated, not_found = explain_search(
+            catalog, args.query, args.max_results, namespaces
+        )
     except (ToolSearchError, ValueError) as exc:
         raise CliError(str(exc)) from None
     keyword = isinstance(parse_query(args.query), KeywordQuery)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from itertools import chain
 
 __all__ = [
     "STOP_WORDS",
@@ -271,17 +272,38 @@ def split_name(name: str) -> list[str]:
     return _words(name)
 
 
-@lru_cache(maxsize=_CACHE_SIZE)
-def _chunk_terms(chunk: str) -> tuple[str, ...]:
-    """The index terms of one whitespace-free chunk of text."""
+def _terms_of_run(run: str) -> tuple[str, ...]:
+    """The index terms of one alphanumeric run."""
+    if run.isascii() and (run.islower() or run.isdigit()):  # most runs: one plain word
+        return (stem(run),)
     terms: list[str] = []
-    for run in _RUN.findall(chunk):
-        for word in _run_words(run):
-            if _is_cjk(word[0]):
-                terms.extend(_cjk_grams(word, unigrams=True))
-            else:
-                terms.append(stem(word))
+    for word in _run_words(run):
+        if _is_cjk(word[0]):
+            terms.extend(_cjk_grams(word, unigrams=True))
+        else:
+            terms.append(stem(word))
     return tuple(terms)
+
+
+class _RunTerms(dict[str, tuple[str, ...]]):
+    """Alphanumeric run -> its index terms, computed on the first lookup of each run.
+
+    A plain dict looked up from C (``map(runs.__getitem__, ...)``): a catalog's texts hold
+    about a million runs but only tens of thousands of distinct ones, so the lookup, not the
+    stemming, is the cost per word. Bounded: past `_CACHE_SIZE` runs, new ones are computed
+    each time instead of kept.
+    """
+
+    __slots__ = ()
+
+    def __missing__(self, run: str) -> tuple[str, ...]:
+        terms = _terms_of_run(run)
+        if len(self) < _CACHE_SIZE:
+            self[run] = terms
+        return terms
+
+
+_run_terms = _RunTerms()
 
 
 def index_terms(text: str) -> list[str]:
@@ -296,13 +318,9 @@ def text_terms(text: str) -> tuple[str, ...]:
 
 
 def _text_terms(text: str) -> tuple[str, ...]:
-    # Whitespace always separates runs, so the chunks between it can be cached one by one:
-    # catalogs repeat the same words far more often than they repeat whole texts.
-    terms: list[str] = []
-    extend = terms.extend
-    for chunk in text.split():
-        extend(_chunk_terms(chunk))
-    return tuple(terms)
+    # Whitespace and punctuation always separate runs, so each run's terms can be looked up
+    # on their own: catalogs repeat the same words far more often than whole texts.
+    return tuple(chain.from_iterable(map(_run_terms.__getitem__, _RUN.findall(text))))
 
 
 _short_text_terms = lru_cache(maxsize=_CACHE_SIZE)(_text_terms)
@@ -313,7 +331,7 @@ def release_caches() -> None:
     will not look up again; queries refill what they use)."""
     _run_words.cache_clear()
     stem.cache_clear()
-    _chunk_terms.cache_clear()
+    _run_terms.clear()
     _short_text_terms.cache_clear()
 
 

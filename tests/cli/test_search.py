@@ -268,3 +268,23 @@ def test_catalog_export_feeds_search_and_search_takes_the_config(tmp_path: Path)
     both = run_cli("search", "x", "--catalog", "tools.json", "--tools", tools, cwd=tmp_path)
     assert both.returncode == 2
     assert both.stderr == "error: give --catalog FILE, or --config/--tools, not both\n"
+
+
+def test_search_with_a_config_uses_its_namespace_descriptions(tmp_path: Path) -> None:
+    # The bot searches [tools.namespaces] descriptions in the namespace field; so must the CLI
+    # that explains the bot's ranking (it searched without them).
+    tools = "bot_toolsearch._demo.catalog:demo_tools"
+    config = tmp_path / "bot.toml"
+    config.write_text('[tools.namespaces]\nfinance = "Zorblax money helpers."\n', "utf-8")
+    args = ("search", "zorblax", "--tools", tools, "--explain", "--max-results", "3")
+    found = run_cli(*args, "--config", str(config), cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    lines = [
+        line.split()[-1] for line in found.stdout.splitlines() if line[:3].strip()[:-1].isdigit()
+    ]
+    assert len(lines) == 3
+    assert all(name.startswith("finance.") for name in lines)
+    assert "matched namespace description: zorblax" in found.stdout
+    plain = run_cli(*args, cwd=tmp_path)  # no config: no description to match
+    assert plain.returncode == 1
+    assert "no tool matches 'zorblax'" in plain.stdout

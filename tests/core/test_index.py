@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -145,3 +147,93 @@ def test_namespace_parts_are_the_name_but_the_leaf_weighs_more() -> None:
     # Both names are name-tier hits for "music", ahead of the description hit; the leaf first.
     found = ToolSearchSession(catalog).search("music").loaded
     assert found == ("play_music", "music.play", "radio_tune")
+
+
+# --- the index against a straightforward scorer --------------------------------------------
+# The module docstring's formula, computed per document and query term with no postings, no
+# caches and no shortcuts: whatever layout the index uses to be fast, its scores must be these.
+_VOCABULARY = ["weather", "weath", "forecast", "city", "citi", "get", "data", "date", "time", "x"]
+_FIELD = st.lists(st.sampled_from(_VOCABULARY), max_size=7)
+_DOCUMENT = st.lists(_FIELD, min_size=0, max_size=6).map(tuple)
+
+
+def _reference_scores(
+    docs: list[tuple[list[str], ...]], terms: list[str], required: list[str], tiers: bool
+) -> dict[int, float]:
+    from bot_toolsearch._core.index import FIELD_WEIGHTS
+
+    k, b, bonus, half = 1.2, 0.75, 1.0, 0.5
+    scored = []  # per document: its five scored fields (namespace descriptions merged)
+    for d in docs:
+        fields = [list(d[f]) if f < len(d) else [] for f in range(5)]
+        if len(d) > 5:
+            fields[4] = fields[4] + list(d[5])
+        scored.append(fields)
+    n = len(docs)
+    avg = [max(1.0, sum(len(s[f]) for s in scored) / max(1, n)) for f in range(5)]
+    vocabulary = {t for s in scored for field in s for t in field}
+
+    def weight(term: str, fields: list[list[str]]) -> float | None:
+        if not any(term in field for field in fields):
+            return None
+        total = bonus
+        for f, field in enumerate(fields):
+            tf = field.count(term)
+            if tf:
+                norm = k * (1 - b + b * len(field) / avg[f])
+                total += FIELD_WEIGHTS[f] * tf / (tf + norm)
+        return total
+
+    def idf(term: str) -> float:
+        df = sum(any(term in field for field in s) for s in scored)
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def variants(term: str) -> list[str]:  # the vocabulary here is small: no cap applies
+        if len(term) < 4 or not term.isalpha():
+            return []
+        shorter = [v for v in vocabulary if len(v) >= 4 and v != term and term.startswith(v)]
+        return [*shorter, *(v for v in vocabulary if v != term and v.startswith(term))]
+
+    if any(t not in vocabulary for t in required):
+        return {}
+    out: dict[int, float] = {}
+    for i, fields in enumerate(scored):
+        if any(weight(t, fields) is None for t in required):
+            continue
+        total, matched = 0.0, False
+        for term in terms:
+            exact = weight(term, fields)
+            best = exact * idf(term) if exact is not None else None
+            for v in variants(term):
+                w = weight(v, fields)
+                if w is not None and (best is None or w * idf(v) * half > best):
+                    best = w * idf(v) * half
+            if best is not None:
+                total, matched = total + best, True
+        if not matched:
+            continue
+        if tiers and len(terms) == 1:
+            names = {*fields[0], *(docs[i][4] if len(docs[i]) > 4 else ())}
+            params = set(fields[1])
+            hits = {terms[0], *variants(terms[0])}
+            total += 1e6 * (2 if hits & names else 1 if hits & params else 0)
+        out[i] = total
+    return out
+
+
+@given(
+    docs=st.lists(_DOCUMENT, max_size=8),
+    terms=st.lists(st.sampled_from([*_VOCABULARY, "citizen", "none"]), max_size=3, unique=True),
+    required=st.integers(0, 2),
+    tiers=st.booleans(),
+)
+def test_scores_equal_a_straightforward_bm25_scorer(
+    docs: list[tuple[list[str], ...]], terms: list[str], required: int, tiers: bool
+) -> None:
+    index = SearchIndex(docs)
+    need = terms[:required]
+    got = index.scores(terms, need, tiers=tiers)
+    expected = _reference_scores(docs, terms, need, tiers)
+    assert got.keys() == expected.keys()
+    for d, score in expected.items():
+        assert math.isclose(got[d], score, rel_tol=1e-12), (d, got[d], score)

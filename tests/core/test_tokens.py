@@ -12,6 +12,7 @@ from bot_toolsearch._core.tokens import (
     STOP_WORDS,
     index_terms,
     query_terms,
+    release_caches,
     split_name,
     stem,
     text_terms,
@@ -168,3 +169,35 @@ def test_text_terms_are_the_index_terms_whether_or_not_the_text_is_cached() -> N
         assert text_terms(text) == tuple(index_terms(text))
     assert text_terms(short) is text_terms(short)  # cached, shared
     assert text_terms(long) is not text_terms(long)
+
+
+def _word_by_word(text: str) -> tuple[str, ...]:
+    """The index terms of ``text`` the slow way: each whitespace chunk, each run, each word
+    through `split_name`'s splitting and `stem`, without any cache."""
+    terms: list[str] = []
+    for chunk in text.split():
+        for word in split_name(chunk):
+            if re.match(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]", word):
+                grams = [word[i : i + 2] for i in range(len(word) - 1)]
+                terms.extend([*grams, *word] if len(word) > 1 else [word])
+            else:
+                terms.append(stem(word))
+    return tuple(terms)
+
+
+_TEXT = st.text(
+    alphabet=st.sampled_from(
+        [*"abcdeiosyz", *"ABCXYZ", *"019", *" \t._-(", "é", "天", "气", "カ", "날"]
+    ),
+    max_size=60,
+)
+
+
+@given(texts=st.lists(_TEXT, min_size=1, max_size=8))
+def test_text_terms_match_a_word_by_word_tokenizer_across_caches(texts: list[str]) -> None:
+    # Run after run is looked up in a cache shared by every text; repeated and overlapping
+    # texts must still give exactly what tokenizing each word afresh gives.
+    release_caches()
+    for text in [*texts, *texts, " ".join(texts)]:
+        assert text_terms(text) == _word_by_word(text)
+        assert text_terms(text * 30) == _word_by_word(text * 30)  # past the whole-text cache
