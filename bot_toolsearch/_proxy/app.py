@@ -34,7 +34,10 @@ from openai.resources.chat.completions import AsyncCompletions
 from openai.resources.responses import AsyncResponses
 
 from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._wrap.caller_tools import Api
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
+
+from .raw_tools import tools_span
 
 __all__ = [
     "DEFAULT_MAX_BODY",
@@ -81,6 +84,8 @@ default is 10). Each request parses a large tool list that stays alive while the
 answers; with 50 requests in flight, every full collection walked millions of those objects
 (1,000 tools, one worker: 29 requests/s before, 43 after, profiled). Cyclic garbage waits
 longer to be freed; reference counting frees everything else at once."""
+_LENGTHS = 8
+"""Most tool-list byte lengths `ProxyApp._parse_known` tries before scanning the value."""
 _HOP_HEADERS = frozenset(
     {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "accept-encoding"}
 )
@@ -223,6 +228,8 @@ class ProxyApp:
         assert engine is not None
         self._engine = engine
         self._cache = engine.cache
+        self._lengths: list[int] = []
+        """Byte lengths of the ``tools`` values parsed before, newest first (`_parse_known`)."""
         self.timeout = timeout if timeout is not None else engine.snapshot().model.timeout
         self._client = self._client.with_options(timeout=self.timeout)
 
@@ -290,7 +297,8 @@ class ProxyApp:
         key = _bearer(headers)
         if key is not None and not (key.isascii() and key.isprintable()):
             raise _Refused(401, "the API key is not printable ASCII", code="invalid_api_key")
-        body = _parse(await _read_body(receive, headers, self.max_body))
+        raw = await _read_body(receive, headers, self.max_body)
+        body, known = self._parse_known(raw)
         tools = self._check(body, chat)
         extra = {k: v for k, v in _forwarded_headers(headers).items() if v.isascii()}
         client = self._client.with_options(api_key=key or "unset", default_headers=extra)
@@ -298,7 +306,8 @@ class ProxyApp:
         builds = self._cache.builds
         if tools:
             # A new tool list is indexed in a thread, so the event loop keeps serving.
-            await _until_disconnect(receive, self._index(tools, "chat" if chat else "responses"))
+            api: Api = "chat" if chat else "responses"
+            await _until_disconnect(receive, self._index(tools, api, None if known else raw))
         calls = _Calls()
         _CALLS.set(calls)
         method = client.chat.completions.create if chat else client.responses.create
@@ -362,13 +371,46 @@ class ProxyApp:
             )
         return tools
 
-    async def _index(self, tools: list[Any], api: Any) -> None:
+    def _parse_known(self, raw: bytes) -> tuple[dict[str, Any], bool]:
+        """The JSON body, and whether its ``tools`` are a cached list found by its bytes.
+
+        When the body's top-level ``tools`` bytes are byte for byte a tool list parsed before
+        (and still cached), only the rest of the body is parsed and ``tools`` is the cached
+        list: the very objects the cache holds, so its lookup costs one comparison per tool.
+        Anything else parses the whole body, exactly as `json` reads it.
+        """
+        span = tools_span(raw, self._lengths, known_only=True) if self._lengths else None
+        if span is not None:
+            start, end = span
+            elements = self._cache.by_source(raw, start, end)
+            if elements is not None:
+                try:
+                    rest = raw[:start] + b"null" + raw[end:]
+                    body = json.loads(rest, parse_constant=_no_constant)
+                except (ValueError, RecursionError):
+                    body = None
+                if isinstance(body, dict) and "tools" in body and body["tools"] is None:
+                    body["tools"] = list(elements)
+                    return body, True
+        return _parse(raw), False
+
+    async def _index(self, tools: list[Any], api: Api, raw: bytes | None) -> None:
+        """Index ``tools`` unless cached; ``raw``, the body they were parsed from in full, to
+        remember their bytes by (`_parse_known`)."""
         settings = self._engine.snapshot()
         if not settings.skills.tool_search_enabled:
             return
         delimiter = settings.tools.dot_delimiter
         if self._cache.lookup(tools, api, delimiter) is None:
             await asyncio.to_thread(self._cache.get, tools, api, delimiter)
+        span = None if raw is None else tools_span(raw)
+        if raw is None or span is None:
+            return
+        start, end = span
+        self._cache.add_source(tools, raw[start:end])
+        if end - start not in self._lengths:
+            self._lengths.insert(0, end - start)
+            del self._lengths[_LENGTHS:]
 
     def _settle(self) -> None:
         """After a new tool list was indexed: move the long-lived heap out of the collector's way.
@@ -447,14 +489,14 @@ def _headers(scope: _Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
 
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _parse(raw: bytes) -> dict[str, Any]:
     """The JSON body as an object (no ``NaN``/``Infinity``, no nesting beyond Python's limit)."""
-
-    def constant(name: str) -> None:
-        raise ValueError(f"{name} is not JSON")
-
     try:
-        body = json.loads(raw, parse_constant=constant)
+        body = json.loads(raw, parse_constant=_no_constant)
     except RecursionError:
         raise _Refused(400, "the JSON body is nested too deeply") from None
     except ValueError as exc:  # also UnicodeDecodeError

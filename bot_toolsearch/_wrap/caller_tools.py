@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ _CACHE_SIZE = 32
 _CACHE_BYTES = 32 * 1024 * 1024
 """Most bytes of tool lists remembered, counted as JSON (the indexed form is a small multiple
 of it in memory); one list larger than this is still kept while it is the newest."""
+_SOURCES_PER_LIST = 4
+"""Most raw JSON spellings remembered per cached list (see `ToolsCache.add_source`)."""
 _FALLBACK_TOOL_BYTES = 4096
 """The size counted for each tool of a list that cannot be measured as JSON."""
 
@@ -201,6 +204,8 @@ class _Entry:
     elements: tuple[Any, ...]
     tools: CallerTools
     size: int
+    sources: list[bytes] = field(default_factory=list)
+    """Raw JSON bytes that ``elements`` (these very objects) was parsed from."""
 
 
 class ToolsCache:
@@ -243,6 +248,10 @@ class ToolsCache:
             if _equal(entry.elements, elements):
                 with self._lock:
                     # The newest equal tuple: the next call's identity shortcuts hit sooner.
+                    if not _same_objects(entry.elements, elements):
+                        # Equal values, other objects: the bytes no longer name these.
+                        entry.size -= sum(len(source) for source in entry.sources)
+                        entry.sources.clear()
                     entry.elements = elements
                     if entry in self._entries:
                         self._entries.remove(entry)
@@ -270,6 +279,33 @@ class ToolsCache:
             del self._entries[keep:]
         return built
 
+    def by_source(self, raw: bytes, start: int, end: int) -> tuple[Any, ...] | None:
+        """The cached elements parsed from exactly the bytes ``raw[start:end]`` (see
+        `add_source`), or ``None``. Compares bytes, never parses them."""
+        with self._lock:
+            for entry in self._entries:
+                for source in entry.sources:
+                    if len(source) == end - start and raw.startswith(source, start):
+                        return entry.elements
+        return None
+
+    def add_source(self, tools: Sequence[Any], source: bytes) -> None:
+        """Remember that ``tools``, just looked up or indexed, was parsed from the raw JSON
+        ``source``: `by_source` then returns these very objects for the same bytes, so a
+        server can skip parsing them again. Nothing happens when no cached list holds these
+        very objects."""
+        elements = tuple(tools)
+        with self._lock:
+            for entry in self._entries:
+                if _same_objects(entry.elements, elements):
+                    if source not in entry.sources:
+                        entry.sources.insert(0, source)
+                        entry.size += len(source)  # counted against ``max_bytes`` too
+                        for dropped in entry.sources[_SOURCES_PER_LIST:]:
+                            entry.size -= len(dropped)
+                        del entry.sources[_SOURCES_PER_LIST:]
+                    return
+
     @property
     def cached_bytes(self) -> int:
         """The JSON size of every cached list (what ``max_bytes`` bounds)."""
@@ -296,6 +332,13 @@ def _json_size(elements: tuple[Any, ...]) -> int:
         return len(json.dumps(elements, default=repr, check_circular=True))
     except (ValueError, TypeError, RecursionError):  # a caller object JSON cannot walk
         return _FALLBACK_TOOL_BYTES * len(elements)
+
+
+def _same_objects(cached: tuple[Any, ...], elements: tuple[Any, ...]) -> bool:
+    """Whether two tool lists hold the very same objects."""
+    if len(cached) != len(elements):
+        return False
+    return all(map(operator.is_, cached, elements))  # C speed: one pointer test per tool
 
 
 def _equal(cached: tuple[Any, ...], elements: tuple[Any, ...]) -> bool:
