@@ -15,8 +15,8 @@ stays stateless.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import openai
@@ -34,19 +34,15 @@ from .base import (
     reply_text,
     token_count,
 )
+from .chain import Round, chain_round, continue_from, drive_async
 
 __all__ = [
     "declaration_item",
     "flat_tool",
-    "is_missing_call_output_error",
     "read_responses",
     "send_responses",
     "to_input_items",
 ]
-
-logger = logging.getLogger("bot_toolsearch")
-
-_MISSING_CALL = "no tool call found for function call output with call_id"
 
 
 async def send_responses(
@@ -58,7 +54,8 @@ async def send_responses(
     *,
     declarations: Sequence[ToolDeclaration] = (),
 ) -> RawReply:
-    """One ``responses.create`` call (two after a lost-call 400); updates ``state``.
+    """One ``responses.create`` call (two after a lost-call 400, see `chain_round`); updates
+    ``state``.
 
     Raises:
         openai.APIError: the request failed (and was not the recoverable 400);
@@ -69,81 +66,29 @@ async def send_responses(
     )
     conversation = [m for m in messages if m.get("role") != "system"]
     flat_tools = [flat_tool(tool) for tool in tools]
-    previous = state.previous_response_id
-    stateful = (
-        previous is not None and not state.stateless and not model.responses_force_stateless_replay
-    )
-    items = to_input_items(
-        conversation[state.covered :] if stateful else conversation, declarations
-    )
-    try:
-        response = await _create(
-            client,
-            model,
-            instructions=instructions,
-            items=items,
-            tools=flat_tools,
-            previous_response_id=previous if stateful else None,
-        )
-    except openai.BadRequestError as exc:
-        has_output = any(item.get("type") == "function_call_output" for item in items)
-        if not (stateful and has_output and is_missing_call_output_error(exc)):
-            raise
-        logger.warning(
-            "responses: the server lost the calls of response %s; "
-            "resending statelessly for the rest of this ask",
-            previous,
-        )
+    if model.responses_force_stateless_replay:
         state.stateless = True
-        state.stateless_replays += 1
-        response = await _create(
-            client,
-            model,
-            instructions=instructions,
-            items=to_input_items(conversation, declarations),
-            tools=flat_tools,
-            previous_response_id=None,
-        )
-    reply = read_responses(response)
-    state.previous_response_id = reply.response_id
-    if reply.response_id is None:
-        state.stateless = True  # nothing to continue from: resend the history from now on
+    request: dict[str, Any] = {"model": model.name, "timeout": model.timeout}
+    if flat_tools:
+        request["tools"] = flat_tools
+        request["tool_choice"] = "auto"
+    if instructions:
+        request["instructions"] = instructions
+    flow: Round[RawBody] = chain_round(
+        state,
+        request,
+        new=lambda: to_input_items(conversation[state.covered :], declarations),
+        full=lambda: to_input_items(conversation, declarations),
+    )
+    reply = read_responses(await drive_async(flow, partial(_create, client)))
+    continue_from(state, reply.response_id)
     # +1: the host appends this response's assistant turn locally, and the server has it.
     state.covered = len(conversation) + 1
     return reply
 
 
-def is_missing_call_output_error(exc: openai.BadRequestError) -> bool:
-    """Whether a 400 says the server does not know a ``function_call_output``'s call id."""
-    body = exc.body if isinstance(exc.body, Mapping) else {}
-    message = str(body.get("message") or exc.message)
-    param = body.get("param")
-    return _MISSING_CALL in message.casefold() and param in (None, "input")
-
-
-async def _create(
-    client: openai.AsyncOpenAI,
-    model: ModelSettings,
-    *,
-    instructions: str,
-    items: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
-    previous_response_id: str | None,
-) -> RawBody:
-    extra: dict[str, Any] = {}
-    if tools:
-        extra["tools"] = tools
-        extra["tool_choice"] = "auto"
-    if previous_response_id is not None:
-        extra["previous_response_id"] = previous_response_id
-    if instructions:
-        extra["instructions"] = instructions
-    response = await client.responses.with_raw_response.create(
-        model=model.name,
-        input=items,  # type: ignore[arg-type]  # built to the SDK's input item shape
-        timeout=model.timeout,
-        **extra,
-    )
+async def _create(client: openai.AsyncOpenAI, **request: Any) -> RawBody:
+    response = await client.responses.with_raw_response.create(**request)
     # Read here, not by the SDK's models: a malformed field becomes one documented error.
     return read_body(response)
 

@@ -17,15 +17,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import openai
 from openai.types.responses import Response, ResponseFunctionToolCall
 
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._core.prompt import CALL_TOOL_NAME
 from bot_toolsearch._protocol.calls import CallRequest, CallResult
-from bot_toolsearch._transports.responses import is_missing_call_output_error
+from bot_toolsearch._transports.chain import (
+    Round,
+    chain_round,
+    drive,
+    drive_async,
+)
 from bot_toolsearch._transports.wire import wire_item
 
 from .plan import Setup, UsageSum, ask_start, given, mapping_get, read_calls
@@ -50,6 +55,15 @@ CALLER_ITEMS = frozenset(
 
 _RUN_TYPES = frozenset({"function_call", "reasoning"})
 """Input items that form one model turn's run: declarations go before the run."""
+
+
+@dataclass
+class _Chain:
+    """This call's Responses chain (`ChainState`): its own hidden rounds, not the caller's."""
+
+    previous_response_id: str | None = None
+    stateless: bool = False
+    stateless_replays: int = 0
 
 
 def _arguments(call: Mapping[str, Any]) -> dict[str, str]:
@@ -107,12 +121,12 @@ class ResponsesPlan:
             if given(instructions) and isinstance(instructions, str) and instructions
             else directory
         )
-        self._stateless = (
-            kwargs.get("store") is False or setup.settings.model.responses_force_stateless_replay
+        self._chain = _Chain(
+            stateless=kwargs.get("store") is False
+            or setup.settings.model.responses_force_stateless_replay
         )
         self._extended = False
-        self._chain: tuple[str, list[Any]] | None = None
-        self._last: dict[str, Any] | None = None
+        self._new: list[dict[str, Any]] = []
         self.rounds = 0
         self.usage = UsageSum()
 
@@ -184,37 +198,24 @@ class ResponsesPlan:
             return item
         return wire_item(_as_dict(item), view.names, view.entries)
 
-    def request(self) -> dict[str, Any]:
-        """The keyword arguments of the next upstream ``create``."""
+    def flow(self) -> Round[Any]:
+        """The next upstream round: `chain_round` over this call's chain (count in `rounds`)."""
         self.rounds += 1
         request = {**self._kwargs, "tools": self._setup.projection.round_tools()}
         if given(self._instructions):
             request["instructions"] = self._instructions
-        if self._chain is not None:
-            request["previous_response_id"], request["input"] = self._chain
-        else:
-            if self._previous is not None:
-                request["previous_response_id"] = self._previous
-            request["input"] = self._items if self._extended else self._original_input
-        self._last = request
-        return request
-
-    def retry(self, exc: openai.BadRequestError) -> dict[str, Any] | None:
-        """The stateless resend of a chained round whose calls the server lost, or ``None``."""
-        if self._chain is None or self._last is None or not is_missing_call_output_error(exc):
-            return None
-        logger.warning(
-            "responses: the server lost the calls of response %s; resending statelessly "
-            "for the rest of this call",
-            self._chain[0],
+        if self._previous is not None:
+            request["previous_response_id"] = self._previous
+        return chain_round(
+            self._chain,
+            request,
+            new=lambda: self._new,
+            full=lambda: self._items if self._extended else self._original_input,
+            scope="call",
         )
-        self._chain = None
-        self._stateless = True
-        self.rounds -= 1
-        return self.request()
 
     def feed(self, response: Response) -> Response | None:
-        """Read one upstream response: the caller's answer, or ``None`` to send `request`."""
+        """Read one upstream response: the caller's answer, or ``None`` to send the next `flow`."""
         self.usage.add(response.usage, "responses")
         output = list(response.output or ())
         native = [
@@ -316,15 +317,14 @@ class ResponsesPlan:
                 )
                 for call in calls
             ]
-            self._stateless = True  # the server never saw these call ids
+            self._chain.stateless = True  # the server never saw these call ids
         else:
             said = [_as_dict(item) for item in output]
         self._items = [*self._items, *said, *results]
         self._extended = True
-        if self._stateless or not response.id:
-            self._chain = None
-        else:
-            self._chain = (response.id, results)
+        self._new = results
+        # Unlike the `Bot`, a round with no id is not the end of the chain: the next may chain.
+        self._chain.previous_response_id = response.id or None
 
     def _finish(self, response: Response) -> Response:
         if self.usage.requests > 1:
@@ -333,30 +333,11 @@ class ResponsesPlan:
 
 
 def create_round(create: Callable[..., Any], plan: ResponsesPlan) -> Any:
-    """Send the plan's next round with ``create`` (sync); a lost-call 400 on a chained round
-    is resent statelessly (`ResponsesPlan.retry`), any other error raises.
-
-    The one retry loop of the sync shells (plain and streamed): the plan decides, this sends.
-    """
-    request = plan.request()
-    while True:
-        try:
-            return create(**request)
-        except openai.BadRequestError as exc:
-            retry = plan.retry(exc)
-            if retry is None:
-                raise
-            request = retry
+    """Send the plan's next round with ``create`` (sync), driving `ResponsesPlan.flow`: a
+    lost-call 400 on a chained round is resent statelessly, any other error raises."""
+    return drive(plan.flow(), create)
 
 
 async def create_round_async(create: Callable[..., Awaitable[Any]], plan: ResponsesPlan) -> Any:
     """`create_round` for the async shells."""
-    request = plan.request()
-    while True:
-        try:
-            return await create(**request)
-        except openai.BadRequestError as exc:
-            retry = plan.retry(exc)
-            if retry is None:
-                raise
-            request = retry
+    return await drive_async(plan.flow(), create)
