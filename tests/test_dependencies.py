@@ -11,7 +11,7 @@ import ast
 import re
 import sys
 import tomllib
-from importlib.metadata import packages_distributions, requires
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,14 +24,9 @@ def _norm(name: str) -> str:
 
 
 def _declared() -> set[str]:
-    """Declared distributions, plus what one of them pins exactly (pydantic's pydantic-core)."""
+    """The distributions `[project].dependencies` declares (a transitive one does not count)."""
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    names = {_norm(re.split(r"[\[<>=!~; ]", dep, maxsplit=1)[0]) for dep in deps}
-    for name in list(names):
-        for req in requires(name) or []:
-            if "extra ==" not in req and "==" in req:
-                names.add(_norm(re.split(r"[\[<>=!~; (]", req, maxsplit=1)[0]))
-    return names
+    return {_norm(re.split(r"[\[<>=!~; ]", dep, maxsplit=1)[0]) for dep in deps}
 
 
 def _third_party_imports(path: Path) -> set[str]:
