@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
 
-from .index import Document, SearchIndex
+from .index import Document, Fragments, SearchIndex
 from .tokens import release_caches, text_terms
 
 __all__ = [
@@ -143,43 +143,46 @@ def invalid_name_reason(name: object) -> str | None:
     return None
 
 
-def _parameter_text(parameters: object) -> tuple[list[str], list[str]]:
-    """Terms of every property name, and of every description and enum value, in a schema."""
-    names: list[str] = []
-    texts: list[str] = []
+def _parameter_text(
+    parameters: object,
+) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """The terms of every property name, and of every description and enum value, in a schema,
+    one fragment (tuple of terms) per text; equal texts give the very same tuple (cached).
+
+    ``parameters`` is freshly parsed JSON: its containers are exactly ``dict`` and ``list``,
+    without cycles (a stack bounds deep nesting). Only the keys a node has are looked at: the
+    walk runs over every schema of the catalog.
+    """
+    names: list[tuple[str, ...]] = []
+    texts: list[tuple[str, ...]] = []
     stack: list[object] = [parameters]
-    # The schema was just serialised as JSON, so it has no cycles (and only JSON-like
-    # containers); a stack bounds deep nesting.
-    # Only the keys a node has are looked at: the walk runs over every schema of the catalog.
+    keys = _SCHEMA_KEYS
     while stack:
         node = stack.pop()
-        if isinstance(node, list | tuple):
+        if type(node) is list:
             stack.extend(node)
             continue
-        if not isinstance(node, Mapping):
+        if type(node) is not dict:
             continue
         for key, sub in node.items():
             if key == "description":
-                if isinstance(sub, str):
-                    texts.extend(text_terms(sub))
+                if type(sub) is str:
+                    texts.append(text_terms(sub))
             elif key == "enum":
-                if isinstance(sub, list | tuple):
-                    for value in sub:
-                        if isinstance(value, str):
-                            texts.extend(text_terms(value))
+                if type(sub) is list:
+                    texts.extend(text_terms(value) for value in sub if type(value) is str)
             else:
-                kind = _SCHEMA_KEYS.get(key)
+                kind = keys.get(key)
                 if kind is None:
                     continue
-                if isinstance(sub, Mapping):
+                if type(sub) is dict:
                     if kind == 0:
                         if key == "properties":
-                            for prop in sub:
-                                names.extend(text_terms(prop))
+                            names.extend(map(text_terms, sub))
                         stack.extend(sub.values())
                     elif kind == 1:
                         stack.append(sub)
-                elif (kind == 2 or key == "items") and isinstance(sub, list | tuple):
+                elif (kind == 2 or key == "items") and type(sub) is list:
                     stack.extend(sub)
     return names, texts
 
@@ -320,9 +323,9 @@ class ToolCatalog:
         collecting = gc.isenabled()
         gc.disable()  # as in the build: no cycles, many long-lived objects
         try:
-            return SearchIndex(
+            return SearchIndex.from_fragments(
                 [
-                    self._document(name, described.get(rank, ()))
+                    self._fragments(name, described.get(rank, ()))
                     for rank, name in enumerate(self.sorted_names)
                 ]
             )
@@ -331,28 +334,30 @@ class ToolCatalog:
             if collecting:
                 gc.enable()
 
-    def _namespace_terms(self, namespaces: Namespaces) -> dict[int, list[str]]:
-        """Per document id, the terms of the descriptions of the namespaces it is in."""
-        described: dict[int, list[str]] = {}
+    def _namespace_terms(self, namespaces: Namespaces) -> dict[int, list[tuple[str, ...]]]:
+        """Per document id, the terms of the descriptions of the namespaces it is in, one
+        fragment per description (shared by every member)."""
+        described: dict[int, list[tuple[str, ...]]] = {}
         for namespace, text in namespaces:
             if not isinstance(namespace, str) or not isinstance(text, str) or not text:
                 continue
             terms = text_terms(text)
             for member in self.namespace_members(namespace):
-                described.setdefault(self._rank[member], []).extend(terms)
+                described.setdefault(self._rank[member], []).append(terms)
         return described
 
-    def _document(self, name: str, described: Sequence[str] = ()) -> Document:
+    def _fragments(self, name: str, described: Sequence[tuple[str, ...]] = ()) -> Fragments:
+        """The fields of catalog tool ``name`` as fragments, one per text (see `Fragments`)."""
         function = json.loads(self._json[name])["function"]
         description = function.get("description")
         param_names, param_texts = _parameter_text(function.get("parameters"))
         namespace, _, leaf = name.rpartition(".")
-        fields: Document = (
-            text_terms(leaf),
+        fields: Fragments = (
+            (text_terms(leaf),),
             param_names,
-            text_terms(description) if isinstance(description, str) else (),
+            (text_terms(description),) if isinstance(description, str) else (),
             param_texts,
-            text_terms(namespace),
+            (text_terms(namespace),),
         )
         return (*fields, described) if described else fields
 
@@ -413,7 +418,9 @@ class ToolCatalog:
         Raises:
             KeyError: ``name`` is not in the catalog.
         """
-        return self._document(name, self._namespace_terms(namespaces).get(self._rank[name], ()))
+        described = self._namespace_terms(namespaces).get(self._rank[name], ())
+        fields = self._fragments(name, described)
+        return tuple([term for fragment in field for term in fragment] for field in fields)
 
     def description(self, name: str) -> str:
         """The description of catalog tool ``name`` (``""`` when it has none)."""

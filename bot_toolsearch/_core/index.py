@@ -1,13 +1,17 @@
 """Field-weighted BM25 inverted index over tool names, parameter names and descriptions.
 
-Every tool is one document with four fields. A term's weight in a document is
+Every tool is one document with five fields (leaf name, parameter names, description,
+parameter texts, namespace). A term's weight in a document is
 
     idf(term) * (MATCH_BONUS + sum over fields f of  W_f * tf_f / (tf_f + K * norm_f))
 
 with ``norm_f = 1 - B + B * length_f / average_length_f`` (BM25-style saturation per field,
-inverse document frequency over the catalog, length normalisation on every field). The part
-in brackets is precomputed when the catalog is built, in one pass over the documents; the IDF
-is applied while a search adds up the postings of its few terms. On top of BM25:
+inverse document frequency over the catalog, length normalisation on every field).
+
+The build is what a bot pays at start-up, so it does as little as it can: it files each
+distinct text's terms once (catalogs repeat the same parameter descriptions thousands of
+times) and each field's length per document, in C-level passes. A term's weights are worked
+out on its first search, from the texts holding it, and kept for the next. On top of BM25:
 
 - a query term also matches index terms it is a prefix of, or that are a prefix of it, at half
   weight (``hypot`` / ``hypotenuse``, ``info`` / ``information``);
@@ -22,10 +26,11 @@ from __future__ import annotations
 import bisect
 import math
 from array import array
-from collections import Counter, defaultdict
-from collections.abc import Collection, Sequence
+from collections import Counter, defaultdict, deque
+from collections.abc import Collection, Iterable, Sequence
+from itertools import chain, repeat
 
-__all__ = ["FIELD_WEIGHTS", "Document", "SearchIndex", "split_tier"]
+__all__ = ["FIELD_WEIGHTS", "Document", "Fragments", "SearchIndex", "split_tier"]
 
 Document = tuple[Sequence[str], ...]
 """The terms of one tool: name parts (the leaf, after the last ``.``), parameter names, tool
@@ -34,6 +39,12 @@ descriptions of the namespaces the tool is in; trailing fields may be left out (
 
 The namespace descriptions are scored as part of the namespace field (one field, one length),
 but they are not the tool's name: a one-term query's name tier looks at the name parts only."""
+
+Fragments = tuple[Sequence[Sequence[str]], ...]
+"""A :data:`Document` whose fields are sequences of fragments, each the terms of one text (a
+description, a parameter name, one parameter's description); a field's terms are its
+fragments' terms back to back. A fragment object shared by several documents (catalogs repeat
+the same parameter descriptions thousands of times) is indexed once."""
 
 # BM25 saturation and length normalisation, the same on every field. Normalising names too
 # lets a name made mostly of the query's words (``get_stock_price``) beat a longer name that
@@ -66,6 +77,11 @@ _PREFIX_MAX_VARIANTS = 16
 # first (the reference design's contract), BM25 orders tools inside a tier.
 _TIER_STEP = 1e6
 _WEIGHTED_CACHE_SIZE = 4096
+# The stored fields: the five scored ones, then the namespace descriptions, which are scored
+# with the namespace (field 4) but are not part of the name.
+_STORED = 6
+_SCORED = 5
+_GROUP = (0, 1, 2, 3, 4, 4)  # the scored field of each stored field
 
 
 def split_tier(score: float) -> tuple[int, float]:
@@ -81,29 +97,25 @@ def split_tier(score: float) -> tuple[int, float]:
     return tier, score - tier * _TIER_STEP
 
 
-def _merge_namespace(doc: Document) -> tuple[Document, Sequence[str]]:
-    """``(the scored fields, the namespace's name parts)``: the namespace descriptions (the
-    sixth field) join the namespace field (the fifth) for scoring."""
-    if len(doc) <= 5:
-        return doc, doc[4] if len(doc) == 5 else ()
-    namespace = doc[4]
-    return (*doc[:4], (*namespace, *doc[5])), namespace
-
-
 class SearchIndex:
-    """Immutable postings ``term -> {doc_id: weight}`` over a fixed list of documents.
+    """Immutable BM25F postings over a fixed list of documents.
+
+    Built for start-up speed: the build only files each distinct fragment's terms and each
+    fragment's documents, a few C-level operations per term; a term's weight per document is
+    worked out on its first search (counting, per field, how often the fragments holding it
+    occur in each document), then kept.
 
     Args:
-        docs: one :data:`Document` per tool; a tool's position is its ``doc_id``.
+        docs: one :data:`Document` per tool; a tool's position is its ``doc_id``. Each field
+            is indexed as one fragment; :meth:`from_fragments` takes shared fragments.
     """
 
     __slots__ = (
-        "_idf",
-        "_ids",
-        "_names",
-        "_params",
-        "_starts",
-        "_terms",
+        "_bonus",
+        "_docs",
+        "_norms",
+        "_postings",
+        "_units",
         "_vocabulary",
         "_weighted_cache",
         "_weights",
@@ -111,84 +123,84 @@ class SearchIndex:
     )
 
     def __init__(self, docs: Sequence[Document]) -> None:
+        self._build([tuple((tuple(field),) if field else () for field in doc) for doc in docs])
+
+    @classmethod
+    def from_fragments(cls, docs: Sequence[Fragments]) -> SearchIndex:
+        """The index of documents given as fragments (:data:`Fragments`)."""
+        index = cls.__new__(cls)
+        index._build(docs)
+        return index
+
+    def _build(self, docs: Sequence[Fragments]) -> None:
         self.size = n = len(docs)
-        merged = [_merge_namespace(doc) for doc in docs]
-        avg = [
-            max(1.0, sum(len(doc[f]) for doc, _ in merged if f < len(doc)) / max(1, n))
-            for f in range(len(FIELD_WEIGHTS))
-        ]
-        # Per field, BM25's K * (1 - B + B * length / avg) is base + slope * length.
-        base = _K * (1.0 - _B)
-        slopes = [_K * _B / a for a in avg]
-        postings: defaultdict[str, dict[int, float]] = defaultdict(dict)
-        # Per document, its distinct name terms and parameter-name terms (the tiers), as
-        # tuples: a frozenset per document would cost several times the memory.
-        self._names: list[tuple[str, ...]] = []
-        self._params: list[tuple[str, ...]] = []
-        empty: tuple[str, ...] = ()
-        # The hot loop: one postings update per token, no per-document or per-posting objects.
-        for doc_id, (fields, namespace) in enumerate(merged):
-            names = params = empty
-            for f in range(len(fields)):
-                field = fields[f]
+        # The constants as they are now (the bench's tuner sets them around a build).
+        self._weights = weights = FIELD_WEIGHTS
+        self._bonus = _MATCH_BONUS
+        # Per stored field: fragment number by identity, each fragment's terms and documents
+        # (a document holding a fragment twice is listed twice: term frequencies add up).
+        numbers: list[dict[int, int]] = [{} for _ in range(_STORED)]
+        fragments: list[list[Sequence[str]]] = [[] for _ in range(_STORED)]
+        self._docs: list[list[list[int]]] = [[] for _ in range(_STORED)]
+        lengths = [[0] * n for _ in range(_SCORED)]
+        for doc_id, doc in enumerate(docs):
+            for f in range(min(len(doc), _STORED)):
+                field = doc[f]
                 if not field:
                     continue
-                weight = FIELD_WEIGHTS[f]
-                norm = base + slopes[f] * len(field)
-                unique = frozenset(field)
-                if f == 0:  # the leaf and the namespace are both the tool's name
-                    names = (*names, *unique)
-                elif f == 4:
-                    names = (*names, *frozenset(namespace))
-                elif f == 1:
-                    params = tuple(unique)
-                if len(unique) == len(field):  # every term once, the usual case: no counting
-                    once = weight / (1.0 + norm)
-                    for term in field:
-                        found = postings[term]
-                        found[doc_id] = found.get(doc_id, _MATCH_BONUS) + once
-                else:
-                    for term, tf in Counter(field).items():
-                        found = postings[term]
-                        found[doc_id] = found.get(doc_id, _MATCH_BONUS) + weight * tf / (tf + norm)
-            self._names.append(names)
-            self._params.append(params)
-        log = math.log
-        # Held flat: every posting list back to back in two arrays (doc ids, weights), term k
-        # at [starts[k], starts[k + 1]): 12 bytes a posting instead of a dict entry and a
-        # float object (~100 bytes). A search rebuilds the few dicts it needs and keeps the
-        # most recent ones.
-        self._vocabulary = sorted(postings)
-        self._terms = {term: k for k, term in enumerate(self._vocabulary)}
-        self._starts = starts = array("l", [0])
-        self._ids = ids = array("i")
-        self._weights = weights = array("d")
-        self._idf = idf = array("d")
-        for term in self._vocabulary:
-            found = postings.pop(term)
-            ids.extend(found.keys())
-            weights.extend(found.values())
-            starts.append(len(ids))
-            df = len(found)
-            idf.append(log(1.0 + (n - df + 0.5) / (df + 0.5)))
+                number, kept, held = numbers[f], fragments[f], self._docs[f]
+                total = 0
+                for fragment in field:
+                    if not fragment:
+                        continue
+                    k = number.get(id(fragment))
+                    if k is None:
+                        number[id(fragment)] = len(held)
+                        kept.append(fragment)
+                        held.append([doc_id])
+                    else:
+                        held[k].append(doc_id)
+                    total += len(fragment)
+                lengths[_GROUP[f]][doc_id] += total
+        # Per stored field: term -> the fragments holding it, once per occurrence. One
+        # C-level pass per field: a list append per term of each distinct fragment.
+        self._postings: list[dict[str, list[int]]] = []
+        for kept in fragments:
+            filed: defaultdict[str, list[int]] = defaultdict(list)
+            numbered = chain.from_iterable(map(repeat, range(len(kept)), map(len, kept)))
+            terms = chain.from_iterable(kept)
+            deque(map(list.append, map(filed.__getitem__, terms), numbered), maxlen=0)
+            self._postings.append(dict(filed))
+        # Per scored field and document: BM25's K * (1 - B + B * length / average), and the
+        # weight of a term found once, W / (1 + that), the usual case.
+        base = _K * (1.0 - _B)
+        self._norms: list[array[float]] = []
+        self._units: list[array[float]] = []
+        norms, units = self._norms, self._units
+        for f in range(_SCORED):
+            slope = _K * _B / max(1.0, sum(lengths[f]) / max(1, n))
+            field_norms = array("d", [base + slope * length for length in lengths[f]])
+            norms.append(field_norms)
+            weight = weights[f]
+            units.append(array("d", [weight / (1.0 + norm) for norm in field_norms]))
+        self._vocabulary = sorted(set().union(*self._postings))
         self._weighted_cache: dict[str, dict[int, float]] = {}
 
     def __contains__(self, term: object) -> bool:
-        return term in self._terms
+        return any(term in postings for postings in self._postings)
 
-    def _postings(self, term: str) -> tuple[array[int], array[float]] | None:
-        """The doc ids and weights (before IDF) of ``term``, or ``None``."""
-        k = self._terms.get(term)
-        if k is None:
-            return None
-        start, end = self._starts[k], self._starts[k + 1]
-        return self._ids[start:end], self._weights[start:end]
+    def _holders(self, field: int, term: str) -> Iterable[int]:
+        """The documents holding ``term`` in stored ``field``, once per occurrence."""
+        found = self._postings[field].get(term)
+        if not found:
+            return ()
+        return chain.from_iterable(map(self._docs[field].__getitem__, found))
 
     def _variants(self, term: str) -> list[str]:
         """Index terms sharing a prefix relation with ``term`` (``term`` itself excluded)."""
         if len(term) < _PREFIX_MIN or not term.isascii() or not term.isalpha():
             return []
-        found = [term[:i] for i in range(_PREFIX_MIN, len(term)) if term[:i] in self._terms]
+        found = [term[:i] for i in range(_PREFIX_MIN, len(term)) if term[:i] in self]
         vocabulary = self._vocabulary
         i = bisect.bisect_right(vocabulary, term)
         while i < len(vocabulary) and vocabulary[i].startswith(term):
@@ -199,19 +211,33 @@ class SearchIndex:
         return found
 
     def _weighted(self, term: str) -> dict[int, float] | None:
-        """The postings of ``term`` times its IDF, computed on first use and then shared."""
+        """The weight of ``term`` per document holding it, times its IDF, worked out on first
+        use and then shared (do not change it); ``None`` for a term no document holds."""
         weighted = self._weighted_cache.get(term)
-        if weighted is None:
-            postings = self._postings(term)
-            if postings is None:
-                return None
-            idf = self._idf[self._terms[term]]
-            weighted = {d: w * idf for d, w in zip(*postings, strict=True)}
-            # Racing threads compute the same dict; either copy may win.
-            cache = self._weighted_cache
-            if len(cache) >= _WEIGHTED_CACHE_SIZE:
-                cache.pop(next(iter(cache)), None)
-            cache[term] = weighted
+        if weighted is not None:
+            return weighted
+        found: dict[int, float] = {}
+        get = found.get
+        bonus, weights = self._bonus, self._weights
+        for f in range(_SCORED):
+            held = self._holders(f, term)
+            counts = Counter(chain(held, self._holders(5, term)) if f == 4 else held)
+            if not counts:
+                continue
+            units, norms, weight = self._units[f], self._norms[f], weights[f]
+            for d, tf in counts.items():
+                w = units[d] if tf == 1 else weight * tf / (tf + norms[d])
+                found[d] = get(d, bonus) + w
+        if not found:
+            return None
+        df = len(found)
+        idf = math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
+        weighted = {d: w * idf for d, w in found.items()}
+        # Racing threads compute the same dict; either copy may win.
+        cache = self._weighted_cache
+        if len(cache) >= _WEIGHTED_CACHE_SIZE:
+            cache.pop(next(iter(cache)), None)
+        cache[term] = weighted
         return weighted
 
     def _matches(self, term: str) -> dict[int, float]:
@@ -224,23 +250,20 @@ class SearchIndex:
         merged = dict(exact) if exact is not None else {}
         get = merged.get
         for variant in variants:
-            factor = self._idf[self._terms[variant]] * _PREFIX_WEIGHT
-            found = self._postings(variant)
+            found = self._weighted(variant)
             assert found is not None  # a variant is an index term
-            for d, w in zip(*found, strict=True):
-                discounted = w * factor
+            for d, w in found.items():
+                discounted = w * _PREFIX_WEIGHT
                 if discounted > get(d, 0.0):
                     merged[d] = discounted
         return merged
 
     def _tiers(self, term: str, docs: Collection[int]) -> dict[int, int]:
         """Per document: 2 for a name hit on ``term``, 1 for a parameter-name hit, else 0."""
-        terms = frozenset((term, *self._variants(term)))
-        names, params = self._names, self._params
-        return {
-            d: 2 if not terms.isdisjoint(names[d]) else 1 if not terms.isdisjoint(params[d]) else 0
-            for d in docs
-        }
+        terms = (term, *self._variants(term))
+        names = {d for t in terms for f in (0, 4) for d in self._holders(f, t)}
+        params = {d for t in terms for d in self._holders(1, t)}
+        return {d: 2 if d in names else 1 if d in params else 0 for d in docs}
 
     def scores(
         self, terms: Sequence[str], required: Collection[str] = (), *, tiers: bool = True
@@ -262,12 +285,12 @@ class SearchIndex:
         if not groups:
             return {}
         if required:
-            needed = [self._postings(t) for t in required]
+            needed = [self._weighted(t) for t in required]
             if not all(needed):
                 return {}
-            postings = sorted((p[0] for p in needed if p is not None), key=len)
-            candidates = set(postings[0])
-            for p in postings[1:]:
+            holding = sorted((p for p in needed if p is not None), key=len)
+            candidates = set(holding[0])
+            for p in holding[1:]:
                 candidates.intersection_update(p)
             acc = {d: sum(g.get(d, 0.0) for g in groups) for d in candidates}
         else:

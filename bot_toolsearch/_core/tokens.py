@@ -150,43 +150,48 @@ _STEP4 = (
 )  # fmt: skip
 
 
-def _consonant(word: str, i: int) -> bool:
-    ch = word[i]
-    if ch in "aeiou":
-        return False
-    # "y" is a consonant at the start or after a vowel ("yes", "boy"), else a vowel ("try").
-    return ch != "y" or i == 0 or not _consonant(word, i - 1)
+_STEP2_ENDS = tuple(suffix for suffix, _ in _STEP2)
+_STEP3_ENDS = tuple(suffix for suffix, _ in _STEP3)
+# Letters as consonant (c) or vowel (v); ``y`` is resolved by what precedes it.
+_CV = str.maketrans({chr(i): "v" if chr(i) in "aeiou" else "y" if chr(i) == "y" else "c"
+                     for i in range(128)})  # fmt: skip
+
+
+def _pattern(word: str) -> str:
+    """``word`` (ASCII) as consonants ``c`` and vowels ``v``: ``"tree"`` -> ``"ccvv"``.
+
+    ``y`` is a consonant at the start or after a vowel (``yes``, ``boy``), else a vowel
+    (``try``). A letter's class depends only on the letters before it, so the pattern of a
+    prefix is the prefix of the pattern.
+    """
+    pattern = word.translate(_CV)
+    if "y" not in pattern:
+        return pattern
+    out = []
+    vowel = False
+    for i, letter in enumerate(pattern):
+        kind = ("c" if i == 0 or vowel else "v") if letter == "y" else letter
+        out.append(kind)
+        vowel = kind == "v"
+    return "".join(out)
 
 
 def _measure(stem_: str) -> int:
     """Porter's *m*: the number of vowel-consonant sequences in ``stem_``."""
-    count = 0
-    vowel = False
-    for i in range(len(stem_)):
-        consonant = _consonant(stem_, i)
-        count += vowel and consonant
-        vowel = not consonant
-    return count
+    return _pattern(stem_).count("vc")
 
 
 def _has_vowel(stem_: str) -> bool:
-    return any(not _consonant(stem_, i) for i in range(len(stem_)))
+    return "v" in _pattern(stem_)
 
 
 def _double_consonant(word: str) -> bool:
-    return len(word) >= 2 and word[-1] == word[-2] and _consonant(word, len(word) - 1)
+    return len(word) >= 2 and word[-1] == word[-2] and _pattern(word)[-1] == "c"
 
 
 def _cvc(word: str) -> bool:
     """Ends consonant-vowel-consonant, the last not ``w``, ``x`` or ``y`` (``hop``, not ``how``)."""
-    n = len(word)
-    return (
-        n >= 3
-        and _consonant(word, n - 3)
-        and not _consonant(word, n - 2)
-        and _consonant(word, n - 1)
-        and word[-1] not in "wxy"
-    )
+    return len(word) >= 3 and word[-1] not in "wxy" and _pattern(word).endswith("cvc")
 
 
 def _step1(w: str) -> str:
@@ -209,11 +214,13 @@ def _step1(w: str) -> str:
     return w
 
 
-def _replace(w: str, rules: tuple[tuple[str, str], ...], min_measure: int) -> str:
+def _replace(w: str, rules: tuple[tuple[str, str], ...], ends: tuple[str, ...]) -> str:
+    if not w.endswith(ends):  # most words: no rule of the step applies
+        return w
     for suffix, replacement in rules:
         if w.endswith(suffix):
             base = w[: -len(suffix)]
-            return base + replacement if _measure(base) > min_measure else w
+            return base + replacement if _measure(base) > 0 else w
     return w
 
 
@@ -221,14 +228,15 @@ def _porter(word: str) -> str:
     w = _step1(word)
     if w.endswith("y") and _has_vowel(w[:-1]):
         w = w[:-1] + "i"  # happy -> happi, so that happiness meets it
-    w = _replace(w, _STEP2, 0)
-    w = _replace(w, _STEP3, 0)
-    for suffix in _STEP4:
-        if w.endswith(suffix):
-            base = w[: -len(suffix)]
-            if _measure(base) > 1 and (suffix != "ion" or base.endswith(("s", "t"))):
-                w = base
-            break
+    w = _replace(w, _STEP2, _STEP2_ENDS)
+    w = _replace(w, _STEP3, _STEP3_ENDS)
+    if w.endswith(_STEP4):
+        for suffix in _STEP4:
+            if w.endswith(suffix):
+                base = w[: -len(suffix)]
+                if _measure(base) > 1 and (suffix != "ion" or base.endswith(("s", "t"))):
+                    w = base
+                break
     if w.endswith("e"):
         m = _measure(w[:-1])
         if m > 1 or (m == 1 and not _cvc(w[:-1])):
@@ -274,8 +282,12 @@ def split_name(name: str) -> list[str]:
 
 def _terms_of_run(run: str) -> tuple[str, ...]:
     """The index terms of one alphanumeric run."""
-    if run.isascii() and (run.islower() or run.isdigit()):  # most runs: one plain word
-        return (stem(run),)
+    if run.isascii():  # nearly every run (and never CJK)
+        if run.islower() or run.isdigit():  # most runs: one plain word
+            return (stem(run),)
+        if run[1:].islower() or run.isupper():  # ``Word``, ``WORD``: nowhere to split
+            return (stem(run.lower()),)
+        return tuple(stem(part.lower()) for part in _ASCII_CAMEL.split(run))
     terms: list[str] = []
     for word in _run_words(run):
         if _is_cjk(word[0]):
@@ -311,19 +323,42 @@ def index_terms(text: str) -> list[str]:
     return list(text_terms(text))
 
 
-def text_terms(text: str) -> tuple[str, ...]:
-    """`index_terms` as a tuple, cached per whole text up to 1,000 characters: catalogs repeat
-    the same parameter descriptions (``"The project ID."``) thousands of times."""
-    return _short_text_terms(text) if len(text) <= _CACHED_TEXT else _text_terms(text)
+class _TextTerms(dict[str, tuple[str, ...]]):
+    """Whole text -> its terms, like `_RunTerms`: catalogs repeat the same parameter
+    descriptions (``"The project ID."``) thousands of times, and a lookup from C costs no
+    Python call. Texts up to 1,000 characters are kept, at most `_CACHE_SIZE` of them."""
+
+    __slots__ = ()
+
+    def __missing__(self, text: str) -> tuple[str, ...]:
+        terms = _text_terms(text)
+        if len(text) <= _CACHED_TEXT and len(self) < _CACHE_SIZE:
+            self[text] = terms
+        return terms
+
+
+_texts = _TextTerms()
+text_terms = _texts.__getitem__
+"""`index_terms` as a tuple, cached per whole text up to 1,000 characters (the same tuple
+object for the same text while it is cached)."""
+
+
+# ASCII letters and digits kept, every other ASCII byte a separator: `_RUN` for ASCII text.
+_ASCII_RUNS = bytes(c if chr(c).isascii() and chr(c).isalnum() else 32 for c in range(256))
+
+
+def _runs(text: str) -> list[str]:
+    """``_RUN.findall(text)``; ASCII text (nearly every catalog text) is split by a byte
+    table instead of the regular expression, several times faster."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_RUNS).decode("ascii").split()
+    return _RUN.findall(text)
 
 
 def _text_terms(text: str) -> tuple[str, ...]:
     # Whitespace and punctuation always separate runs, so each run's terms can be looked up
     # on their own: catalogs repeat the same words far more often than whole texts.
-    return tuple(chain.from_iterable(map(_run_terms.__getitem__, _RUN.findall(text))))
-
-
-_short_text_terms = lru_cache(maxsize=_CACHE_SIZE)(_text_terms)
+    return tuple(chain.from_iterable(map(_run_terms.__getitem__, _runs(text))))
 
 
 def release_caches() -> None:
@@ -332,7 +367,7 @@ def release_caches() -> None:
     _run_words.cache_clear()
     stem.cache_clear()
     _run_terms.clear()
-    _short_text_terms.cache_clear()
+    _texts.clear()
 
 
 def query_terms(text: str) -> tuple[list[str], list[str]]:

@@ -237,3 +237,74 @@ def test_scores_equal_a_straightforward_bm25_scorer(
     assert got.keys() == expected.keys()
     for d, score in expected.items():
         assert math.isclose(got[d], score, rel_tol=1e-12), (d, got[d], score)
+
+
+# Fragments: the catalog hands each text's terms over as one shared tuple, so a description
+# that many tools repeat is indexed once. Scores must not depend on how fields are cut up or
+# on which fragments are shared: they are the flattened documents' scores.
+_FRAGMENT = st.lists(st.sampled_from(_VOCABULARY), max_size=4).map(tuple)
+
+
+@st.composite
+def _fragment_documents(draw: st.DrawFn) -> list[tuple[list[tuple[str, ...]], ...]]:
+    pool = draw(st.lists(_FRAGMENT, min_size=1, max_size=5))  # shared between documents
+    shape = st.lists(st.lists(st.integers(0, len(pool) - 1), max_size=3), max_size=6)
+    return [
+        tuple([pool[i] for i in field] for field in doc)
+        for doc in draw(st.lists(shape, max_size=8))
+    ]
+
+
+@given(
+    docs=_fragment_documents(),
+    terms=st.lists(st.sampled_from([*_VOCABULARY, "citizen"]), max_size=3, unique=True),
+    required=st.integers(0, 2),
+    tiers=st.booleans(),
+)
+def test_shared_fragments_score_as_the_flattened_documents(
+    docs: list[tuple[list[tuple[str, ...]], ...]], terms: list[str], required: int, tiers: bool
+) -> None:
+    flat = [tuple([t for fragment in field for t in fragment] for field in doc) for doc in docs]
+    need = terms[:required]
+    got = SearchIndex.from_fragments(docs).scores(terms, need, tiers=tiers)
+    expected = _reference_scores(flat, terms, need, tiers)
+    assert got.keys() == expected.keys()
+    for d, score in expected.items():
+        assert math.isclose(got[d], score, rel_tol=1e-12), (d, got[d], score)
+
+
+def test_a_catalog_index_scores_as_its_documents_indexed_one_by_one() -> None:
+    # The catalog's fragment index (repeated parameter descriptions shared) against the plain
+    # index of the same tools' flattened documents, over every term they hold.
+    from bot_toolsearch.core import ToolCatalog
+
+    shared = {"type": "string", "description": "The project ID, e.g. my-project."}
+    catalog = ToolCatalog(
+        [
+            {
+                "type": "function",
+                "function": {
+                    "name": f"{service}.{verb}Item",
+                    "description": f"{verb.title()} an item of the {service} service.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "projectId": shared,
+                            "itemName": {"type": "string", "description": f"The {verb} target."},
+                            "mode": {"enum": ["fast", "SAFE", "project"]},
+                        },
+                    },
+                },
+            }
+            for service in ("storage", "compute", "pubsub")
+            for verb in ("get", "list", "delete", "create")
+        ]
+    )
+    plain = SearchIndex([catalog.document(name) for name in catalog.sorted_names])
+    vocabulary = sorted({t for n in catalog.sorted_names for f in catalog.document(n) for t in f})
+    assert {"project", "safe"} <= set(vocabulary)
+    for term in vocabulary:
+        for query in ([term], [term, "item"]):
+            got, expected = catalog.index.scores(query), plain.scores(query)
+            assert got.keys() == expected.keys()
+            assert all(math.isclose(got[d], expected[d], rel_tol=1e-12) for d in got)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot_toolsearch._core import tokens
 from bot_toolsearch._core.tokens import (
     STOP_WORDS,
     index_terms,
@@ -201,3 +202,122 @@ def test_text_terms_match_a_word_by_word_tokenizer_across_caches(texts: list[str
     for text in [*texts, *texts, " ".join(texts)]:
         assert text_terms(text) == _word_by_word(text)
         assert text_terms(text * 30) == _word_by_word(text * 30)  # past the whole-text cache
+
+
+# --- the stemmer against the straightforward Porter it replaced ------------------------------
+# Letter by letter, as the 1980 paper states it; the module's version works on a consonant /
+# vowel pattern and skips steps no suffix can match, and must give exactly these stems.
+STEP2, STEP3, STEP4 = tokens._STEP2, tokens._STEP3, tokens._STEP4
+
+
+def _ref_consonant(word: str, i: int) -> bool:
+    ch = word[i]
+    if ch in "aeiou":
+        return False
+    # "y" is a consonant at the start or after a vowel ("yes", "boy"), else a vowel ("try").
+    return ch != "y" or i == 0 or not _ref_consonant(word, i - 1)
+
+
+def _ref_measure(stem_: str) -> int:
+    """Porter's *m*: the number of vowel-consonant sequences in ``stem_``."""
+    count = 0
+    vowel = False
+    for i in range(len(stem_)):
+        consonant = _ref_consonant(stem_, i)
+        count += vowel and consonant
+        vowel = not consonant
+    return count
+
+
+def _ref_has_vowel(stem_: str) -> bool:
+    return any(not _ref_consonant(stem_, i) for i in range(len(stem_)))
+
+
+def _ref_double_consonant(word: str) -> bool:
+    return len(word) >= 2 and word[-1] == word[-2] and _ref_consonant(word, len(word) - 1)
+
+
+def _ref_cvc(word: str) -> bool:
+    """Ends consonant-vowel-consonant, the last not ``w``, ``x`` or ``y`` (``hop``, not ``how``)."""
+    n = len(word)
+    return (
+        n >= 3
+        and _ref_consonant(word, n - 3)
+        and not _ref_consonant(word, n - 2)
+        and _ref_consonant(word, n - 1)
+        and word[-1] not in "wxy"
+    )
+
+
+def _ref_step1(w: str) -> str:
+    if w.endswith(("sses", "ies")):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith("ss"):
+        w = w[:-1]
+    if w.endswith("eed"):
+        return w[:-1] if _ref_measure(w[:-3]) > 0 else w
+    for suffix in ("ed", "ing"):
+        if w.endswith(suffix) and _ref_has_vowel(w[: -len(suffix)]):
+            w = w[: -len(suffix)]
+            if w.endswith(("at", "bl", "iz")):
+                return w + "e"  # conflated -> conflate
+            if _ref_double_consonant(w) and w[-1] not in "lsz":
+                return w[:-1]  # hopping -> hop, but falling -> fall
+            if _ref_measure(w) == 1 and _ref_cvc(w):
+                return w + "e"  # filing -> file
+            return w
+    return w
+
+
+def _ref_replace(w: str, rules: tuple[tuple[str, str], ...], min_measure: int) -> str:
+    for suffix, replacement in rules:
+        if w.endswith(suffix):
+            base = w[: -len(suffix)]
+            return base + replacement if _ref_measure(base) > min_measure else w
+    return w
+
+
+def _ref_porter(word: str) -> str:
+    w = _ref_step1(word)
+    if w.endswith("y") and _ref_has_vowel(w[:-1]):
+        w = w[:-1] + "i"  # happy -> happi, so that happiness meets it
+    w = _ref_replace(w, STEP2, 0)
+    w = _ref_replace(w, STEP3, 0)
+    for suffix in STEP4:
+        if w.endswith(suffix):
+            base = w[: -len(suffix)]
+            if _ref_measure(base) > 1 and (suffix != "ion" or base.endswith(("s", "t"))):
+                w = base
+            break
+    if w.endswith("e"):
+        m = _ref_measure(w[:-1])
+        if m > 1 or (m == 1 and not _ref_cvc(w[:-1])):
+            w = w[:-1]
+    if w.endswith("ll") and _ref_measure(w) > 1:
+        w = w[:-1]
+    return w
+
+
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", max_size=14))
+def test_the_stemmer_equals_the_letter_by_letter_porter(word: str) -> None:
+    assert tokens._porter(word) == _ref_porter(word)
+
+
+@given(st.sampled_from(["y", "yy", "ay", "ya", "yay", "syzygy", "flying", "toyed", "eyed"]))
+def test_the_stemmer_reads_y_as_the_letter_by_letter_porter_does(word: str) -> None:
+    assert tokens._porter(word) == _ref_porter(word)
+
+
+_ASCII = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127), max_size=80)
+
+
+@given(st.one_of(_ASCII, st.text(max_size=40)))
+def test_ascii_texts_split_into_the_runs_the_regular_expression_finds(text: str) -> None:
+    assert tokens._runs(text) == tokens._RUN.findall(text)
+
+
+@given(st.text(alphabet="abcxyzABCXYZ019", min_size=1, max_size=12))
+def test_ascii_runs_take_the_general_path_s_terms(run: str) -> None:
+    # The ASCII shortcuts (plain, capitalised, upper-case, camelCase) against the general path.
+    general = tuple(tokens.stem(word) for word in tokens._run_words(run))
+    assert tokens._terms_of_run(run) == general
