@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import bisect
 import math
-from array import array
 from collections import Counter, defaultdict, deque
-from collections.abc import Collection, Iterable, Sequence
-from itertools import chain, repeat
+from collections.abc import Callable, Collection, Sequence
+from itertools import chain, compress, repeat
+from operator import add
 
 __all__ = ["FIELD_WEIGHTS", "Document", "Fragments", "SearchIndex", "split_tier"]
 
@@ -97,6 +97,20 @@ def split_tier(score: float) -> tuple[int, float]:
     return tier, score - tier * _TIER_STEP
 
 
+def _merged(
+    parts: Sequence[dict[int, float]], combine: Callable[[float, float], float]
+) -> dict[int, float]:
+    """A fresh dict: every document of ``parts`` with its values combined in ``parts`` order
+    (the first part's value, else 0.0, then ``combine`` with each next part's). Put the largest
+    part first: it is copied whole, the others are folded in by C-level passes over their own
+    entries only."""
+    total = dict(parts[0])
+    for part in parts[1:]:
+        combined = map(combine, map(total.get, part, repeat(0.0)), part.values())
+        total.update(zip(part, combined, strict=True))
+    return total
+
+
 class SearchIndex:
     """Immutable BM25F postings over a fixed list of documents.
 
@@ -113,6 +127,7 @@ class SearchIndex:
     __slots__ = (
         "_bonus",
         "_docs",
+        "_matches_cache",
         "_norms",
         "_postings",
         "_units",
@@ -136,7 +151,7 @@ class SearchIndex:
         self.size = n = len(docs)
         # The constants as they are now (the bench's tuner sets them around a build).
         self._weights = weights = FIELD_WEIGHTS
-        self._bonus = _MATCH_BONUS
+        self._bonus = float(_MATCH_BONUS)
         # Per stored field: fragment number by identity, each fragment's terms and documents
         # (a document holding a fragment twice is listed twice: term frequencies add up).
         numbers: list[dict[int, int]] = [{} for _ in range(_STORED)]
@@ -174,27 +189,30 @@ class SearchIndex:
         # Per scored field and document: BM25's K * (1 - B + B * length / average), and the
         # weight of a term found once, W / (1 + that), the usual case.
         base = _K * (1.0 - _B)
-        self._norms: list[array[float]] = []
-        self._units: list[array[float]] = []
+        # Lists, not arrays: a search reads thousands of them, and a list hands out its float
+        # objects where an array would box a new one each time.
+        self._norms: list[list[float]] = []
+        self._units: list[list[float]] = []
         norms, units = self._norms, self._units
         for f in range(_SCORED):
             slope = _K * _B / max(1.0, sum(lengths[f]) / max(1, n))
-            field_norms = array("d", [base + slope * length for length in lengths[f]])
+            field_norms = [base + slope * length for length in lengths[f]]
             norms.append(field_norms)
             weight = weights[f]
-            units.append(array("d", [weight / (1.0 + norm) for norm in field_norms]))
+            units.append([weight / (1.0 + norm) for norm in field_norms])
         self._vocabulary = sorted(set().union(*self._postings))
         self._weighted_cache: dict[str, dict[int, float]] = {}
+        self._matches_cache: dict[str, dict[int, float]] = {}
 
     def __contains__(self, term: object) -> bool:
         return any(term in postings for postings in self._postings)
 
-    def _holders(self, field: int, term: str) -> Iterable[int]:
+    def _holders(self, field: int, term: str) -> list[int]:
         """The documents holding ``term`` in stored ``field``, once per occurrence."""
         found = self._postings[field].get(term)
         if not found:
-            return ()
-        return chain.from_iterable(map(self._docs[field].__getitem__, found))
+            return []
+        return list(chain.from_iterable(map(self._docs[field].__getitem__, found)))
 
     def _variants(self, term: str) -> list[str]:
         """Index terms sharing a prefix relation with ``term`` (``term`` itself excluded)."""
@@ -216,23 +234,33 @@ class SearchIndex:
         weighted = self._weighted_cache.get(term)
         if weighted is not None:
             return weighted
-        found: dict[int, float] = {}
-        get = found.get
-        bonus, weights = self._bonus, self._weights
+        per_field: list[dict[int, float]] = []
         for f in range(_SCORED):
             held = self._holders(f, term)
-            counts = Counter(chain(held, self._holders(5, term)) if f == 4 else held)
-            if not counts:
+            if f == 4:  # the namespace descriptions count as the namespace field
+                held += self._holders(5, term)
+            if not held:
                 continue
-            units, norms, weight = self._units[f], self._norms[f], weights[f]
-            for d, tf in counts.items():
-                w = units[d] if tf == 1 else weight * tf / (tf + norms[d])
-                found[d] = get(d, bonus) + w
-        if not found:
+            units = self._units[f]
+            docs = dict.fromkeys(held)
+            # Found once in a document (the usual case), the weight was worked out at the build.
+            weights = dict(zip(docs, map(units.__getitem__, docs), strict=True))
+            if len(docs) != len(held):  # and the documents holding it more than once
+                counts = Counter(held)
+                norms, weight = self._norms[f], self._weights[f]
+                for d in compress(counts, map((1).__lt__, counts.values())):
+                    tf = counts[d]
+                    weights[d] = weight * tf / (tf + norms[d])
+            per_field.append(weights)
+        if not per_field:
             return None
-        df = len(found)
+        # Sum the fields, largest first (the same order for every document).
+        per_field.sort(key=len, reverse=True)
+        total = per_field[0] if len(per_field) == 1 else _merged(per_field, add)
+        df = len(total)
         idf = math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
-        weighted = {d: w * idf for d, w in found.items()}
+        values = map(idf.__mul__, map(self._bonus.__add__, total.values()))
+        weighted = dict(zip(total, values, strict=True))
         # Racing threads compute the same dict; either copy may win.
         cache = self._weighted_cache
         if len(cache) >= _WEIGHTED_CACHE_SIZE:
@@ -242,28 +270,39 @@ class SearchIndex:
 
     def _matches(self, term: str) -> dict[int, float]:
         """The weight of ``term`` per document (shared: do not change), prefix variants
-        discounted."""
+        discounted; worked out on first use and then kept."""
+        matches = self._matches_cache.get(term)
+        if matches is not None:
+            return matches
         exact = self._weighted(term)
-        variants = self._variants(term)
-        if not variants:
-            return exact if exact is not None else {}
-        merged = dict(exact) if exact is not None else {}
-        get = merged.get
-        for variant in variants:
+        parts = [exact] if exact is not None else []
+        for variant in self._variants(term):
             found = self._weighted(variant)
             assert found is not None  # a variant is an index term
-            for d, w in found.items():
-                discounted = w * _PREFIX_WEIGHT
-                if discounted > get(d, 0.0):
-                    merged[d] = discounted
-        return merged
+            parts.append(dict(zip(found, map(_PREFIX_WEIGHT.__mul__, found.values()), strict=True)))
+        # Each document's best: its exact weight or a variant's discounted one.
+        parts.sort(key=len, reverse=True)
+        matches = _merged(parts, max) if len(parts) > 1 else parts[0] if parts else {}
+        cache = self._matches_cache
+        if len(cache) >= _WEIGHTED_CACHE_SIZE:
+            cache.pop(next(iter(cache)), None)
+        cache[term] = matches
+        return matches
 
-    def _tiers(self, term: str, docs: Collection[int]) -> dict[int, int]:
-        """Per document: 2 for a name hit on ``term``, 1 for a parameter-name hit, else 0."""
+    def _tiers(self, term: str, docs: dict[int, float]) -> dict[int, float]:
+        """``docs`` (not changed) with the tier added: two steps for a name hit on ``term``,
+        one for a parameter-name hit."""
         terms = (term, *self._variants(term))
-        names = {d for t in terms for f in (0, 4) for d in self._holders(f, t)}
-        params = {d for t in terms for d in self._holders(1, t)}
-        return {d: 2 if d in names else 1 if d in params else 0 for d in docs}
+        names = docs.keys() & chain.from_iterable(
+            self._holders(f, t) for t in terms for f in (0, 4)
+        )
+        params = docs.keys() & chain.from_iterable(self._holders(1, t) for t in terms)
+        tiered = dict(docs)
+        for d in names:
+            tiered[d] += 2 * _TIER_STEP
+        for d in params - names:
+            tiered[d] += _TIER_STEP
+        return tiered
 
     def scores(
         self, terms: Sequence[str], required: Collection[str] = (), *, tiers: bool = True
@@ -295,14 +334,9 @@ class SearchIndex:
             acc = {d: sum(g.get(d, 0.0) for g in groups) for d in candidates}
         else:
             groups.sort(key=len, reverse=True)
-            acc = dict(groups[0])
-            get = acc.get
-            for group in groups[1:]:
-                for d, w in group.items():
-                    acc[d] = get(d, 0.0) + w
+            acc = _merged(groups, add)
         if tiers and len(terms) == 1:
-            tier = self._tiers(terms[0], acc)
-            return {d: s + _TIER_STEP * tier[d] for d, s in acc.items()}
+            return self._tiers(terms[0], acc)
         return acc
 
     def explain(self, terms: Sequence[str], document: Document) -> tuple[tuple[str, ...], ...]:
