@@ -1,22 +1,23 @@
 """Upstream replies checked before the wrapper reads them: one documented error, never a crash.
 
 The ``openai`` SDK builds its reply objects without validation, so an upstream that answers
-``message: null``, ``choices: [1]``, ``usage.prompt_tokens: "lots"`` or a tool call whose
-``function`` is ``null`` hands the wrapper objects whose fields have any type; a body that is
-not JSON comes back as a string, or raises ``json.JSONDecodeError`` from inside the SDK. Every
+``message: null``, ``choices: [1]`` or a tool call whose ``function`` is ``null`` hands the
+wrapper objects whose fields have any type; a body that is not JSON comes back as a string, or
+raises ``json.JSONDecodeError`` from inside the SDK. Every
 field the wrapper reads is checked here first, and anything unusable raises `ModelReplyError`
 (an ``openai.APIError``, as from the `Bot`), with what was wrong and the start of the reply.
 A streamed reply that ends without a ``finish_reason`` (cut off, HTML, garbage) raises
 ``openai.APIConnectionError``: the caller must not take a cut answer for a finished one.
 
 A call without a usable id gets a fresh one (as the `Bot`'s transports give it), so the
-caller can answer it.
+caller can answer it. A token count that is no number (``usage.prompt_tokens: "lots"``) counts
+as 0 with a warning, as in the `Bot`: the reply is not lost for its accounting.
 """
 
 from __future__ import annotations
 
 import json
-import math
+import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
@@ -32,7 +33,7 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
 )
 from openai.types.responses import Response, ResponseFunctionToolCall
 
-from bot_toolsearch._transports.base import ModelReplyError
+from bot_toolsearch._transports.base import ModelReplyError, token_count
 
 from .caller_tools import Api
 
@@ -46,6 +47,8 @@ __all__ = [
     "stream_cut",
     "stream_request",
 ]
+
+logger = logging.getLogger("bot_toolsearch")
 
 _CHAT_USAGE = ("prompt_tokens", "completion_tokens", "total_tokens")
 _RESPONSES_USAGE = ("input_tokens", "output_tokens", "total_tokens")
@@ -85,30 +88,34 @@ def _text(reply: object, value: object, where: str) -> None:
         raise _error(reply, f"{where} is {_kind(value)}, not text")
 
 
-def _usage(reply: object, usage: object, fields: tuple[str, ...], details: tuple[str, ...]) -> None:
-    """``usage`` is absent or holds non-negative numbers where the wrapper sums it."""
+def _usage(reply: Any, fields: tuple[str, ...], details: tuple[str, ...]) -> None:
+    """The token counts the wrapper sums, made usable in place as the `Bot` reads them: a count
+    that is no non-negative number counts as 0 and a ``usage`` (or details) block that is no
+    object as absent, each logged; the reply itself is kept (its text and calls are fine)."""
+    usage = reply.usage
     if usage is None:
         return
     if not isinstance(usage, pydantic.BaseModel):
-        raise _error(reply, f"usage is {_kind(usage)}, not an object")
-    for name in fields:
-        _count(reply, getattr(usage, name, None), f"usage.{name}")
+        logger.warning("the model endpoint sent a usage that is no object: %s", _kind(usage))
+        reply.usage = None
+        return
+    _counts(usage, fields)
     for name, count in zip(details[::2], details[1::2], strict=True):
         detail = getattr(usage, name, None)
         if detail is None:
             continue
         if not isinstance(detail, pydantic.BaseModel):
-            raise _error(reply, f"usage.{name} is {_kind(detail)}, not an object")
-        _count(reply, getattr(detail, count, None), f"usage.{name}.{count}")
+            logger.warning("the model endpoint sent a usage.%s that is no object", name)
+            setattr(usage, name, None)
+            continue
+        _counts(detail, (count,))
 
 
-def _count(reply: object, value: object, where: str) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _error(reply, f"{where} is {_kind(value)}, not a number")
-    if not math.isfinite(value) or value < 0:
-        raise _error(reply, f"{where} is {value!r}, not a token count")
+def _counts(holder: pydantic.BaseModel, fields: tuple[str, ...]) -> None:
+    for name in fields:
+        value = getattr(holder, name, None)
+        if value is not None and token_count(value) != value:  # logged by `token_count`
+            setattr(holder, name, 0)
 
 
 def _arguments(reply: object, holder: Any, where: str) -> None:
@@ -134,7 +141,6 @@ def _chat_completion(reply: object) -> ChatCompletion:
         raise _error(reply, f"the body is {_kind(reply)}, not a chat completion object")
     _usage(
         reply,
-        reply.usage,
         _CHAT_USAGE,
         (
             "prompt_tokens_details",
@@ -196,7 +202,6 @@ def check_chat_chunk(chunk: object, request: Any = None) -> ChatCompletionChunk:
 def _chunk_fields(chunk: ChatCompletionChunk) -> None:
     _usage(
         chunk,
-        chunk.usage,
         _CHAT_USAGE,
         (
             "prompt_tokens_details",
@@ -257,7 +262,6 @@ def _response(reply: object) -> Response:
         raise _error(reply, f"the body is {_kind(reply)}, not a response object")
     _usage(
         reply,
-        reply.usage,
         _RESPONSES_USAGE,
         ("input_tokens_details", "cached_tokens", "output_tokens_details", "reasoning_tokens"),
     )

@@ -54,24 +54,6 @@ UNUSABLE_CHAT: dict[str, tuple[object, str, str]] = {
     "choices not a list": (completion(choices=3), "application/json", "choices is an int"),
     "choice not an object": (completion(choices=[1]), "application/json", "choices[0] is an int"),
     "message null": (completion(None), "application/json", "choices[0].message is null"),
-    "usage lots": (
-        completion(TEXT, {"prompt_tokens": "lots", "completion_tokens": 1, "total_tokens": 2}),
-        "application/json",
-        "usage.prompt_tokens is a str",
-    ),
-    "cached tokens": (
-        completion(
-            TEXT,
-            {
-                "prompt_tokens": 1,
-                "completion_tokens": 1,
-                "total_tokens": 2,
-                "prompt_tokens_details": {"cached_tokens": -5},
-            },
-        ),
-        "application/json",
-        "usage.prompt_tokens_details.cached_tokens is -5",
-    ),
     "content a number": (
         completion({"role": "assistant", "content": 5}),
         "application/json",
@@ -157,17 +139,6 @@ UNUSABLE_RESPONSES: dict[str, tuple[object, str, str]] = {
         "application/json",
         "output is an int",
     ),
-    "usage lots": (
-        {
-            "id": "r",
-            "object": "response",
-            "status": "completed",
-            "output": [],
-            "usage": {"input_tokens": "lots", "output_tokens": 1, "total_tokens": 1},
-        },
-        "application/json",
-        "usage.input_tokens is a str",
-    ),
     "call name null": (
         {
             "id": "r",
@@ -204,6 +175,104 @@ def test_an_unusable_responses_reply_raises_model_reply_error(case: str) -> None
             client.responses.create(model="m", input="hi", tools=responses_tools())
         client.close()
     assert reason in info.value.message
+
+
+# --- usage: counted as 0, the reply kept, as in the Bot ----------------------------------------
+
+BAD_USAGE: dict[str, tuple[dict[str, Any], str]] = {
+    "a word": ({"prompt_tokens": "lots", "completion_tokens": 1, "total_tokens": 2}, "'lots'"),
+    "negative cached": (
+        {
+            "prompt_tokens": 1,
+            "completion_tokens": 1,
+            "total_tokens": 2,
+            "prompt_tokens_details": {"cached_tokens": -5},
+        },
+        "-5",
+    ),
+    "not finite": ({"prompt_tokens": 1e999, "completion_tokens": 1, "total_tokens": 2}, "inf"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_USAGE))
+def test_a_chat_reply_with_unusable_token_counts_is_kept_and_counted_as_zero(
+    case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 23's one-protocol rule: the Bot counts such a count as 0 and warns; so does the
+    # wrapper, instead of losing a good answer for its accounting.
+    usage, shown = BAD_USAGE[case]
+    with RawUpstream() as upstream:
+        upstream.json(completion(TEXT, usage))
+        client = wrap_openai(
+            openai.OpenAI(base_url=upstream.base_url, api_key="k", max_retries=0),
+            settings=SETTINGS,
+        )
+        reply = client.chat.completions.create(model="m", messages=USER, tools=chat_tools())
+        client.close()
+    assert reply.choices[0].message.content == "hi"
+    assert reply.usage is not None
+    details = reply.usage.prompt_tokens_details
+    counts = (reply.usage.prompt_tokens, details.cached_tokens if details else None)
+    assert 0 in counts
+    assert reply.usage.completion_tokens == 1
+    assert any("usage count that is no number" in r.getMessage() and shown in r.getMessage()
+               for r in caplog.records)  # fmt: skip
+
+
+async def test_the_bot_reads_the_same_reply_the_same_way(caplog: pytest.LogCaptureFixture) -> None:
+    # The other door, on the very bytes the wrapper test above gets: answer kept, 0 counted.
+    from bot_toolsearch import Bot
+
+    with RawUpstream() as upstream:
+        upstream.json(completion(TEXT, BAD_USAGE["a word"][0]))
+        async with openai.AsyncOpenAI(
+            base_url=upstream.base_url, api_key="k", max_retries=0
+        ) as client:
+            bot = Bot(SETTINGS, [], client=client)
+            result = await bot.ask("Weather in Oslo?")
+            await bot.aclose()
+    assert result.reply == "hi"
+    assert result.stats.prompt_tokens == 0
+    assert any("usage count that is no number" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_responses_reply_with_an_unusable_count_is_kept_async(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    body = {
+        "id": "r",
+        "object": "response",
+        "status": "completed",
+        "output": [],
+        "usage": {"input_tokens": "lots", "output_tokens": 1, "total_tokens": 1},
+    }
+    with RawUpstream() as upstream:
+        upstream.json(body)
+        client = wrap_openai(
+            openai.AsyncOpenAI(base_url=upstream.base_url, api_key="k", max_retries=0),
+            settings=SETTINGS,
+        )
+        reply = await client.responses.create(model="m", input="hi", tools=responses_tools())
+        await client.close()
+    assert reply.usage is not None
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (0, 1)
+    assert any("usage count that is no number" in r.getMessage() for r in caplog.records)
+
+
+def test_a_usage_that_is_no_object_is_dropped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with RawUpstream() as upstream:
+        upstream.json(completion(TEXT, 5))
+        client = wrap_openai(
+            openai.OpenAI(base_url=upstream.base_url, api_key="k", max_retries=0),
+            settings=SETTINGS,
+        )
+        reply = client.chat.completions.create(model="m", messages=USER, tools=chat_tools())
+        client.close()
+    assert reply.choices[0].message.content == "hi"
+    assert reply.usage is None
+    assert any("usage that is no object" in r.getMessage() for r in caplog.records)
 
 
 # --- cut streams ---------------------------------------------------------------------------
