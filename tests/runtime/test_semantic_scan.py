@@ -108,6 +108,8 @@ def test_a_cached_vector_is_a_view_of_the_file_not_a_copy(tmp_path: Path) -> Non
     assert list(vectors[digest]) == pytest.approx([0.0, 0.6, 0.8])
     if sys.byteorder == "little":
         assert isinstance(vectors[digest], memoryview)
+    cache.save(3, {})
+    assert cache.load() == (3, {})
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
@@ -176,3 +178,9 @@ def test_a_corrupt_cache_file_is_rebuilt_on_both_paths(
     assert [len(r["input"]) for r in server.embeddings.requests] == [3, 1, 3]
     assert any("corrupt" in r.getMessage() for r in caplog.records)
     assert path.read_bytes() == data
+
+
+def test_huge_values_are_normalised_not_zeroed() -> None:
+    # Finite float64 values an endpoint may send: squaring them overflowed to a zero vector.
+    assert semantic._normalised([3e300, -4e300]) == pytest.approx([0.6, -0.8])
+    assert semantic._normalised([0.0, 0.0]) == [0.0, 0.0]
