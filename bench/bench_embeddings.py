@@ -149,25 +149,24 @@ def _unit_rows(tools: int, dimension: int) -> list[memoryview]:
     return [memoryview(row) for row in packed]
 
 
-def _with_numpy(enabled: bool) -> None:
-    semantic._USE_NUMPY = enabled
-
-
 def _scan_rows() -> list[Row]:
     """The similarity scan per search, numpy against pure Python, at three catalog sizes."""
     rows: list[Row] = []
     for tools, dimension in SCAN_SIZES:
         vectors = _unit_rows(tools, dimension)
+        # Another seed than the rows': a vector of one more dimension, cut and normalised.
         query = semantic._normalised(_unit_rows(1, dimension + 1)[0][:dimension])
         spent = {}
         for fast in (True, False):
-            _with_numpy(fast)
-            matrix = semantic._Matrix(vectors, dimension)
+            semantic._USE_NUMPY = fast
+            try:
+                matrix = semantic._Matrix(vectors, dimension)
+            finally:
+                semantic._USE_NUMPY = True
             repeat = 50 if fast else 3
             spent[fast] = median_seconds(
                 lambda m=matrix, q=query: m.top(q, FUSION_DEPTH), repeat=repeat, warmup=1
             )
-        _with_numpy(True)
         size = f"{tools:,} x {dimension:,}"
         rows.append(Row(SECTION, f"scan {size}, numpy", f"{spent[True] * 1000:.2f} ms", "median"))
         rows.append(
@@ -191,25 +190,27 @@ def _cache_rows(tools: int, dimension: int) -> list[Row]:
         cache = semantic.VectorCache(Path(folder), "bench")
         cache.save(dimension, dict(zip(digests, vectors, strict=True)))
         for fast, label in ((True, "numpy"), (False, "pure Python")):
-            _with_numpy(fast)
-            start = time.perf_counter()
-            _, cached = cache.load()
-            matrix = semantic._Matrix([cached[d] for d in digests], dimension)
-            built = time.perf_counter() - start
+            semantic._USE_NUMPY = fast
+            try:
+                start = time.perf_counter()
+                _, cached = cache.load()
+                matrix = semantic._Matrix([cached[d] for d in digests], dimension)
+                built = time.perf_counter() - start
+            finally:
+                semantic._USE_NUMPY = True
             del cached
             size = f"{tools:,} x {dimension:,}"
             note = f"{matrix.nbytes / 1e6:.1f} MB of float32, one copy"
             rows.append(
                 Row(SECTION, f"matrix {size} from disk cache, {label}", f"{built:.2f} s", note)
             )
-        _with_numpy(True)
     return rows
 
 
 def run() -> list[Row]:
-    """Rows for BM25 and the fusion on the dev split, or one row saying why not."""
-    scan = _scan_rows()
-    return scan + _model_rows()
+    """The similarity scan's rows, then those of BM25 and the fusion on the dev split (or one
+    row saying why not)."""
+    return _scan_rows() + _model_rows()
 
 
 def _model_rows() -> list[Row]:
