@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The declared floors must be true: install the wheel with every [project].dependencies entry
-# pinned to its `>=` floor (constraints from .ci/floor_constraints.py) into a fresh venv and run
-# the test suite there. `make test` is the "newest" half of the matrix. Usage: .ci/floor_check.sh
+# and the `semantic` extra (numpy) pinned to its `>=` floor (constraints from
+# .ci/floor_constraints.py) into a fresh venv and run the test suite there. `make test` is the
+# "newest" half of the matrix. Usage: .ci/floor_check.sh
 #
 # Left out here (they stay in `make test`): the dev extra's framework and bench packages need
 # newer openai/pydantic than the floors (openai-agents, pydantic-ai, langchain-openai) or are
@@ -19,7 +20,7 @@ PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$PYTHON" .ci/floor_constraints.py pyproject.toml >"$work/floors.txt"
+"$PYTHON" .ci/floor_constraints.py pyproject.toml --extra semantic >"$work/floors.txt"
 echo "== floor: constraints"; cat "$work/floors.txt"
 
 "$PYTHON" -m pip wheel --quiet --no-deps --wheel-dir "$work/dist" .
@@ -28,7 +29,7 @@ wheel=$(ls "$work"/dist/bot_toolsearch-*.whl)
 bin="$work/venv/bin"
 "$bin/python" -m pip install --quiet --upgrade pip
 # The test runner itself is not constrained; the package's dependencies are, to their floors.
-"$bin/python" -m pip install --quiet -c "$work/floors.txt" "$wheel" \
+"$bin/python" -m pip install --quiet -c "$work/floors.txt" "$wheel[semantic]" \
   "pytest>=8.3" "pytest-asyncio>=0.24" "pytest-xdist>=3.6" "hypothesis>=6.100" "bpe-openai>=0.1"
 "$bin/python" -m pip check
 # Prove the floors are what is installed (pip -c would also refuse otherwise).

@@ -7,6 +7,12 @@ project does not depend on; keep them in a throwaway venv), or this one if it ha
 Without it the module says so and measures nothing. Figures: recall@5 and MRR@5 for both query
 styles (the first expected tool counts, as in `bench.bench_quality`), the catalog's first
 embedding (cold cache), a rebuild from the disk cache, and the latency a search gains.
+
+Whatever the model, the similarity scan is timed on deterministic random unit vectors (no
+network): per search at 769 tools of 384 dimensions (the dev set with all-MiniLM-L6-v2),
+10,000 of 384 and 10,000 of 1,536 (OpenAI text-embedding-3-small), with numpy (the
+``semantic`` extra) and in pure Python (what a copy without numpy runs), plus the matrix's
+memory and its build from the disk cache at the largest size.
 """
 
 from __future__ import annotations
@@ -22,17 +28,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy
+
 from bot_toolsearch import BotSettings
+from bot_toolsearch._core.fusion import FUSION_DEPTH
 from bot_toolsearch._runtime import semantic
 from bot_toolsearch._runtime.semantic import semantic_ranker
 from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
-from ._table import Row
+from ._table import Row, median_seconds
 from .bench_quality import CAP, _splits, evaluate
 
 SECTION = "embeddings"
 SERVER = Path(__file__).with_name("_embeddings_server.py")
 LATENCY_SAMPLE = 40
+SCAN_SIZES = ((769, 384), (10_000, 384), (10_000, 1_536))
 
 
 def _timed(rank: Callable[[str], object], queries: list[str]) -> list[float]:
@@ -131,8 +141,79 @@ def _measure(
     return rows
 
 
+def _unit_rows(tools: int, dimension: int) -> list[memoryview]:
+    """``tools`` deterministic random unit vectors of ``dimension`` float32 values."""
+    rows = numpy.random.default_rng(tools * dimension).standard_normal((tools, dimension))
+    rows /= numpy.linalg.norm(rows, axis=1, keepdims=True)
+    packed = rows.astype(numpy.float32)
+    return [memoryview(row) for row in packed]
+
+
+def _scan_rows() -> list[Row]:
+    """The similarity scan per search, numpy against pure Python, at three catalog sizes."""
+    rows: list[Row] = []
+    for tools, dimension in SCAN_SIZES:
+        vectors = _unit_rows(tools, dimension)
+        # Another seed than the rows': a vector of one more dimension, cut and normalised.
+        query = semantic._normalised(_unit_rows(1, dimension + 1)[0][:dimension])
+        spent = {}
+        for fast in (True, False):
+            semantic._USE_NUMPY = fast
+            try:
+                matrix = semantic._Matrix(vectors, dimension)
+            finally:
+                semantic._USE_NUMPY = True
+            repeat = 50 if fast else 3
+            spent[fast] = median_seconds(
+                lambda m=matrix, q=query: m.top(q, FUSION_DEPTH), repeat=repeat, warmup=1
+            )
+        size = f"{tools:,} x {dimension:,}"
+        rows.append(Row(SECTION, f"scan {size}, numpy", f"{spent[True] * 1000:.2f} ms", "median"))
+        rows.append(
+            Row(
+                SECTION,
+                f"scan {size}, pure Python",
+                f"{spent[False] * 1000:.1f} ms",
+                f"median; numpy {spent[False] / spent[True]:.0f}x faster",
+            )
+        )
+    rows.extend(_cache_rows(*SCAN_SIZES[-1]))
+    return rows
+
+
+def _cache_rows(tools: int, dimension: int) -> list[Row]:
+    """The matrix's memory, and its build from a disk cache file, at ``tools`` x ``dimension``."""
+    vectors = _unit_rows(tools, dimension)
+    digests = [i.to_bytes(32, "big") for i in range(tools)]
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        cache = semantic.VectorCache(Path(folder), "bench")
+        cache.save(dimension, dict(zip(digests, vectors, strict=True)))
+        for fast, label in ((True, "numpy"), (False, "pure Python")):
+            semantic._USE_NUMPY = fast
+            try:
+                start = time.perf_counter()
+                _, cached = cache.load()
+                matrix = semantic._Matrix([cached[d] for d in digests], dimension)
+                built = time.perf_counter() - start
+            finally:
+                semantic._USE_NUMPY = True
+            del cached
+            size = f"{tools:,} x {dimension:,}"
+            note = f"{matrix.nbytes / 1e6:.1f} MB of float32, one copy"
+            rows.append(
+                Row(SECTION, f"matrix {size} from disk cache, {label}", f"{built:.2f} s", note)
+            )
+    return rows
+
+
 def run() -> list[Row]:
-    """Rows for BM25 and the fusion on the dev split, or one row saying why not."""
+    """The similarity scan's rows, then those of BM25 and the fusion on the dev split (or one
+    row saying why not)."""
+    return _scan_rows() + _model_rows()
+
+
+def _model_rows() -> list[Row]:
     python = _python()
     if python is None:
         return [
