@@ -1,0 +1,153 @@
+"""The `Bot` builds tool search's keyword index ahead of the first search: when it is made,
+when its tools change, and on a config reload (in the reload thread), with the namespace
+descriptions its asks search with, so the first keyword search builds nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot_toolsearch import Bot, BotSettings, Tool
+from bot_toolsearch._core.catalog import ToolCatalog
+from bot_toolsearch._core.index import SearchIndex
+from bot_toolsearch._runtime.warm import index_built
+from bot_toolsearch.testing import ScriptedOpenAIServer, call
+from tests._helpers import write_config
+
+if TYPE_CHECKING:
+    from tests.conftest import BotFactory
+
+TIMEOUT = 10.0
+NAMESPACES = {"music": "Songs, albums and playlists."}
+
+
+def music_tools() -> list[Tool]:
+    return [
+        Tool(f"music.{verb}", f"Music: {verb} the song.", None, lambda: "ok")
+        for verb in ("play", "pause", "stop")
+    ] + [Tool("weather.now", "The weather right now.", None, lambda: "ok")]
+
+
+def indexes(catalog: ToolCatalog) -> list[SearchIndex]:
+    """Every search index the catalog holds (private state, read only)."""
+    built = list(catalog._indexes.values())
+    return built if catalog._index is None else [catalog._index, *built]
+
+
+def loaded(server: ScriptedOpenAIServer, request: int) -> list[str]:
+    result: list[str] = json.loads(server.requests[request].tool_outputs[0][1])["loaded"]
+    return result
+
+
+async def test_the_index_is_built_when_the_bot_is_made_and_the_first_search_uses_it(
+    server: ScriptedOpenAIServer, make_bot: BotFactory
+) -> None:
+    bot = make_bot(music_tools(), tools_table={"namespaces": NAMESPACES})
+    catalog = bot.toolset.catalog
+    assert index_built(catalog, NAMESPACES)
+    before = indexes(catalog)
+    assert len(before) == 1  # only the one the asks search with
+
+    server.script(call("tool_search", query="albums"), call("end"))
+    await bot.ask("play something")
+
+    # The search matched the namespace description through the prebuilt index, and built none.
+    assert loaded(server, 1)[:3] == ["music.pause", "music.play", "music.stop"]
+    assert [id(i) for i in indexes(catalog)] == [id(i) for i in before]
+
+
+async def test_without_tool_search_no_index_is_built(make_bot: BotFactory) -> None:
+    off = make_bot(music_tools(), skills={"tool_search_enabled": False})
+    assert indexes(off.toolset.catalog) == []
+    no_plugin = make_bot(music_tools(), plugins={"enabled": []})
+    assert indexes(no_plugin.toolset.catalog) == []
+
+
+async def test_set_tools_builds_the_new_sets_index(make_bot: BotFactory) -> None:
+    bot = make_bot(music_tools()[:1])
+    bot.set_tools(music_tools())
+    assert len(bot.toolset.catalog) == 4 + 2  # with send_message and end
+    assert index_built(bot.toolset.catalog, {})
+
+
+async def test_a_reload_builds_the_index_in_the_reload_thread_before_any_ask(
+    server: ScriptedOpenAIServer, tmp_path: Path, api: str
+) -> None:
+    path = write_config(tmp_path / "config.toml", server.base_url, api)
+    bot = Bot.from_config(path, music_tools())
+    reloader = bot._reloader
+    assert reloader is not None
+    catalog = bot.toolset.catalog
+    assert indexes(catalog) == []  # tool search is off
+
+    # Subscribed after the bot: runs once the bot's own callback is done.
+    reloaded: list[tuple[int, bool]] = []
+    done = threading.Event()
+
+    def seen(settings: BotSettings) -> None:
+        reloaded.append((settings.generation, index_built(catalog, NAMESPACES)))
+        done.set()
+
+    reloader.subscribe(seen)
+    try:
+        write_config(
+            path,
+            server.base_url,
+            api,
+            '[skills]\ntool_search_enabled = true\n[tools.namespaces]\nmusic = "Songs, albums '
+            'and playlists."\n',
+        )
+        assert await asyncio.to_thread(done.wait, TIMEOUT)
+        assert reloaded == [(2, True)]
+        before = indexes(catalog)
+        server.script(call("tool_search", query="albums"), call("end"))
+        result = await bot.ask("play something")
+    finally:
+        await bot.aclose()
+
+    assert result.settings_generation == 2
+    assert loaded(server, 1)[:3] == ["music.pause", "music.play", "music.stop"]
+    assert [id(i) for i in indexes(catalog)] == [id(i) for i in before]
+
+
+async def test_a_new_tool_snapshot_comes_with_its_index_and_folder_descriptions(
+    server: ScriptedOpenAIServer, tmp_path: Path, api: str
+) -> None:
+    def folder(namespace: str, verb: str) -> None:
+        path = tmp_path / "tools" / namespace / verb
+        path.mkdir(parents=True)
+        (path / "config.json").write_text(f'{{"description": "{verb} it."}}', "utf-8")
+        (path / "handler.py").write_text("def execute(**kw):\n    return 'ok'\n", "utf-8")
+
+    folder("pets", "feed")
+    (tmp_path / "tools" / "pets" / "README.md").write_text("Cats and dogs.\n", "utf-8")
+    extra = '[skills]\ntool_search_enabled = true\n[tools]\ndirs = ["tools"]\n'
+    path = write_config(tmp_path / "config.toml", server.base_url, api, extra)
+    bot = Bot.from_config(path)
+    try:
+        await bot.start()
+        first = bot.toolset
+        described = first.namespace_descriptions(bot.settings.tools.namespaces)
+        assert described == {"pets": "Cats and dogs."}
+        assert index_built(first.catalog, described)
+
+        registry = bot.registry
+        assert registry is not None
+        generation = registry.snapshot().generation
+        folder("pets", "walk")
+        await registry.wait_for_generation(generation + 1, timeout=TIMEOUT)
+        toolset = await bot._tools.acurrent()
+        assert "pets.walk" in toolset.catalog
+        assert index_built(toolset.catalog, described)
+        before = indexes(toolset.catalog)
+
+        server.script(call("tool_search", query="dogs"), call("end"))
+        await bot.ask("x")
+    finally:
+        await bot.aclose()
+
+    assert loaded(server, 1) == ["pets.feed", "pets.walk"]
+    assert [id(i) for i in indexes(toolset.catalog)] == [id(i) for i in before]
