@@ -6,7 +6,8 @@ off the ask path: the `Bot` when it makes a tool set and when a config reload ch
 settings (in the reload thread), the wrapper and the proxy when a caller's tool list is first
 indexed. It is built with the very namespace descriptions the sessions pass, so the first
 keyword search finds it in the catalog's cache (`index_key` is the key a `ToolSearchSession`
-derives from its ``namespaces``).
+derives from its ``namespaces``). With ``[skills] tool_search_embeddings`` set, the tool texts
+are embedded in the background at the same moments (`warm_semantic`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.catalog import Namespaces, ToolCatalog, search_index
 
+from .semantic import warm_semantic
 from .toolset import ToolSet
 
 __all__ = ["build_index", "index_built", "index_key", "prepare_toolset"]
@@ -44,7 +46,9 @@ def index_built(catalog: ToolCatalog, namespaces: Mapping[str, str] | None) -> b
 
 
 def prepare_toolset(toolset: ToolSet, settings: BotSettings) -> None:
-    """Build the index the `Bot`'s asks under ``settings`` search, when tool search is on.
+    """Build the index the `Bot`'s asks under ``settings`` search, when tool search is on,
+    and start embedding the tool texts in the background when the semantic stage is on
+    (`warm_semantic`).
 
     Never raises: a failure is logged, and the first keyword search builds the index.
     """
@@ -55,3 +59,4 @@ def prepare_toolset(toolset: ToolSet, settings: BotSettings) -> None:
         build_index(toolset.catalog, namespaces)
     except Exception:
         logger.exception("cannot build the search index ahead; the first search builds it")
+    warm_semantic(settings, toolset.catalog)

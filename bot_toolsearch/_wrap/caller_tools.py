@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._config.settings import BotSettings, EmbeddingsSettings
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog
 from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
+from bot_toolsearch._runtime.semantic import warm_semantic
 from bot_toolsearch._runtime.toolset import pattern_filter
 from bot_toolsearch._runtime.warm import build_index, index_built
 from bot_toolsearch._tools.tool import Tool
@@ -101,6 +102,7 @@ class CallerTools:
     )
     _checkers: dict[str, Tool | None] = field(default_factory=dict, repr=False)
     _noted: set[str] = field(default_factory=set, repr=False)
+    _warmed: set[EmbeddingsSettings] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -148,9 +150,20 @@ class CallerTools:
     def prepare(self, settings: BotSettings) -> None:
         """Build the search index keyword searches under ``settings`` use (with their
         namespace descriptions), when tool search is on: once per list and descriptions, when
-        the list is first indexed or the descriptions change, never in a search."""
-        if self.catalog is not None and settings.skills.tool_search_enabled:
-            build_index(self.catalog, settings.tools.namespaces)
+        the list is first indexed or the descriptions change, never in a search. With the
+        semantic stage on, the tool texts start being embedded in the background, once per
+        list and embeddings settings (`warm_semantic`)."""
+        if self.catalog is None or not settings.skills.tool_search_enabled:
+            return
+        build_index(self.catalog, settings.tools.namespaces)
+        wanted = settings.skills.tool_search_embeddings
+        if wanted is None or wanted in self._warmed:
+            return
+        with self._lock:
+            if wanted in self._warmed:
+                return
+            self._warmed.add(wanted)
+        warm_semantic(settings, self.catalog)
 
     def note_once(self, text: str) -> None:
         """Log a warning about this tool list once (every call with it would repeat it)."""

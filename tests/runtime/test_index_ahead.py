@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from bot_toolsearch import Bot, BotSettings, Tool
+import openai
+import pytest
+
+from bot_toolsearch import Bot, BotSettings, Tool, wrap_openai
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.index import SearchIndex
 from bot_toolsearch._runtime.warm import index_built
-from bot_toolsearch.testing import ScriptedOpenAIServer, call
+from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 from tests._helpers import write_config
 
 if TYPE_CHECKING:
@@ -151,3 +155,80 @@ async def test_a_new_tool_snapshot_comes_with_its_index_and_folder_descriptions(
 
     assert loaded(server, 1) == ["pets.feed", "pets.walk"]
     assert [id(i) for i in indexes(toolset.catalog)] == [id(i) for i in before]
+
+
+# -- the semantic stage: tool texts embedded in the background at the same moments ---------------
+
+
+def embeddings_settings(server: ScriptedOpenAIServer, cache: Path) -> BotSettings:
+    wanted = {"model": "hashed-words", "base_url": server.base_url, "cache_dir": str(cache)}
+    return BotSettings.model_validate(
+        {"skills": {"tool_search_enabled": True, "tool_search_embeddings": wanted}}
+    )
+
+
+def join_embedding_threads() -> None:
+    """Wait for the background embedding of tool texts (`warm_semantic`) to finish."""
+    for thread in threading.enumerate():
+        if thread.name == "bot_toolsearch-embeddings":
+            thread.join(TIMEOUT)
+            assert not thread.is_alive()
+
+
+def embedding_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and "tool_search_embeddings" in r.getMessage()
+    ]
+
+
+async def test_the_bot_embeds_its_tool_texts_before_the_first_ask(
+    server: ScriptedOpenAIServer, client: openai.AsyncOpenAI, tmp_path: Path
+) -> None:
+    bot = Bot(embeddings_settings(server, tmp_path), music_tools(), client=client)
+    join_embedding_threads()
+    # Every tool text (the four tools, send_message and end), before anything was asked.
+    assert len(server.embeddings.texts()) == len(bot.toolset.catalog) == 6
+    assert server.requests == []
+
+    server.script(call("tool_search", query="albums"), call("end"))
+    await bot.ask("play something")
+    assert server.embeddings.texts()[6:] == ["albums"]  # the search embeds its query only
+
+
+async def test_a_failed_background_embedding_is_the_one_warning_and_bm25_answers(
+    server: ScriptedOpenAIServer,
+    client: openai.AsyncOpenAI,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server.embeddings.fault = "down"
+    bot = Bot(embeddings_settings(server, tmp_path), music_tools(), client=client)
+    join_embedding_threads()
+    assert len(embedding_warnings(caplog)) == 1
+    sent = len(server.embeddings.requests)
+
+    server.script(call("tool_search", query="pause"), call("end"))
+    await bot.ask("pause it")
+    assert loaded(server, 1) == ["music.pause"]
+    assert len(embedding_warnings(caplog)) == 1
+    assert len(server.embeddings.requests) == sent  # the endpoint is left alone meanwhile
+
+
+def test_the_wrapper_embeds_a_new_lists_tool_texts_once(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    tools: list[dict[str, Any]] = [
+        {"type": "function", "function": {"name": f"music.{verb}", "description": verb}}
+        for verb in ("play", "pause", "stop")
+    ]
+    inner = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+    with wrap_openai(inner, settings=embeddings_settings(server, tmp_path)) as wrapped:
+        for _ in range(3):
+            server.script(text("ok"))
+            user = {"role": "user", "content": "x"}
+            wrapped.chat.completions.create(model="m", messages=[user], tools=tools)
+            join_embedding_threads()
+    assert len(server.embeddings.requests) == 1
+    assert len(server.embeddings.texts()) == 3
