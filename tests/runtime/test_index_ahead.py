@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from bot_toolsearch import Bot, BotSettings, Tool, wrap_openai
+from bot_toolsearch._core import session as session_module
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.index import SearchIndex
 from bot_toolsearch._runtime.warm import index_built
@@ -155,6 +156,49 @@ async def test_a_new_tool_snapshot_comes_with_its_index_and_folder_descriptions(
 
     assert loaded(server, 1) == ["pets.feed", "pets.walk"]
     assert [id(i) for i in indexes(toolset.catalog)] == [id(i) for i in before]
+
+
+class _Switch:
+    """A settings source that cannot announce a reload (no ``subscribe``)."""
+
+    def __init__(self, settings: BotSettings) -> None:
+        self.settings = settings
+
+    def snapshot(self) -> BotSettings:
+        return self.settings
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+async def test_a_search_that_would_build_the_index_runs_off_the_event_loop(
+    server: ScriptedOpenAIServer,
+    client: openai.AsyncOpenAI,
+    monkeypatch: pytest.MonkeyPatch,
+    ahead: bool,
+) -> None:
+    on = BotSettings.model_validate({"skills": {"tool_search_enabled": True}})
+    source = _Switch(on if ahead else BotSettings())
+    bot = Bot(source, music_tools(), client=client)
+    source.settings = on.model_copy(update={"generation": 2})  # tool search on (ahead: again)
+    catalog = bot.toolset.catalog
+    assert index_built(catalog, {}) is ahead
+
+    # A spy on the session's index lookup: which thread searched, and whether it was built.
+    seen: list[tuple[int, bool]] = []
+    original = session_module.search_index
+
+    def spy(searched: ToolCatalog, namespaces: Any = ()) -> SearchIndex:
+        seen.append((threading.get_ident(), index_built(searched, dict(namespaces))))
+        return original(searched, namespaces)
+
+    monkeypatch.setattr(session_module, "search_index", spy)
+    server.script(call("tool_search", query="pause"), call("end"))
+    await bot.ask("pause it")
+
+    assert loaded(server, 1) == ["music.pause"]
+    [(thread, built)] = seen
+    assert built is ahead
+    # Built ahead: on the loop (no thread hop); else the build goes to a worker thread.
+    assert (thread == threading.get_ident()) is ahead
 
 
 # -- the semantic stage: tool texts embedded in the background at the same moments ---------------
