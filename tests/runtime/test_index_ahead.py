@@ -211,9 +211,10 @@ def embeddings_settings(server: ScriptedOpenAIServer, cache: Path) -> BotSetting
     )
 
 
-def join_embedding_threads() -> None:
-    """Wait for the background embedding of tool texts (`warm_semantic`) to finish."""
-    for thread in threading.enumerate():
+def join_embedding_threads(before: set[threading.Thread]) -> None:
+    """Wait for the background embeddings of tool texts (`warm_semantic`) started since
+    ``before`` (the threads alive then) to finish."""
+    for thread in set(threading.enumerate()) - before:
         if thread.name == "bot_toolsearch-embeddings":
             thread.join(TIMEOUT)
             assert not thread.is_alive()
@@ -230,8 +231,9 @@ def embedding_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 async def test_the_bot_embeds_its_tool_texts_before_the_first_ask(
     server: ScriptedOpenAIServer, client: openai.AsyncOpenAI, tmp_path: Path
 ) -> None:
+    before = set(threading.enumerate())
     bot = Bot(embeddings_settings(server, tmp_path), music_tools(), client=client)
-    join_embedding_threads()
+    join_embedding_threads(before)
     # Every tool text (the four tools, send_message and end), before anything was asked.
     assert len(server.embeddings.texts()) == len(bot.toolset.catalog) == 6
     assert server.requests == []
@@ -248,8 +250,9 @@ async def test_a_failed_background_embedding_is_the_one_warning_and_bm25_answers
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     server.embeddings.fault = "down"
+    before = set(threading.enumerate())
     bot = Bot(embeddings_settings(server, tmp_path), music_tools(), client=client)
-    join_embedding_threads()
+    join_embedding_threads(before)
     assert len(embedding_warnings(caplog)) == 1
     sent = len(server.embeddings.requests)
 
@@ -268,11 +271,12 @@ def test_the_wrapper_embeds_a_new_lists_tool_texts_once(
         for verb in ("play", "pause", "stop")
     ]
     inner = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+    before = set(threading.enumerate())
     with wrap_openai(inner, settings=embeddings_settings(server, tmp_path)) as wrapped:
         for _ in range(3):
             server.script(text("ok"))
             user = {"role": "user", "content": "x"}
             wrapped.chat.completions.create(model="m", messages=[user], tools=tools)
-            join_embedding_threads()
+            join_embedding_threads(before)
     assert len(server.embeddings.requests) == 1
     assert len(server.embeddings.texts()) == 3
