@@ -1,7 +1,7 @@
 """Tool search's keyword index built ahead of the first search: at start-up and on each change.
 
 The index of a catalog is built on first use by `search_index` (it tokenises every name,
-description and parameter: about a second at 10,000 tools). Every door builds it ahead instead,
+description and parameter: time in proportion to the catalog). Every door builds it ahead instead,
 off the ask path: the `Bot` when it makes a tool set and when a config reload changes the
 settings (in the reload thread), the wrapper and the proxy when a caller's tool list is first
 indexed. It is built with the very namespace descriptions the sessions pass, so the first

@@ -67,7 +67,7 @@ class _AsyncResource(_Delegate):
     async def _aplan(self, kwargs: dict[str, Any]) -> Any:
         """The plan, made on the event loop when the tool list is indexed already, else in a
         worker thread: indexing a new list (and building its search index) takes time in
-        proportion to the list, about a second at 10,000 tools, which the loop never waits.
+        proportion to the list (most of a second at 10,000 tools), which the loop never waits.
         A cancelled call leaves the thread to finish; the indexed list is kept."""
         plan = self._plan(kwargs, build=False)
         if plan is Pending.INDEXING:
