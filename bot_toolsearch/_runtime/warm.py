@@ -1,4 +1,5 @@
-"""Tool search's keyword index built ahead of the first search: at start-up and on each change.
+"""Tool search's keyword index and directory built ahead of the first ask: at start-up and on
+each change.
 
 The index of a catalog is built on first use by `search_index` (it tokenises every name,
 description and parameter: time in proportion to the catalog). Every door builds it ahead instead,
@@ -6,8 +7,10 @@ off the ask path: the `Bot` when it makes a tool set and when a config reload ch
 settings (in the reload thread), the wrapper and the proxy when a caller's tool list is first
 indexed. It is built with the very namespace descriptions the sessions pass, so the first
 keyword search finds it in the catalog's cache (`index_key` is the key a `ToolSearchSession`
-derives from its ``namespaces``). With ``[skills] tool_search_embeddings`` set, the tool texts
-are embedded in the background at the same moments (`warm_semantic`).
+derives from its ``namespaces``). The `Bot` builds the directory of its asks too (the wrapper
+builds a new list's in the same worker thread as its index). With ``[skills]
+tool_search_embeddings`` set, the tool texts are embedded in the background at the same
+moments (`warm_semantic`).
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ import logging
 from collections.abc import Mapping
 
 from bot_toolsearch._config.settings import BotSettings
-from bot_toolsearch._core.catalog import Namespaces, ToolCatalog, search_index
+from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, Namespaces, ToolCatalog, search_index
+from bot_toolsearch._protocol.engine import ToolSearchProtocol
 
+from .prefetch import prefetch_targets
 from .semantic import warm_semantic
 from .toolset import ToolSet
 
@@ -47,8 +52,8 @@ def index_built(catalog: ToolCatalog, namespaces: Mapping[str, str] | None) -> b
 
 def prepare_toolset(toolset: ToolSet, settings: BotSettings) -> None:
     """Build the index the `Bot`'s asks under ``settings`` search, when tool search is on,
-    and start embedding the tool texts in the background when the semantic stage is on
-    (`warm_semantic`).
+    and the directory they show (when no permission hook narrows them), and start embedding
+    the tool texts in the background when the semantic stage is on (`warm_semantic`).
 
     Never raises: a failure is logged, and the first keyword search builds the index.
     """
@@ -57,6 +62,41 @@ def prepare_toolset(toolset: ToolSet, settings: BotSettings) -> None:
     namespaces = toolset.namespace_descriptions(settings.tools.namespaces)
     try:
         build_index(toolset.catalog, namespaces)
+        _build_directory(toolset, settings, namespaces)
     except Exception:
-        logger.exception("cannot build the search index ahead; the first search builds it")
+        logger.exception("cannot build tool search's index ahead; the first ask builds it")
     warm_semantic(settings, toolset.catalog)
+
+
+def _build_directory(
+    toolset: ToolSet, settings: BotSettings, namespaces: Mapping[str, str]
+) -> None:
+    """Build the directory (and wire names) of an ask that no permission hook narrows, as the
+    tool-search middleware's `ToolSearchProtocol` does: both are cached per catalog and
+    permitted set, so that ask only reads them. Nothing when prefetched tools are hidden
+    (what an ask hides then depends on which prefetch succeeds)."""
+    skills = settings.skills
+    permitted = toolset.pattern_permitted(settings.tools.allow, settings.tools.deny)
+    if toolset.collision and TOOL_SEARCH_NAME in permitted:
+        return  # asks run with tool search off
+    targets = prefetch_targets(toolset, skills.prefetch_tools, permitted)
+    if targets and skills.prefetch_tools_hide:
+        return
+    protocol = ToolSearchProtocol(
+        toolset.catalog,
+        settings,
+        api=settings.model.api,
+        names=toolset.wire_names(settings.tools.dot_delimiter, permitted),
+        permitted=permitted,
+        hidden=toolset.view(permitted).hidden,
+        namespaces=namespaces,
+        always_loaded=sorted(t.name for t in targets),
+        report=_quiet,
+    )
+    if protocol.active:
+        _ = protocol.session.directory
+
+
+def _quiet(level: int, text: str) -> None:
+    """A mode fallback is reported by the asks themselves, not by the build ahead."""
+    del level, text

@@ -201,6 +201,72 @@ async def test_a_search_that_would_build_the_index_runs_off_the_event_loop(
     assert (thread == threading.get_ident()) is ahead
 
 
+def many_tools() -> list[Tool]:
+    tools = [
+        Tool(f"repo.op_{i:02d}", "Change a repository.", None, lambda: "ok") for i in range(40)
+    ]
+    return [*tools, *music_tools(), Tool("clock", "The time now.", None, lambda: "noon")]
+
+
+@pytest.mark.parametrize(
+    "skills",
+    [
+        {},
+        {"tool_search_directory_budget": 60},  # grouped by namespace
+        {"prefetch_tools": ["clock"]},  # always loaded, so out of the directory
+    ],
+)
+async def test_the_bot_builds_its_asks_directory_when_it_is_made(
+    server: ScriptedOpenAIServer,
+    make_bot: BotFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    skills: dict[str, Any],
+) -> None:
+    built: list[int] = []
+    original = session_module.build_directory
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        built.append(threading.get_ident())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(session_module, "build_directory", spy)
+    bot = make_bot(
+        many_tools(),
+        skills=skills,
+        tools_table={"namespaces": NAMESPACES},
+        tool_filter=lambda context, names: names,  # narrows nothing: the same directory
+    )
+    assert len(built) == 1
+    server.script(call("end"))
+    await bot.ask("x")
+    server.script(call("end"))
+    await bot.ask("again")
+
+    assert len(built) == 1  # both asks found it built
+    [text] = [t for t in server.requests[0].system_texts if "<available_deferred_tools>" in t]
+    block = text.partition("<available_deferred_tools>")[2].partition("</")[0]
+    assert ("clock" in block.split()) is ("prefetch_tools" not in skills)
+    assert ("repo.* (40 tools)" in block) is ("tool_search_directory_budget" in skills)
+
+
+async def test_with_hidden_prefetch_tools_the_first_ask_builds_the_directory(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[int] = []
+    original = session_module.build_directory
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        built.append(threading.get_ident())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(session_module, "build_directory", spy)
+    bot = make_bot(many_tools(), skills={"prefetch_tools": ["clock"], "prefetch_tools_hide": True})
+    assert built == []  # what the ask hides depends on the prefetch's outcome
+    server.script(call("end"))
+    await bot.ask("x")
+    assert len(built) == 1
+
+
 # -- the semantic stage: tool texts embedded in the background at the same moments ---------------
 
 
