@@ -308,7 +308,14 @@ def run() -> list[Row]:
                 "median (nothing shared)",
             )
         )
-        rows.append(Row("wrap", f"first call (indexing), {n:,} tools", f"{first * 1e3:.0f} ms", ""))
+        rows.append(
+            Row(
+                "wrap",
+                f"first call (indexing), {n:,} tools",
+                f"{first * 1e3:.0f} ms",
+                "the list's catalog and search index",
+            )
+        )
     rows.extend(_token_rows(tools))
     rows.extend(_proxy_rows(tools[:1_000]))
     rows.extend(_cache_rows())

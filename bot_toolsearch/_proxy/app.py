@@ -34,7 +34,7 @@ from openai.resources.chat.completions import AsyncCompletions
 from openai.resources.responses import AsyncResponses
 
 from bot_toolsearch._config.settings import BotSettings
-from bot_toolsearch._wrap.caller_tools import Api
+from bot_toolsearch._wrap.caller_tools import Api, ToolsCache
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 
 from .raw_tools import tools_span
@@ -401,8 +401,10 @@ class ProxyApp:
         if not settings.skills.tool_search_enabled:
             return
         delimiter = settings.tools.dot_delimiter
-        if self._cache.lookup(tools, api, delimiter) is None:
-            await asyncio.to_thread(self._cache.get, tools, api, delimiter)
+        found = self._cache.lookup(tools, api, delimiter)
+        if found is None or not found.prepared(settings):
+            # The list and its search index (the one the first keyword search would build).
+            await asyncio.to_thread(_prepare, self._cache, tools, api, settings)
         span = None if raw is None else tools_span(raw)
         if raw is None or span is None:
             return
@@ -421,7 +423,7 @@ class ProxyApp:
         reference counting when the cache drops them; they are only skipped by the cycle
         collector. Happens once per distinct tool list.
         """
-        self._cache.build_indexes()
+        self._cache.prepare(self._engine.snapshot())  # built already, unless just reloaded
         gc.collect()
         gc.freeze()
 
@@ -453,6 +455,11 @@ class ProxyApp:
             out.append((b"content-type", content_type.encode("latin-1")))
         await send({"type": "http.response.start", "status": response.status_code, "headers": out})
         await send({"type": "http.response.body", "body": response.content})
+
+
+def _prepare(cache: ToolsCache, tools: list[Any], api: Api, settings: BotSettings) -> None:
+    """Index ``tools`` unless cached, and build its search index for ``settings``."""
+    cache.get(tools, api, settings.tools.dot_delimiter).prepare(settings)
 
 
 def _normalised_path(scope: _Scope) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,6 +30,7 @@ from .prefetch import run_prefetch
 from .registry_follower import RegistryFollower, registry_for
 from .toolset import ToolFilter, ToolSet, permitted_names
 from .turns import record_turn, replay_turns
+from .warm import prepare_toolset
 
 if TYPE_CHECKING:
     from bot_toolsearch._config.reload import ConfigReloader
@@ -93,11 +94,14 @@ class Bot:
     ) -> None:
         self._source = settings
         self._agents = tuple(agents)
-        self._tools: BotTools = (
-            ToolSetCache(tools, self._agents)
-            if isinstance(tools, ToolSource)
-            else StaticTools(ToolSet.build(tools, agents))
-        )
+        self._explicit = tuple(middlewares) if middlewares is not None else None
+        # The search index is built with each tool set (and again on a reload that changes
+        # what it indexes), never on the first search of an ask.
+        if isinstance(tools, ToolSource):
+            self._tools: BotTools = ToolSetCache(tools, self._agents, self._prepare)
+        else:
+            self._tools = StaticTools(ToolSet.build(tools, agents))
+            self._prepare(self._tools.current())
         self._follower: RegistryFollower | None = None
         self._started = False
         self._replaced = False
@@ -105,7 +109,6 @@ class Bot:
         self._client = client
         self._owned: dict[tuple[object, ...], openai.AsyncOpenAI] = {}
         self._tool_filter = tool_filter
-        self._explicit = tuple(middlewares) if middlewares is not None else None
         self._pipeline: tuple[object, Pipeline] | None = None
         self._reloader: ConfigReloader | None = None
         # Sync handlers run here, never on the event loop's shared default pool.
@@ -115,6 +118,10 @@ class Bot:
         self._owns_store = conversations is None
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._pipeline_for(self._snapshot())  # fail fast on an unknown plugin
+        subscribe = getattr(settings, "subscribe", None)  # a ConfigReloader
+        self._unsubscribe: Callable[[], None] | None = (
+            subscribe(self._on_reload) if callable(subscribe) else None
+        )
 
     @classmethod
     def from_config(
@@ -204,7 +211,9 @@ class Bot:
         The bot stops reading its registry (if it has one; `aclose` still closes it).
         """
         self._agents = tuple(agents)
-        previous, self._tools = self._tools, StaticTools(ToolSet.build(tools, agents))
+        toolset = ToolSet.build(tools, agents)
+        self._prepare(toolset)
+        previous, self._tools = self._tools, StaticTools(toolset)
         previous.close()
         self._replaced = True
 
@@ -236,13 +245,26 @@ class Bot:
         if self._replaced:
             return False
         try:
-            tools = await asyncio.to_thread(ToolSetCache, registry, self._agents)
+            tools = await asyncio.to_thread(ToolSetCache, registry, self._agents, self._prepare)
         except CatalogError:
             logger.exception("the new tool registry cannot be used; keeping the current tools")
             return False
         previous, self._tools = self._tools, tools
         previous.close()
         return True
+
+    def _prepare(self, toolset: ToolSet, settings: BotSettings | None = None) -> None:
+        """Build what the first tool search of an ask under ``settings`` (the current ones by
+        default) would otherwise build: the keyword index, with the namespace descriptions."""
+        settings = settings if settings is not None else self._snapshot()
+        if self._explicit is None and "tool_search" not in settings.plugins.enabled:
+            return  # no tool-search middleware, nothing searches
+        prepare_toolset(toolset, settings)
+
+    def _on_reload(self, settings: BotSettings) -> None:
+        # The reloader's watcher thread: an edit of [tools.namespaces] or one that turns tool
+        # search on needs another index; asks already running keep their snapshot.
+        self._prepare(self._tools.current(), settings)
 
     async def ask(
         self,
@@ -370,6 +392,9 @@ class Bot:
     async def aclose(self) -> None:
         """Stop watching the config, close the registry `from_config` built, and the clients
         the bot built. Asks after it still work, on the last settings and tools."""
+        unsubscribe, self._unsubscribe = self._unsubscribe, None
+        if unsubscribe is not None:
+            unsubscribe()
         reloader, self._reloader = self._reloader, None
         if reloader is not None:
             # stop() joins the watcher thread; keep the event loop free meanwhile.

@@ -58,20 +58,28 @@ class ToolSetCache:
     """One `ToolSet` per snapshot of a `ToolSource`; a snapshot that cannot form one is refused.
 
     A `ToolRegistry` announces each swap, and the tool set is built right then in the
-    swapping thread, so the next ask only reads a reference. A snapshot whose tools clash with
-    the host's built-ins or the agents is logged once and refused: asks keep the last good
-    tool set (its `Tool` objects included) until a good snapshot arrives.
+    swapping thread, so the next ask only reads a reference; ``prepare``, if given, runs on
+    each new tool set there, before any ask sees it (the `Bot` builds the search index). A
+    snapshot whose tools clash with the host's built-ins or the agents is logged once and
+    refused: asks keep the last good tool set (its `Tool` objects included) until a good
+    snapshot arrives.
 
     Raises:
         CatalogError: the source's first snapshot cannot form a tool set.
     """
 
-    def __init__(self, source: ToolSource, agents: Sequence[Agent]) -> None:
+    def __init__(
+        self,
+        source: ToolSource,
+        agents: Sequence[Agent],
+        prepare: Callable[[ToolSet], None] | None = None,
+    ) -> None:
         self._source = source
         self._agents = tuple(agents)
+        self._prepare = prepare
         self._lock = threading.Lock()  # one build at a time; swaps in order
         snapshot = source.snapshot()
-        self._current = (snapshot, ToolSet.from_snapshot(snapshot, self._agents))
+        self._current = (snapshot, self._build(snapshot))
         self._rejected: ToolSetSnapshot | None = None
         self._undo: Callable[[], None] | None = None
         if isinstance(source, ToolRegistry):
@@ -108,7 +116,7 @@ class ToolSetCache:
             if only_if_current and snapshot is not self._source.snapshot():
                 return kept[1]  # a newer swap has happened; its own call installs it
             try:
-                toolset = ToolSet.from_snapshot(snapshot, self._agents)
+                toolset = self._build(snapshot)
             except CatalogError as exc:
                 self._rejected = snapshot
                 logger.error(
@@ -120,3 +128,9 @@ class ToolSetCache:
                 return kept[1]
             self._current = (snapshot, toolset)
             return toolset
+
+    def _build(self, snapshot: ToolSetSnapshot) -> ToolSet:
+        toolset = ToolSet.from_snapshot(snapshot, self._agents)
+        if self._prepare is not None:
+            self._prepare(toolset)
+        return toolset

@@ -10,6 +10,7 @@ with ``false`` every prefetch tool is always loaded.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot_toolsearch._core.prompt import TOOL_SEARCH_NAME
@@ -18,8 +19,9 @@ from bot_toolsearch._tools.tool import Tool
 
 from .context import AskContext
 from .executor import run_tool
+from .toolset import ToolSet
 
-__all__ = ["PrefetchOutcome", "run_prefetch"]
+__all__ = ["PrefetchOutcome", "prefetch_targets", "run_prefetch"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -41,14 +43,7 @@ async def run_prefetch(ctx: AskContext) -> PrefetchOutcome:
     built-ins or agents, which need arguments).
     """
     skills = ctx.settings.skills
-    targets: list[Tool] = []
-    for raw in skills.prefetch_tools:
-        name = raw.strip()
-        entry = ctx.toolset.entries.get(name)
-        if name == TOOL_SEARCH_NAME or name not in ctx.permitted or not isinstance(entry, Tool):
-            continue
-        if entry not in targets:
-            targets.append(entry)
+    targets = prefetch_targets(ctx.toolset, skills.prefetch_tools, ctx.permitted)
     if not targets:
         return PrefetchOutcome(None, (), ())
     lines = [PREFETCH_HEADER]
@@ -70,3 +65,19 @@ async def run_prefetch(ctx: AskContext) -> PrefetchOutcome:
         ctx.always_loaded_extra = tuple(sorted(t.name for t in targets))
     message = "\n".join(lines) if succeeded else None
     return PrefetchOutcome(message, tuple(succeeded), tuple(failed))
+
+
+def prefetch_targets(
+    toolset: ToolSet, prefetch_tools: Sequence[str], permitted: frozenset[str]
+) -> list[Tool]:
+    """The tools an ask prefetches, in ``prefetch_tools`` order: registered tools it may use
+    (never ``tool_search``, the built-ins or agents, which need arguments)."""
+    targets: list[Tool] = []
+    for raw in prefetch_tools:
+        name = raw.strip()
+        entry = toolset.entries.get(name)
+        if name == TOOL_SEARCH_NAME or name not in permitted or not isinstance(entry, Tool):
+            continue
+        if entry not in targets:
+            targets.append(entry)
+    return targets

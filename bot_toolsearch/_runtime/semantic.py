@@ -2,11 +2,12 @@
 
 ``[skills] tool_search_embeddings`` names an OpenAI-compatible embeddings endpoint and model.
 `semantic_ranker` gives a door (the `Bot`, the wrapper, hence the proxy) the
-`SemanticRanker` hook of one catalog, which the core session fuses with BM25. Per catalog, on
-the first keyword search, every tool's text (name, namespace, description, parameter names) is
-embedded once, in batches, only for texts the disk cache lacks; the cache is one file per
-endpoint and model, keyed by each text's SHA-256, written atomically, and a file that is
-corrupt or from another model or endpoint is rebuilt, never trusted. Whatever fails, BM25
+`SemanticRanker` hook of one catalog, which the core session fuses with BM25. Per catalog, in
+the background when a door prepares it (`warm_semantic`), else on the first keyword search,
+every tool's text (name, namespace, description, parameter names) is embedded once, in
+batches, only for texts the disk cache lacks; the cache is one file per endpoint and model,
+keyed by each text's SHA-256, written atomically, and a file that is corrupt or from another
+model or endpoint is rebuilt, never trusted. Whatever fails, BM25
 answers: one warning per settings generation (reload), and the endpoint is left alone for
 `RETRY_SECONDS` so that a dead endpoint does not cost a timeout per search. The similarity
 scan (`_Matrix`) uses numpy when it is importable (the ``semantic`` extra), else pure Python.
@@ -46,6 +47,7 @@ __all__ = [
     "off_loop",
     "semantic_ranker",
     "tool_text",
+    "warm_semantic",
 ]
 
 logger = logging.getLogger("bot_toolsearch")
@@ -463,3 +465,31 @@ async def off_loop(semantic: bool, function: Callable[..., _T], *args: Any) -> _
     if not semantic:
         return function(*args)
     return await asyncio.to_thread(function, *args)
+
+
+def warm_semantic(settings: BotSettings, catalog: ToolCatalog) -> threading.Thread | None:
+    """Embed ``catalog``'s tool texts in a background thread now, rather than in its first
+    keyword search, when ``[skills] tool_search_embeddings`` is set (else ``None``).
+
+    What a search would do first, done ahead: the vectors are computed (or read from the disk
+    cache) once per catalog and settings, and a search that comes meanwhile waits for them
+    instead of asking again. It never raises: a failure is the stage's one warning of this
+    settings generation, and searches use BM25 until the endpoint answers again.
+    """
+    wanted = settings.skills.tool_search_embeddings
+    if wanted is None or semantic_ranker(settings, catalog) is None:
+        return None
+    with _EMBEDDERS_LOCK:
+        embedder = _EMBEDDERS.get(wanted)  # semantic_ranker made it (unless evicted since)
+    if embedder is None:
+        return None
+
+    def embed() -> None:
+        try:
+            embedder._matrix(catalog)
+        except EmbeddingsError as exc:
+            embedder._failed(exc, settings.generation)
+
+    thread = threading.Thread(target=embed, name="bot_toolsearch-embeddings", daemon=True)
+    thread.start()
+    return thread

@@ -42,6 +42,7 @@ from .announce import announce_calls
 from .context import AskContext
 from .middleware import CallHandler, Middleware, RoundRequest, forward_unanswered
 from .semantic import off_loop, semantic_ranker
+from .warm import index_built
 
 __all__ = [
     "ToolSearchMiddleware",
@@ -166,10 +167,8 @@ class ToolSearchMiddleware:
         searches = [c for c in calls if c.name == TOOL_SEARCH_NAME]
         await announce_calls(ctx, [(c.name, "tool") for c in searches])
         # The ask loop unwrapped the call_tool calls already (the history keeps them as sent).
-        # A search may call the embeddings endpoint: then it runs off the event loop.
-        semantic = state.protocol.session.semantic is not None
         answer = await off_loop(
-            semantic,
+            _searches_off_loop(ctx, state),
             functools.partial(state.protocol.answer, unwrap=False, exposed=ctx.exposed),
             calls,
         )
@@ -179,6 +178,17 @@ class ToolSearchMiddleware:
     async def finish_ask(self, ctx: AskContext) -> None:
         """Drop the protocol (the loaded set never outlives its ask)."""
         ctx.state.pop(_AskState, None)
+
+
+def _searches_off_loop(ctx: AskContext, state: _AskState) -> bool:
+    """Whether this ask's searches run in a worker thread: when they may call the embeddings
+    endpoint, or would build the keyword index (built ahead at start-up and on each change,
+    so only in the moment between a reload and its thread's build, or when the settings
+    source cannot announce reloads)."""
+    if state.protocol.session.semantic is not None:
+        return True
+    namespaces = ctx.toolset.namespace_descriptions(ctx.settings.tools.namespaces)
+    return not index_built(ctx.toolset.catalog, namespaces)
 
 
 def _record(ctx: AskContext, state: _AskState, answer: Answer) -> None:

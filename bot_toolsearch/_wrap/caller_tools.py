@@ -15,9 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from bot_toolsearch._config.settings import BotSettings, EmbeddingsSettings
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog
 from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
+from bot_toolsearch._runtime.semantic import warm_semantic
 from bot_toolsearch._runtime.toolset import pattern_filter
+from bot_toolsearch._runtime.warm import build_index, index_built
 from bot_toolsearch._tools.tool import Tool
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch._transports.wire import wire_tool
@@ -99,6 +102,7 @@ class CallerTools:
     )
     _checkers: dict[str, Tool | None] = field(default_factory=dict, repr=False)
     _noted: set[str] = field(default_factory=set, repr=False)
+    _warmed: set[EmbeddingsSettings] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -134,6 +138,32 @@ class CallerTools:
         if catalog is not None and not len(catalog):
             catalog = None
         return cls(api, catalog, entries, tuple(others), names, plain)
+
+    def prepared(self, settings: BotSettings) -> bool:
+        """Whether calls under ``settings`` find everything built (see `prepare`)."""
+        return (
+            self.catalog is None
+            or not settings.skills.tool_search_enabled
+            or index_built(self.catalog, settings.tools.namespaces)
+        )
+
+    def prepare(self, settings: BotSettings) -> None:
+        """Build the search index keyword searches under ``settings`` use (with their
+        namespace descriptions), when tool search is on: once per list and descriptions, when
+        the list is first indexed or the descriptions change, never in a search. With the
+        semantic stage on, the tool texts start being embedded in the background, once per
+        list and embeddings settings (`warm_semantic`)."""
+        if self.catalog is None or not settings.skills.tool_search_enabled:
+            return
+        build_index(self.catalog, settings.tools.namespaces)
+        wanted = settings.skills.tool_search_embeddings
+        if wanted is None or wanted in self._warmed:
+            return
+        with self._lock:
+            if wanted in self._warmed:
+                return
+            self._warmed.add(wanted)
+        warm_semantic(settings, self.catalog)
 
     def note_once(self, text: str) -> None:
         """Log a warning about this tool list once (every call with it would repeat it)."""
@@ -316,14 +346,13 @@ class ToolsCache:
         with self._lock:
             return len(self._entries)
 
-    def build_indexes(self) -> None:
-        """Build the search index of every cached catalog now (it is otherwise built on the
-        first keyword search), so that everything the cache holds is allocated."""
+    def prepare(self, settings: BotSettings) -> None:
+        """`CallerTools.prepare` every cached list for ``settings`` (after a reload that
+        changes the namespace descriptions or turns tool search on; nothing when built)."""
         with self._lock:
-            catalogs = [entry.tools.catalog for entry in self._entries]
-        for catalog in catalogs:
-            if catalog is not None:
-                _ = catalog.index
+            lists = [entry.tools for entry in self._entries]
+        for tools in lists:
+            tools.prepare(settings)
 
 
 def _json_size(elements: tuple[Any, ...]) -> int:

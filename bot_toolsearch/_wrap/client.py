@@ -11,10 +11,12 @@ resource (``models``, ``files``, ``embeddings`` ...) behave as the given client'
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import Any, overload
 
+import anyio
 import openai
 
 from bot_toolsearch._config.settings import BotSettings
@@ -22,6 +24,7 @@ from bot_toolsearch._runtime.semantic import off_loop
 
 from .chat import ChatPlan
 from .engine import Engine
+from .plan import Pending
 from .raw import AsyncRaw, AsyncStreaming, SyncRaw, SyncStreaming
 from .replies import guard_async, guard_sync
 from .responses import ResponsesPlan, create_round, create_round_async
@@ -56,12 +59,24 @@ class _AsyncResource(_Delegate):
 
     async def create(self, **kwargs: Any) -> Any:
         """``create`` with tool search (see `wrap_openai`)."""
-        plan = self._plan(kwargs)
+        plan = await self._aplan(kwargs)
         if plan is None:
             return await self._inner.create(**kwargs)
         return await self._run(plan, kwargs)
 
-    def _plan(self, kwargs: dict[str, Any]) -> Any:
+    async def _aplan(self, kwargs: dict[str, Any]) -> Any:
+        """The plan, made on the event loop when the tool list is indexed already, else in a
+        worker thread: indexing a new list (and building its search index) takes time in
+        proportion to the list (most of a second at 10,000 tools), which the loop never waits.
+        A cancelled call leaves the thread to finish; the indexed list is kept."""
+        plan = self._plan(kwargs, build=False)
+        if plan is Pending.INDEXING:
+            plan = await anyio.to_thread.run_sync(
+                functools.partial(self._plan, kwargs), abandon_on_cancel=True
+            )
+        return plan
+
+    def _plan(self, kwargs: dict[str, Any], *, build: bool = True) -> Any:
         raise NotImplementedError
 
     async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
@@ -106,8 +121,8 @@ class _SyncResource(_Delegate):
 
 
 class _AsyncCompletions(_AsyncResource):
-    def _plan(self, kwargs: dict[str, Any]) -> ChatPlan | None:
-        return self._engine.chat_plan(kwargs)
+    def _plan(self, kwargs: dict[str, Any], *, build: bool = True) -> ChatPlan | Pending | None:
+        return self._engine.chat_plan(kwargs, build=build)
 
     async def _run(self, plan: ChatPlan, kwargs: dict[str, Any]) -> Any:
         create = guard_async(self._inner, "chat")
@@ -120,8 +135,10 @@ class _AsyncCompletions(_AsyncResource):
 
 
 class _AsyncResponses(_AsyncResource):
-    def _plan(self, kwargs: dict[str, Any]) -> ResponsesPlan | None:
-        return self._engine.responses_plan(kwargs)
+    def _plan(
+        self, kwargs: dict[str, Any], *, build: bool = True
+    ) -> ResponsesPlan | Pending | None:
+        return self._engine.responses_plan(kwargs, build=build)
 
     async def _run(self, plan: ResponsesPlan, kwargs: dict[str, Any]) -> Any:
         create = guard_async(self._inner, "responses")
@@ -134,8 +151,8 @@ class _AsyncResponses(_AsyncResource):
 
 
 class _SyncCompletions(_SyncResource):
-    def _plan(self, kwargs: dict[str, Any]) -> ChatPlan | None:
-        return self._engine.chat_plan(kwargs)
+    def _plan(self, kwargs: dict[str, Any], *, build: bool = True) -> ChatPlan | Pending | None:
+        return self._engine.chat_plan(kwargs, build=build)
 
     def _run(self, plan: ChatPlan, kwargs: dict[str, Any]) -> Any:
         create = guard_sync(self._inner, "chat")
@@ -148,8 +165,10 @@ class _SyncCompletions(_SyncResource):
 
 
 class _SyncResponses(_SyncResource):
-    def _plan(self, kwargs: dict[str, Any]) -> ResponsesPlan | None:
-        return self._engine.responses_plan(kwargs)
+    def _plan(
+        self, kwargs: dict[str, Any], *, build: bool = True
+    ) -> ResponsesPlan | Pending | None:
+        return self._engine.responses_plan(kwargs, build=build)
 
     def _run(self, plan: ResponsesPlan, kwargs: dict[str, Any]) -> Any:
         create = guard_sync(self._inner, "responses")

@@ -17,7 +17,7 @@ from bot_toolsearch._config.settings import BotSettings, SkillsSettings
 
 from .caller_tools import ToolsCache
 from .chat import ChatPlan
-from .plan import setup
+from .plan import Pending, Setup, setup
 from .responses import ResponsesPlan
 
 __all__ = ["Engine"]
@@ -43,13 +43,16 @@ class Engine:
             raise TypeError("pass config (a config.toml path) or settings, not both")
         self._reloader: ConfigReloader | None = None
         self._fixed: BotSettings | None = settings
+        self.cache = ToolsCache()
         if config is not None:
             self._reloader = ConfigReloader(config)
+            # A reload that changes the namespace descriptions (or turns tool search on)
+            # builds the cached lists' new search indexes in the reload thread.
+            self._reloader.subscribe(self.cache.prepare)
             if self._reloader.snapshot().bot.hot_reload:
                 self._reloader.start()
         elif settings is None:
             self._fixed = BotSettings(skills=SkillsSettings(tool_search_enabled=True))
-        self.cache = ToolsCache()
 
     def snapshot(self) -> BotSettings:
         """The settings of the next ``create`` call (read once per call)."""
@@ -58,8 +61,11 @@ class Engine:
         assert self._fixed is not None
         return self._fixed
 
-    def chat_plan(self, kwargs: Mapping[str, Any]) -> ChatPlan | None:
-        """The plan of a ``chat.completions.create`` call, or ``None`` to pass it through."""
+    def chat_plan(
+        self, kwargs: Mapping[str, Any], *, build: bool = True
+    ) -> ChatPlan | Pending | None:
+        """The plan of a ``chat.completions.create`` call, or ``None`` to pass it through;
+        `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`)."""
         messages = kwargs.get("messages")
         if not isinstance(messages, list | tuple):
             return None
@@ -69,19 +75,24 @@ class Engine:
             tools=kwargs.get("tools"),
             tool_choice=kwargs.get("tool_choice"),
             api="chat",
+            build=build,
         )
-        return ChatPlan(found, kwargs) if found is not None else None
+        return ChatPlan(found, kwargs) if isinstance(found, Setup) else found
 
-    def responses_plan(self, kwargs: Mapping[str, Any]) -> ResponsesPlan | None:
-        """The plan of a ``responses.create`` call, or ``None`` to pass it through."""
+    def responses_plan(
+        self, kwargs: Mapping[str, Any], *, build: bool = True
+    ) -> ResponsesPlan | Pending | None:
+        """The plan of a ``responses.create`` call, or ``None`` to pass it through;
+        `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`)."""
         found = setup(
             self.snapshot(),
             self.cache,
             tools=kwargs.get("tools"),
             tool_choice=kwargs.get("tool_choice"),
             api="responses",
+            build=build,
         )
-        return ResponsesPlan(found, kwargs) if found is not None else None
+        return ResponsesPlan(found, kwargs) if isinstance(found, Setup) else found
 
     def close(self) -> None:
         """Stop watching ``config.toml``; the last settings stay in force."""

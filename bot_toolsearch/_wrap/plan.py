@@ -6,6 +6,7 @@ sync client drive the same plan, so both behave identically.
 
 from __future__ import annotations
 
+import enum
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,16 @@ from bot_toolsearch._transports.wire import canonical_calls
 from .caller_tools import Api, CallerTools, ToolsCache
 from .projection import Projection, requested_tool
 
-__all__ = ["Setup", "UsageSum", "ask_start", "given", "mapping_get", "read_calls", "setup"]
+__all__ = [
+    "Pending",
+    "Setup",
+    "UsageSum",
+    "ask_start",
+    "given",
+    "mapping_get",
+    "read_calls",
+    "setup",
+]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -41,6 +51,14 @@ class Setup:
     projection: Projection
 
 
+class Pending(enum.Enum):
+    """What `setup` answers instead of indexing when told not to build (``build=False``)."""
+
+    INDEXING = "indexing"
+    """The call needs a new tool list indexed, or its search index built: an async door
+    makes the plan in a worker thread then (`bot_toolsearch._wrap.client`)."""
+
+
 def setup(
     settings: BotSettings,
     cache: ToolsCache,
@@ -48,7 +66,8 @@ def setup(
     tools: object,
     tool_choice: object,
     api: Api,
-) -> Setup | None:
+    build: bool = True,
+) -> Setup | Pending | None:
     """The call's tool search, or ``None`` to pass the request through untouched.
 
     Passes through when the request has no tool list, a caller tool is named
@@ -56,6 +75,10 @@ def setup(
     defer) and ``[tools] allow``/``deny`` leave every tool: a deny is a promise whenever the
     wrapper is in the path, so with tool search off the denied tools are still left out (and
     a call to one is refused as no such tool).
+
+    A list seen for the first time is indexed, search index included when tool search is on
+    (`CallerTools.prepare`), so no keyword search of any call builds it. With ``build=False``
+    nothing is indexed: `Pending.INDEXING` says that the call would have to.
     """
     if not given(tools):
         return None
@@ -67,9 +90,15 @@ def setup(
         tools = _as_list(tools)
         if tools is None:
             return None
-    indexed = cache.get(tools, api, settings.tools.dot_delimiter)
+    delimiter = settings.tools.dot_delimiter
+    indexed = cache.get(tools, api, delimiter) if build else cache.lookup(tools, api, delimiter)
+    if indexed is None:
+        return Pending.INDEXING
     if indexed.catalog is None:
         return None
+    if not build and not indexed.prepared(settings):
+        return Pending.INDEXING
+    indexed.prepare(settings)
     forced = requested_tool(tool_choice, api)
     projection = Projection(indexed, settings, forced=forced)
     if not projection.active and not projection.filtering:

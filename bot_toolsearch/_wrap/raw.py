@@ -31,7 +31,7 @@ _HEADERS: Any = next(
 class _AsyncResource(Protocol):
     _inner: Any
 
-    def _plan(self, kwargs: dict[str, Any]) -> Any: ...
+    async def _aplan(self, kwargs: dict[str, Any]) -> Any: ...
 
     async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any: ...
 
@@ -73,7 +73,7 @@ class AsyncRaw:
 
     async def create(self, **kwargs: Any) -> Any:
         """As the SDK's: the response, whose ``parse()`` gives what ``create`` gives."""
-        plan = self._resource._plan(kwargs)
+        plan = await self._resource._aplan(kwargs)
         if plan is None:
             return await self._resource._inner.with_raw_response.create(**kwargs)
         return _Handled(await self._resource._run(plan, kwargs))
@@ -112,7 +112,7 @@ class _AsyncContext:
         self._result: Any = None
 
     async def __aenter__(self) -> Any:
-        plan = self._resource._plan(self._kwargs)
+        plan = await self._resource._aplan(self._kwargs)
         if plan is None:
             self._inner = self._resource._inner.with_streaming_response.create(**self._kwargs)
             return await self._inner.__aenter__()

@@ -1,0 +1,180 @@
+"""The wrapper builds a tool list's keyword index when it first indexes the list (tool search
+on), with the configured namespace descriptions, so no keyword search builds it; the async
+client does that indexing in a worker thread, never on the event loop; a config reload that
+changes the descriptions builds the cached lists' new indexes in the reload thread."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from bot_toolsearch import BotSettings, wrap_openai
+from bot_toolsearch._core.catalog import ToolCatalog
+from bot_toolsearch._core.index import SearchIndex
+from bot_toolsearch._runtime.warm import index_built
+from bot_toolsearch._wrap.caller_tools import ToolsCache
+from bot_toolsearch._wrap.client import engine_of
+from bot_toolsearch._wrap.plan import Pending, setup
+from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
+from tests._helpers import write_config
+
+from ._tools import chat_tools
+
+TIMEOUT = 10.0
+USER = {"role": "user", "content": "Where is the stock?"}
+NAMESPACES = {"inventory": "Warehouse stock levels."}
+SETTINGS = BotSettings.model_validate(
+    {"skills": {"tool_search_enabled": True}, "tools": {"namespaces": NAMESPACES}}
+)
+
+
+def dotted_tools() -> list[dict[str, Any]]:
+    """The test list with its warehouse tools in the ``inventory`` namespace."""
+    tools = chat_tools()
+    for tool in tools[5:]:
+        tool["function"]["name"] = tool["function"]["name"].replace("inventory_", "inventory.")
+    return tools
+
+
+def indexes(catalog: ToolCatalog) -> list[SearchIndex]:
+    """Every search index the catalog holds (private state, read only)."""
+    built = list(catalog._indexes.values())
+    return built if catalog._index is None else [catalog._index, *built]
+
+
+def catalog_of(client: object, tools: list[dict[str, Any]]) -> ToolCatalog:
+    engine = engine_of(client)
+    assert engine is not None
+    found = engine.cache.lookup(tools, "chat", "-_-")
+    assert found is not None
+    assert found.catalog is not None
+    return found.catalog
+
+
+def test_the_first_call_builds_the_index_the_searches_use(server: ScriptedOpenAIServer) -> None:
+    tools = dotted_tools()
+    server.script(text("Nothing to do."))
+    client = wrap_openai(
+        openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0), settings=SETTINGS
+    )
+    with client:
+        client.chat.completions.create(model="m", messages=[USER], tools=tools)
+        catalog = catalog_of(client, tools)
+        assert index_built(catalog, NAMESPACES)
+        before = indexes(catalog)
+        assert len(before) == 1
+
+        server.script(call("tool_search", query="warehouse"), text("Found it."))
+        client.chat.completions.create(model="m", messages=[USER], tools=tools)
+
+    result = json.loads(server.requests[2].tool_outputs[0][1])
+    assert result["loaded"]
+    assert [id(i) for i in indexes(catalog)] == [id(i) for i in before]
+
+
+class _Watched(dict[str, Any]):
+    """A caller tool entry that notes the thread of every ``get`` (what indexing reads)."""
+
+    threads: set[int]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.threads.add(threading.get_ident())
+        return super().get(key, default)
+
+
+@pytest.mark.parametrize("door", ["create", "with_raw_response", "with_streaming_response"])
+async def test_the_async_client_indexes_a_new_list_off_the_event_loop(
+    server: ScriptedOpenAIServer, door: str
+) -> None:
+    threads: set[int] = set()
+    tools = [_Watched(tool) for tool in dotted_tools()]
+    for tool in tools:
+        tool.threads = threads
+    server.script(text("Nothing to do."))
+    inner = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+    client = wrap_openai(inner, settings=SETTINGS)
+    try:
+        completions = client.chat.completions
+        arguments: dict[str, Any] = {"model": "m", "messages": [USER], "tools": tools}
+        if door == "create":
+            await completions.create(**arguments)
+        elif door == "with_raw_response":
+            await completions.with_raw_response.create(**arguments)
+        else:
+            async with completions.with_streaming_response.create(**arguments):
+                pass
+    finally:
+        await client.close()
+
+    assert threads  # the list was indexed ...
+    assert threading.get_ident() not in threads  # ... never on the event loop's thread
+    assert index_built(catalog_of(client, tools), NAMESPACES)
+
+
+def test_a_plan_that_must_index_says_so_instead_of_building() -> None:
+    cache = ToolsCache()
+    tools = dotted_tools()
+
+    def plan(settings: BotSettings, *, build: bool) -> object:
+        return setup(settings, cache, tools=tools, tool_choice=None, api="chat", build=build)
+
+    assert plan(SETTINGS, build=False) is Pending.INDEXING
+    assert len(cache) == 0  # nothing indexed
+    assert plan(SETTINGS, build=True) not in (None, Pending.INDEXING)
+    assert plan(SETTINGS, build=False) not in (None, Pending.INDEXING)
+    # Other namespace descriptions need another index: not built on the loop either.
+    described = BotSettings.model_validate(
+        {"skills": {"tool_search_enabled": True}, "tools": {"namespaces": {"inventory": "Stock."}}}
+    )
+    assert plan(described, build=False) is Pending.INDEXING
+    off = BotSettings.model_validate({"tools": {"deny": ["get_weather"]}})
+    assert plan(off, build=False) not in (None, Pending.INDEXING)  # no index without search
+
+
+async def test_a_reload_builds_the_cached_lists_new_index_in_the_reload_thread(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    skills = "[skills]\ntool_search_enabled = true\n"
+    path = write_config(tmp_path / "config.toml", server.base_url, "chat_completions", skills)
+    inner = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+    client = wrap_openai(inner, config=path)
+    tools = dotted_tools()
+    try:
+        server.script(text("Nothing to do."))
+        await client.chat.completions.create(model="m", messages=[USER], tools=tools)
+        catalog = catalog_of(client, tools)
+        assert index_built(catalog, {})
+        assert not index_built(catalog, NAMESPACES)
+
+        engine = engine_of(client)
+        assert engine is not None
+        reloader = engine._reloader
+        assert reloader is not None
+        reloaded: list[bool] = []
+        done = threading.Event()
+
+        def seen(settings: BotSettings) -> None:
+            # Subscribed after the wrapper: runs once the wrapper's own callback is done.
+            reloaded.append(index_built(catalog, settings.tools.namespaces))
+            done.set()
+
+        reloader.subscribe(seen)
+        extra = skills + '[tools.namespaces]\ninventory = "Warehouse stock levels."\n'
+        write_config(path, server.base_url, "chat_completions", extra)
+        assert await asyncio.to_thread(done.wait, TIMEOUT)
+        assert reloaded == [True]
+        before = indexes(catalog)
+
+        server.script(call("tool_search", query="warehouse"), text("Found it."))
+        await client.chat.completions.create(model="m", messages=[USER], tools=tools)
+    finally:
+        await client.close()
+
+    assert json.loads(server.requests[2].tool_outputs[0][1])["loaded"]
+    assert [id(i) for i in indexes(catalog)] == [id(i) for i in before]
