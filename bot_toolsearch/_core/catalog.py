@@ -298,7 +298,7 @@ class ToolCatalog:
     @property
     def index(self) -> SearchIndex:
         """The keyword search index without namespace descriptions (`search_index` of none),
-        built on first use."""
+        built on first use (the doors build it ahead)."""
         return self._search_index(())
 
     def _search_index(self, namespaces: Namespaces) -> SearchIndex:
@@ -472,11 +472,16 @@ def search_index(catalog: ToolCatalog, namespaces: Namespaces = ()) -> SearchInd
     """The keyword search index of ``catalog``, with the ``(namespace, description)`` pairs
     indexed in the namespace field of every tool inside each namespace.
 
-    Built on first use, then kept (the last few sets of descriptions): building it tokenises
-    every name, description and parameter, so it is left to the first keyword search (exact
-    names, ``select:`` and the directory never need it). Call it to build it ahead.
+    Built on first use, then kept (the last few sets of descriptions). Exact names,
+    ``select:`` and the directory never need it, but every door builds it ahead, when it gets
+    the catalog (``_runtime/warm.py``), so no search waits for it.
     """
     return catalog._search_index(namespaces)
+
+
+def index_built(catalog: ToolCatalog, namespaces: Namespaces = ()) -> bool:
+    """Whether `search_index` of these ``namespaces`` is already built (nothing is built)."""
+    return catalog._index is not None if not namespaces else namespaces in catalog._indexes
 
 
 def _encoded_entry(

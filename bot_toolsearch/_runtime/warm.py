@@ -20,6 +20,7 @@ from collections.abc import Mapping
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, Namespaces, ToolCatalog, search_index
+from bot_toolsearch._core.catalog import index_built as catalog_index_built
 from bot_toolsearch._protocol.engine import ToolSearchProtocol
 
 from .prefetch import prefetch_targets
@@ -44,10 +45,8 @@ def build_index(catalog: ToolCatalog, namespaces: Mapping[str, str] | None) -> N
 
 
 def index_built(catalog: ToolCatalog, namespaces: Mapping[str, str] | None) -> bool:
-    """Whether the index for ``namespaces`` is in the catalog's cache (read-only: an async door
-    asks before it would build on the event loop)."""
-    key = index_key(namespaces)
-    return catalog._index is not None if not key else key in catalog._indexes
+    """Whether the index `build_index` builds is there already (nothing is built)."""
+    return catalog_index_built(catalog, index_key(namespaces))
 
 
 def prepare_toolset(toolset: ToolSet, settings: BotSettings) -> None:
