@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import chain, compress, repeat
 from operator import add
 
@@ -207,13 +207,6 @@ class SearchIndex:
     def __contains__(self, term: object) -> bool:
         return any(term in postings for postings in self._postings)
 
-    def _holders(self, field: int, term: str) -> list[int]:
-        """The documents holding ``term`` in stored ``field``, once per occurrence."""
-        found = self._postings[field].get(term)
-        if not found:
-            return []
-        return list(chain.from_iterable(map(self._docs[field].__getitem__, found)))
-
     def _variants(self, term: str) -> list[str]:
         """Index terms sharing a prefix relation with ``term`` (``term`` itself excluded)."""
         if len(term) < _PREFIX_MIN or not term.isascii() or not term.isalpha():
@@ -228,45 +221,65 @@ class SearchIndex:
                 break
         return found
 
+    def _counts(self, field: int, term: str) -> Counter[int]:
+        """How often ``term`` occurs in each document's scored ``field`` (the namespace
+        descriptions count as the namespace field): one C-level pass over the texts holding
+        it."""
+        found = self._postings[field].get(term)
+        held: Iterable[int] = (
+            chain.from_iterable(map(self._docs[field].__getitem__, found)) if found else ()
+        )
+        if field == 4:
+            described = self._postings[5].get(term)
+            if described:
+                held = chain(held, chain.from_iterable(map(self._docs[5].__getitem__, described)))
+        return Counter(held)
+
     def _weighted(self, term: str) -> dict[int, float] | None:
         """The weight of ``term`` per document holding it, times its IDF, worked out on first
         use and then shared (do not change it); ``None`` for a term no document holds."""
         weighted = self._weighted_cache.get(term)
         if weighted is not None:
             return weighted
-        per_field: list[dict[int, float]] = []
-        for f in range(_SCORED):
-            held = self._holders(f, term)
-            if f == 4:  # the namespace descriptions count as the namespace field
-                held += self._holders(5, term)
-            if not held:
-                continue
-            units = self._units[f]
-            docs = dict.fromkeys(held)
-            # Found once in a document (the usual case), the weight was worked out at the build.
-            weights = dict(zip(docs, map(units.__getitem__, docs), strict=True))
-            if len(docs) != len(held):  # and the documents holding it more than once
-                counts = Counter(held)
-                norms, weight = self._norms[f], self._weights[f]
-                for d in compress(counts, map((1).__lt__, counts.values())):
-                    tf = counts[d]
-                    weights[d] = weight * tf / (tf + norms[d])
-            per_field.append(weights)
-        if not per_field:
+        fields = [(f, counts) for f in range(_SCORED) if (counts := self._counts(f, term))]
+        if not fields:
             return None
-        # Sum the fields, largest first (the same order for every document).
-        per_field.sort(key=len, reverse=True)
-        total = per_field[0] if len(per_field) == 1 else _merged(per_field, add)
-        df = len(total)
-        idf = math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
-        values = map(idf.__mul__, map(self._bonus.__add__, total.values()))
-        weighted = dict(zip(total, values, strict=True))
+        bonus = self._bonus
+        if len(fields) == 1 and max(fields[0][1].values()) == 1:
+            # The usual case: one field, once per document. One pass from the weights the
+            # build worked out.
+            f, counts = fields[0]
+            idf = self._idf(len(counts))
+            docs: Iterable[int] = counts
+            values = map(idf.__mul__, map(bonus.__add__, map(self._units[f].__getitem__, counts)))
+        else:
+            # Sum the fields, largest first (the same order for every document).
+            per_field = [self._field_weights(f, counts) for f, counts in fields]
+            per_field.sort(key=len, reverse=True)
+            total = per_field[0] if len(per_field) == 1 else _merged(per_field, add)
+            idf = self._idf(len(total))
+            docs = total
+            values = map(idf.__mul__, map(bonus.__add__, total.values()))
+        weighted = dict(zip(docs, values, strict=True))
         # Racing threads compute the same dict; either copy may win.
         cache = self._weighted_cache
         if len(cache) >= _WEIGHTED_CACHE_SIZE:
             cache.pop(next(iter(cache)), None)
         cache[term] = weighted
         return weighted
+
+    def _field_weights(self, field: int, counts: Counter[int]) -> dict[int, float]:
+        """BM25's saturated, length-normalised weight of a term in ``field`` per document, from
+        its ``counts`` there (``W * tf / (tf + norm)``; the build worked out ``tf = 1``)."""
+        weights = dict(zip(counts, map(self._units[field].__getitem__, counts), strict=True))
+        norms, weight = self._norms[field], self._weights[field]
+        for d in compress(counts, map((1).__lt__, counts.values())):
+            tf = counts[d]
+            weights[d] = weight * tf / (tf + norms[d])
+        return weights
+
+    def _idf(self, df: int) -> float:
+        return math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
 
     def _matches(self, term: str) -> dict[int, float]:
         """The weight of ``term`` per document (shared: do not change), prefix variants
@@ -289,14 +302,18 @@ class SearchIndex:
         cache[term] = matches
         return matches
 
+    def _held(self, field: int, term: str) -> Iterable[int]:
+        """The documents holding ``term`` in stored ``field`` (a document may repeat)."""
+        found = self._postings[field].get(term)
+        return chain.from_iterable(map(self._docs[field].__getitem__, found)) if found else ()
+
     def _tiers(self, term: str, docs: dict[int, float]) -> dict[int, float]:
         """``docs`` (not changed) with the tier added: two steps for a name hit on ``term``,
         one for a parameter-name hit."""
         terms = (term, *self._variants(term))
-        names = docs.keys() & chain.from_iterable(
-            self._holders(f, t) for t in terms for f in (0, 4)
-        )
-        params = docs.keys() & chain.from_iterable(self._holders(1, t) for t in terms)
+        held = self._held
+        names = docs.keys() & chain.from_iterable(held(f, t) for t in terms for f in (0, 4))
+        params = docs.keys() & chain.from_iterable(held(1, t) for t in terms)
         tiered = dict(docs)
         for d in names:
             tiered[d] += 2 * _TIER_STEP
