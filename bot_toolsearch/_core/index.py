@@ -24,6 +24,7 @@ out on its first search, from the texts holding it, and kept for the next. On to
 from __future__ import annotations
 
 import bisect
+import contextlib
 import math
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -109,6 +110,17 @@ def _merged(
         combined = map(combine, map(total.get, part, repeat(0.0)), part.values())
         total.update(zip(part, combined, strict=True))
     return total
+
+
+def _keep(cache: dict[str, dict[int, float]], term: str, value: dict[int, float]) -> None:
+    """Store ``value`` in a bounded cache, dropping its oldest entry when full. Racing threads
+    compute the same value (either copy may win) and may evict at once: a cache changed
+    under the eviction just skips it this time."""
+    if len(cache) >= _WEIGHTED_CACHE_SIZE:
+        # Changed size during the iteration, or emptied: skip the eviction this once.
+        with contextlib.suppress(RuntimeError, StopIteration):
+            cache.pop(next(iter(cache)), None)
+    cache[term] = value
 
 
 class SearchIndex:
@@ -261,11 +273,7 @@ class SearchIndex:
             docs = total
             values = map(idf.__mul__, map(bonus.__add__, total.values()))
         weighted = dict(zip(docs, values, strict=True))
-        # Racing threads compute the same dict; either copy may win.
-        cache = self._weighted_cache
-        if len(cache) >= _WEIGHTED_CACHE_SIZE:
-            cache.pop(next(iter(cache)), None)
-        cache[term] = weighted
+        _keep(self._weighted_cache, term, weighted)
         return weighted
 
     def _field_weights(self, field: int, counts: Counter[int]) -> dict[int, float]:
@@ -296,10 +304,7 @@ class SearchIndex:
         # Each document's best: its exact weight or a variant's discounted one.
         parts.sort(key=len, reverse=True)
         matches = _merged(parts, max) if len(parts) > 1 else parts[0] if parts else {}
-        cache = self._matches_cache
-        if len(cache) >= _WEIGHTED_CACHE_SIZE:
-            cache.pop(next(iter(cache)), None)
-        cache[term] = matches
+        _keep(self._matches_cache, term, matches)
         return matches
 
     def _held(self, field: int, term: str) -> Iterable[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -308,3 +309,41 @@ def test_a_catalog_index_scores_as_its_documents_indexed_one_by_one() -> None:
             got, expected = catalog.index.scores(query), plain.scores(query)
             assert got.keys() == expected.keys()
             assert all(math.isclose(got[d], expected[d], rel_tol=1e-12) for d in got)
+
+
+def test_threads_searching_at_once_through_a_full_cache_agree_with_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The weight caches are shared and bounded; threads that fill and evict them at the same
+    # moment must neither fail nor see another term's weights.
+    import sys
+    import threading
+
+    from bot_toolsearch._core import index as index_module
+
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
+    docs = [doc(f"{a}_{b}", desc=f"{b} {a} {a}") for a in words for b in words]
+    expected = {w: SearchIndex(docs).scores([w, "beta"]) for w in words}
+    monkeypatch.setattr(index_module, "_WEIGHTED_CACHE_SIZE", 2)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    index = SearchIndex(docs)
+    failures: list[BaseException] = []
+
+    def search(offset: int) -> None:
+        try:
+            for i in range(400):
+                word = words[(i + offset) % len(words)]
+                assert index.scores([word, "beta"]) == expected[word]
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=search, args=(k,)) for k in range(6)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures, failures[0]
