@@ -249,42 +249,40 @@ class SearchIndex:
 
     def _weighted(self, term: str) -> dict[int, float] | None:
         """The weight of ``term`` per document holding it, times its IDF, worked out on first
-        use and then shared (do not change it); ``None`` for a term no document holds."""
+        use and then shared (do not change it); ``None`` for a term no document holds.
+
+        C-level passes over the documents holding it: its counts per field, then, field by
+        field (largest first), the build's weight of a term found once (``W / (1 + norm)``)
+        scaled by the IDF and added in; only documents holding it more than once in a field
+        are corrected one by one.
+        """
         weighted = self._weighted_cache.get(term)
         if weighted is not None:
             return weighted
         fields = [(f, counts) for f in range(_SCORED) if (counts := self._counts(f, term))]
         if not fields:
             return None
-        bonus = self._bonus
-        if len(fields) == 1 and max(fields[0][1].values()) == 1:
-            # The usual case: one field, once per document. One pass from the weights the
-            # build worked out.
-            f, counts = fields[0]
-            idf = self._idf(len(counts))
-            docs: Iterable[int] = counts
-            values = map(idf.__mul__, map(bonus.__add__, map(self._units[f].__getitem__, counts)))
-        else:
-            # Sum the fields, largest first (the same order for every document).
-            per_field = [self._field_weights(f, counts) for f, counts in fields]
-            per_field.sort(key=len, reverse=True)
-            total = per_field[0] if len(per_field) == 1 else _merged(per_field, add)
-            idf = self._idf(len(total))
-            docs = total
-            values = map(idf.__mul__, map(bonus.__add__, total.values()))
-        weighted = dict(zip(docs, values, strict=True))
+        fields.sort(key=lambda field: len(field[1]), reverse=True)
+        first = fields[0][1]
+        others = chain.from_iterable(counts for _, counts in fields[1:])
+        idf = self._idf(len(first) if len(fields) == 1 else len(first.keys() | others))
+        base = self._bonus * idf  # every matched term's bonus, once per document
+        weighted = {}
+        for f, counts in fields:
+            units = self._units[f]
+            scaled = map(idf.__mul__, map(units.__getitem__, counts))
+            if not weighted:
+                weighted = dict(zip(counts, map(base.__add__, scaled), strict=True))
+            else:
+                before = map(weighted.get, counts, repeat(base))
+                weighted.update(zip(counts, map(add, before, scaled), strict=True))
+            # Documents holding it more than once: BM25's W * tf / (tf + norm) instead.
+            norms, weight = self._norms[f], self._weights[f]
+            for d in compress(counts, map((1).__lt__, counts.values())):
+                tf = counts[d]
+                weighted[d] += idf * (weight * tf / (tf + norms[d]) - units[d])
         _keep(self._weighted_cache, term, weighted)
         return weighted
-
-    def _field_weights(self, field: int, counts: Counter[int]) -> dict[int, float]:
-        """BM25's saturated, length-normalised weight of a term in ``field`` per document, from
-        its ``counts`` there (``W * tf / (tf + norm)``; the build worked out ``tf = 1``)."""
-        weights = dict(zip(counts, map(self._units[field].__getitem__, counts), strict=True))
-        norms, weight = self._norms[field], self._weights[field]
-        for d in compress(counts, map((1).__lt__, counts.values())):
-            tf = counts[d]
-            weights[d] = weight * tf / (tf + norms[d])
-        return weights
 
     def _idf(self, df: int) -> float:
         return math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
@@ -296,14 +294,23 @@ class SearchIndex:
         if matches is not None:
             return matches
         exact = self._weighted(term)
-        parts = [exact] if exact is not None else []
+        parts = [(exact, 1.0)] if exact is not None else []
         for variant in self._variants(term):
             found = self._weighted(variant)
             assert found is not None  # a variant is an index term
-            parts.append(dict(zip(found, map(_PREFIX_WEIGHT.__mul__, found.values()), strict=True)))
-        # Each document's best: its exact weight or a variant's discounted one.
-        parts.sort(key=len, reverse=True)
-        matches = _merged(parts, max) if len(parts) > 1 else parts[0] if parts else {}
+            parts.append((found, _PREFIX_WEIGHT))
+        if not parts:
+            matches = {}
+        elif len(parts) == 1 and exact is not None:
+            matches = exact
+        else:  # each document's best: its exact weight or a variant's discounted one
+            parts.sort(key=lambda part: len(part[0]), reverse=True)
+            matches = {}
+            for part, factor in parts:
+                values = part.values() if factor == 1.0 else map(factor.__mul__, part.values())
+                if matches:
+                    values = map(max, map(matches.get, part, repeat(0.0)), values)
+                matches.update(zip(part, values, strict=True))
         _keep(self._matches_cache, term, matches)
         return matches
 
