@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from array import array
 from collections.abc import Sequence
 
 import openai
@@ -63,8 +64,12 @@ class EmbeddingsClient:
             )
         return self._client
 
-    def embed(self, texts: Sequence[str], dimension: int | None = None) -> list[list[float]]:
+    def embed(self, texts: Sequence[str], dimension: int | None = None) -> list[array[float]]:
         """One vector per text, in order, requested ``batch_size`` texts at a time.
+
+        Each batch's vectors are packed as they arrive (``array('d')``, the same float64
+        values at 8 bytes each instead of a float object and a list slot, ~32): a catalog of
+        10,000 tools at 1,536 dimensions holds 123 MB of vectors, not ~490 MB.
 
         Args:
             texts: the texts to embed.
@@ -73,7 +78,7 @@ class EmbeddingsClient:
         Raises:
             EmbeddingsError: the endpoint failed or answered something unusable.
         """
-        out: list[list[float]] = []
+        out: list[array[float]] = []
         size = self.settings.batch_size
         for start in range(0, len(texts), size):
             batch = list(texts[start : start + size])
@@ -82,7 +87,7 @@ class EmbeddingsClient:
             out.extend(vectors)
         return out
 
-    def _batch(self, texts: list[str], dimension: int | None) -> list[list[float]]:
+    def _batch(self, texts: list[str], dimension: int | None) -> list[array[float]]:
         try:
             response = self._sdk().embeddings.create(
                 model=self.settings.model, input=texts, encoding_format="float"
@@ -107,7 +112,7 @@ class EmbeddingsClient:
             if problem is not None:
                 raise EmbeddingsError(problem)
             dimension = len(vector)
-        return vectors
+        return [array("d", vector) for vector in vectors]
 
 
 def vector_problem(vector: Sequence[object], dimension: int | None) -> str | None:

@@ -432,3 +432,20 @@ def test_the_proxy_searches_semantically_then_falls_back_with_one_warning(
     client.close()
     assert _loaded(embeddings.requests[5].body["messages"])[0] == "music.play"
     assert len(_warnings(caplog)) == 1
+
+
+def test_the_client_packs_each_vector_as_it_arrives(embeddings: ScriptedOpenAIServer) -> None:
+    # 10,000 tools of 1,536 dimensions as lists of float objects held ~490 MB before packing;
+    # packed per batch (float64, the very values sent), the same catalog holds 123 MB.
+    from array import array
+
+    from bot_toolsearch._transports.embeddings import EmbeddingsClient
+
+    settings = _settings(embeddings, Path("unused"), batch_size=2)
+    assert settings.skills.tool_search_embeddings is not None
+    texts = ["forecast for a city", "play a song", "send an email"]
+    vectors = EmbeddingsClient(settings.skills.tool_search_embeddings).embed(texts)
+    assert [type(v) for v in vectors] == [array] * 3
+    assert all(v.typecode == "d" for v in vectors)
+    assert [list(v) for v in vectors] == [embeddings.embeddings.vector(t) for t in texts]
+    assert len(embeddings.embeddings.requests) == 2  # batches of two
