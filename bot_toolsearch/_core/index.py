@@ -123,6 +123,48 @@ def _keep(cache: dict[str, dict[int, float]], term: str, value: dict[int, float]
     cache[term] = value
 
 
+def _file_fragments(
+    docs: Sequence[Fragments],
+) -> tuple[list[list[Sequence[str]]], list[list[list[int]]], list[list[int]]]:
+    """Per stored field: its distinct fragments (by identity) and the documents holding each (a
+    document holding one twice is listed twice: term frequencies add up); per scored field,
+    its length in each document (the namespace descriptions lengthen the namespace field)."""
+    numbers: list[dict[int, int]] = [{} for _ in range(_STORED)]
+    fragments: list[list[Sequence[str]]] = [[] for _ in range(_STORED)]
+    holders: list[list[list[int]]] = [[] for _ in range(_STORED)]
+    lengths = [[0] * len(docs) for _ in range(_SCORED)]
+    for doc_id, doc in enumerate(docs):
+        for f in range(min(len(doc), _STORED)):
+            field = doc[f]
+            if not field:
+                continue
+            number, kept, held = numbers[f], fragments[f], holders[f]
+            total = 0
+            for fragment in field:
+                if not fragment:
+                    continue
+                k = number.get(id(fragment))
+                if k is None:
+                    number[id(fragment)] = len(held)
+                    kept.append(fragment)
+                    held.append([doc_id])
+                else:
+                    held[k].append(doc_id)
+                total += len(fragment)
+            lengths[_GROUP[f]][doc_id] += total
+    return fragments, holders, lengths
+
+
+def _file_terms(fragments: Sequence[Sequence[str]]) -> dict[str, list[int]]:
+    """Term -> the numbers of the ``fragments`` holding it, once per occurrence: one C-level
+    pass, a list append per term of each fragment."""
+    filed: defaultdict[str, list[int]] = defaultdict(list)
+    numbered = chain.from_iterable(map(repeat, range(len(fragments)), map(len, fragments)))
+    terms = chain.from_iterable(fragments)
+    deque(map(list.append, map(filed.__getitem__, terms), numbered), maxlen=0)
+    return dict(filed)
+
+
 class SearchIndex:
     """Immutable BM25F postings over a fixed list of documents.
 
@@ -164,40 +206,8 @@ class SearchIndex:
         # The constants as they are now (the bench's tuner sets them around a build).
         self._weights = weights = FIELD_WEIGHTS
         self._bonus = float(_MATCH_BONUS)
-        # Per stored field: fragment number by identity, each fragment's terms and documents
-        # (a document holding a fragment twice is listed twice: term frequencies add up).
-        numbers: list[dict[int, int]] = [{} for _ in range(_STORED)]
-        fragments: list[list[Sequence[str]]] = [[] for _ in range(_STORED)]
-        self._docs: list[list[list[int]]] = [[] for _ in range(_STORED)]
-        lengths = [[0] * n for _ in range(_SCORED)]
-        for doc_id, doc in enumerate(docs):
-            for f in range(min(len(doc), _STORED)):
-                field = doc[f]
-                if not field:
-                    continue
-                number, kept, held = numbers[f], fragments[f], self._docs[f]
-                total = 0
-                for fragment in field:
-                    if not fragment:
-                        continue
-                    k = number.get(id(fragment))
-                    if k is None:
-                        number[id(fragment)] = len(held)
-                        kept.append(fragment)
-                        held.append([doc_id])
-                    else:
-                        held[k].append(doc_id)
-                    total += len(fragment)
-                lengths[_GROUP[f]][doc_id] += total
-        # Per stored field: term -> the fragments holding it, once per occurrence. One
-        # C-level pass per field: a list append per term of each distinct fragment.
-        self._postings: list[dict[str, list[int]]] = []
-        for kept in fragments:
-            filed: defaultdict[str, list[int]] = defaultdict(list)
-            numbered = chain.from_iterable(map(repeat, range(len(kept)), map(len, kept)))
-            terms = chain.from_iterable(kept)
-            deque(map(list.append, map(filed.__getitem__, terms), numbered), maxlen=0)
-            self._postings.append(dict(filed))
+        fragments, self._docs, lengths = _file_fragments(docs)
+        self._postings = [_file_terms(kept) for kept in fragments]
         # Per scored field and document: BM25's K * (1 - B + B * length / average), and the
         # weight of a term found once, W / (1 + that), the usual case.
         base = _K * (1.0 - _B)
