@@ -32,8 +32,8 @@ import numpy
 
 from bot_toolsearch import BotSettings
 from bot_toolsearch._core.fusion import FUSION_DEPTH
-from bot_toolsearch._runtime import semantic
-from bot_toolsearch._runtime.semantic import semantic_ranker
+from bot_toolsearch._services import semantic
+from bot_toolsearch._services.semantic import semantic_ranker
 from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
 from ._table import Row, median_seconds

@@ -15,7 +15,8 @@ import pytest
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "bot_toolsearch"
 
 # The ranks of docs/architecture.md: a module may import its own folder or a lower rank.
-# ``_tools`` and ``_transports`` are siblings: neither imports the other.
+# Equal ranks are siblings that import neither the other: ``_tools`` and ``_transports``, and
+# the shells ``_runtime`` (the `Bot`) and ``_wrap`` (the drop-in client), over ``_services``.
 RANKS: dict[str, int] = {
     "_errors": 0,
     "_core": 1,
@@ -23,7 +24,8 @@ RANKS: dict[str, int] = {
     "_tools": 3,
     "_transports": 3,
     "_protocol": 4,
-    "_runtime": 5,
+    "_services": 5,
+    "_runtime": 6,
     "_wrap": 6,
     "testing": 6,
     "_scripted": 6,
@@ -150,6 +152,17 @@ def test_the_core_imports_no_host_library(module: str) -> None:
         if name.split(".")[0] in CORE_FORBIDDEN
     )
     assert bad == []
+
+
+def test_the_shells_are_siblings() -> None:
+    edges = graph()
+    crossing = sorted(
+        f"{module} -> {dep}"
+        for module, deps in edges.items()
+        for dep in deps
+        if {layer_of(module), layer_of(dep)} == {"_runtime", "_wrap"}
+    )
+    assert crossing == []
 
 
 def test_the_checks_see_lazy_and_type_checking_imports(tmp_path: Path) -> None:

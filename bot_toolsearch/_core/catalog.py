@@ -474,7 +474,7 @@ def search_index(catalog: ToolCatalog, namespaces: Namespaces = ()) -> SearchInd
 
     Built on first use, then kept (the last few sets of descriptions). Exact names,
     ``select:`` and the directory never need it, but every door builds it ahead, when it gets
-    the catalog (``_runtime/warm.py``), so no search waits for it.
+    the catalog (``_services/indexing.py``), so no search waits for it.
     """
     return catalog._search_index(namespaces)
 

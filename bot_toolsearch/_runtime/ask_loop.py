@@ -19,11 +19,7 @@ from bot_toolsearch._protocol.calls import (
 from bot_toolsearch._protocol.loading import BridgedCalls, schema_note
 from bot_toolsearch._protocol.messages import CORRECTION_HINT, INVALID_CALL, end_with_other_calls
 from bot_toolsearch._transports.base import TransportState
-from bot_toolsearch._transports.text_calls import (
-    TextToolCall,
-    TextToolCallError,
-    parse_text_tool_calls,
-)
+from bot_toolsearch._transports.text_calls import recover_text_calls
 from bot_toolsearch._transports.transport import Transport
 
 from .ask_result import CallTrace, FinishReason, RoundTrace
@@ -33,7 +29,6 @@ from .toolset import END
 
 __all__ = [
     "LoopOutcome",
-    "recover_text_calls",
     "report_round",
     "run_batch",
     "run_rounds",
@@ -126,15 +121,6 @@ async def report_round(ctx: AskContext, round_: RoundTrace) -> None:
             await done
     except Exception:
         logger.warning("the on_round hook failed for round %d", round_.index, exc_info=True)
-
-
-def recover_text_calls(text: str) -> list[TextToolCall]:
-    """The tool calls a model wrote as text; ``[]`` for prose and for a malformed envelope."""
-    try:
-        return parse_text_tool_calls(text)
-    except TextToolCallError as exc:
-        logger.info("text looks like a malformed tool call; treating it as a reply: %s", exc)
-        return []
 
 
 _RAN = frozenset({"ran", "answered", "failed"})

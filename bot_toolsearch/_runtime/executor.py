@@ -11,14 +11,12 @@ from typing import Any
 from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._protocol.calls import CallRequest, CallResult, log_failure, log_refusals
 from bot_toolsearch._protocol.messages import (
-    INVALID_ARGUMENT_VALUES,
-    INVALID_ARGUMENTS,
     TOOL_TIMED_OUT,
     no_such_tool,
-    shown_name,
     tool_failed,
     truncated_result,
 )
+from bot_toolsearch._services.arguments import invalid_arguments, rejected_arguments
 from bot_toolsearch._tools.tool import Agent, ArgumentsMismatch, Tool, ToolTimeoutError
 from bot_toolsearch._tools.validation import validate_arguments
 
@@ -27,7 +25,7 @@ from .announce import CallKind, announce_calls
 from .context import AskContext
 from .toolset import END, SEND_MESSAGE, Builtin, Entry
 
-__all__ = ["execute_calls", "invalid_arguments", "rejected_arguments", "run_tool"]
+__all__ = ["execute_calls", "run_tool"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -66,20 +64,6 @@ async def execute_calls(ctx: AskContext, calls: Sequence[CallRequest]) -> list[C
     for (i, _, _), result in zip(runnable, ran, strict=True):
         results[i] = result
     return [r for r in results if r is not None]
-
-
-def invalid_arguments(call: CallRequest) -> CallResult:
-    """The result for a call whose arguments are not a JSON object."""
-    problem = call.arguments_error or "they could not be read"
-    content = INVALID_ARGUMENTS.format(name=call.name, problem=problem)
-    return CallResult(call.id, call.name, content, "invalid")
-
-
-def rejected_arguments(call: CallRequest, problem: str) -> CallResult:
-    """The result for a call whose arguments the tool's schema rejects (the model's mistake)."""
-    logger.info("tool %s not run: invalid arguments: %s", shown_name(call.name), problem)
-    content = INVALID_ARGUMENT_VALUES.format(name=call.name, problem=problem)
-    return CallResult(call.id, call.name, content, "invalid")
 
 
 def _with_problem(call: CallRequest, problem: str) -> CallRequest:

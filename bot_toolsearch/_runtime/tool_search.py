@@ -36,13 +36,14 @@ from bot_toolsearch._protocol.loading import (
     search_messages,
     tool_declaration,
 )
+from bot_toolsearch._services.indexing import index_built
+from bot_toolsearch._services.semantic import semantic_ranker
+from bot_toolsearch._services.threads import off_loop
 from bot_toolsearch._transports.base import ToolDeclaration
 
 from .announce import announce_calls
 from .context import AskContext
 from .middleware import CallHandler, Middleware, RoundRequest, forward_unanswered
-from .semantic import off_loop, semantic_ranker
-from .warm import index_built
 
 __all__ = [
     "ToolSearchMiddleware",

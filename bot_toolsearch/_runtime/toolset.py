@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import inspect
 import logging
 import threading
@@ -14,6 +13,7 @@ from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.prompt import TOOL_SEARCH_NAME
 from bot_toolsearch._errors import CatalogError
+from bot_toolsearch._services.permissions import pattern_filter
 from bot_toolsearch._tools.schema import function_schema
 from bot_toolsearch._tools.source import ToolSetSnapshot
 from bot_toolsearch._tools.tool import Agent, Tool
@@ -28,7 +28,6 @@ __all__ = [
     "ToolSet",
     "ToolView",
     "not_a_tool",
-    "pattern_filter",
     "permitted_names",
 ]
 
@@ -318,27 +317,3 @@ def _strings(values: object) -> Collection[str]:
     if isinstance(values, str) or not isinstance(values, Iterable):
         raise TypeError("tool_filter must return an iterable of tool names")
     return {v for v in values if isinstance(v, str)}
-
-
-def pattern_filter(
-    names: frozenset[str],
-    allow: Sequence[str],
-    deny: Sequence[str],
-    *,
-    keep: Collection[str] = (),
-) -> frozenset[str]:
-    """The ``names`` that ``[tools] allow``/``deny`` (fnmatch, case-sensitive) leave.
-
-    A non-empty ``allow`` keeps only matching names, and the ``keep`` names (the host's
-    built-ins); ``deny`` then removes every match. Empty patterns return ``names`` itself.
-    """
-    if allow:
-        names = frozenset(n for n in names if n in keep or _matches(n, allow))
-    if deny:
-        names = frozenset(n for n in names if not _matches(n, deny))
-    return names
-
-
-def _matches(name: str, patterns: Sequence[str]) -> bool:
-    # Case-sensitive on every platform: tool names are case-sensitive.
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)

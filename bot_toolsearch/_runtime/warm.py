@@ -1,4 +1,4 @@
-"""Tool search's keyword index and directory built ahead of the first ask: at start-up and on
+"""The `Bot`'s keyword index and directory built ahead of the first ask: at start-up and on
 each change.
 
 The index of a catalog is built on first use by `search_index` (it tokenises every name,
@@ -19,34 +19,17 @@ import logging
 from collections.abc import Mapping
 
 from bot_toolsearch._config.settings import BotSettings
-from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, Namespaces, ToolCatalog, search_index
-from bot_toolsearch._core.catalog import index_built as catalog_index_built
+from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._protocol.engine import ToolSearchProtocol
+from bot_toolsearch._services.indexing import build_index
+from bot_toolsearch._services.semantic import warm_semantic
 
 from .prefetch import prefetch_targets
-from .semantic import warm_semantic
 from .toolset import ToolSet
 
-__all__ = ["build_index", "index_built", "index_key", "prepare_toolset"]
+__all__ = ["prepare_toolset"]
 
 logger = logging.getLogger("bot_toolsearch")
-
-
-def index_key(namespaces: Mapping[str, str] | None) -> Namespaces:
-    """The ``(namespace, description)`` pairs a session over ``namespaces`` searches with
-    (what `ToolSearchSession` passes to `search_index`)."""
-    return tuple(namespaces.items()) if namespaces else ()
-
-
-def build_index(catalog: ToolCatalog, namespaces: Mapping[str, str] | None) -> None:
-    """Build the keyword index sessions over ``catalog`` and ``namespaces`` search (nothing
-    when it is built already)."""
-    search_index(catalog, index_key(namespaces))
-
-
-def index_built(catalog: ToolCatalog, namespaces: Mapping[str, str] | None) -> bool:
-    """Whether the index `build_index` builds is there already (nothing is built)."""
-    return catalog_index_built(catalog, index_key(namespaces))
 
 
 def prepare_toolset(toolset: ToolSet, settings: BotSettings) -> None:

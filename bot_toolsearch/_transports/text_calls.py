@@ -11,12 +11,21 @@ can neither hang the parser nor blow the stack.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from .text_calls_json import TextToolCall, TextToolCallError, parse_json_objects
 from .text_calls_markup import parse_markup
 
-__all__ = ["MAX_TEXT_TOOL_CALLS", "TextToolCall", "TextToolCallError", "parse_text_tool_calls"]
+__all__ = [
+    "MAX_TEXT_TOOL_CALLS",
+    "TextToolCall",
+    "TextToolCallError",
+    "parse_text_tool_calls",
+    "recover_text_calls",
+]
+
+logger = logging.getLogger("bot_toolsearch")
 
 MAX_TEXT_TOOL_CALLS = 128
 """More recovered calls than this in one text is treated as malformed, not executed."""
@@ -78,3 +87,13 @@ def parse_text_tool_calls(text: str) -> list[TextToolCall]:
     else:
         return []
     return _finish(parser(body))
+
+
+def recover_text_calls(text: str) -> list[TextToolCall]:
+    """The tool calls a model wrote as text; ``[]`` for prose and for a malformed envelope
+    (logged: a reply, never an error)."""
+    try:
+        return parse_text_tool_calls(text)
+    except TextToolCallError as exc:
+        logger.info("text looks like a malformed tool call; treating it as a reply: %s", exc)
+        return []

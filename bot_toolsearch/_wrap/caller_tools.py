@@ -18,9 +18,9 @@ from typing import Any, Literal
 from bot_toolsearch._config.settings import BotSettings, EmbeddingsSettings
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog
 from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
-from bot_toolsearch._runtime.semantic import warm_semantic
-from bot_toolsearch._runtime.toolset import pattern_filter
-from bot_toolsearch._runtime.warm import build_index, index_built
+from bot_toolsearch._services.indexing import build_index, index_built
+from bot_toolsearch._services.permissions import pattern_filter
+from bot_toolsearch._services.semantic import warm_semantic
 from bot_toolsearch._tools.tool import Tool
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch._transports.wire import wire_tool

@@ -20,7 +20,7 @@ import anyio
 import openai
 
 from bot_toolsearch._config.settings import BotSettings
-from bot_toolsearch._runtime.semantic import off_loop
+from bot_toolsearch._services.threads import off_loop
 
 from .chat import ChatPlan
 from .engine import Engine

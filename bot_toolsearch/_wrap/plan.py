@@ -16,8 +16,8 @@ import openai
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._protocol.calls import CallRequest, from_native, from_text, unique_ids
-from bot_toolsearch._runtime.ask_loop import recover_text_calls
 from bot_toolsearch._transports.names import WireNames
+from bot_toolsearch._transports.text_calls import recover_text_calls
 from bot_toolsearch._transports.wire import canonical_calls
 
 from .caller_tools import Api, CallerTools, ToolsCache

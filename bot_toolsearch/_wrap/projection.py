@@ -27,8 +27,8 @@ from bot_toolsearch._core.result import ToolSearchResult
 from bot_toolsearch._protocol.calls import CallRequest, CallResult, parse_arguments
 from bot_toolsearch._protocol.engine import Answer, ToolSearchProtocol
 from bot_toolsearch._protocol.messages import no_such_tool
-from bot_toolsearch._runtime.executor import invalid_arguments, rejected_arguments
-from bot_toolsearch._runtime.semantic import semantic_ranker
+from bot_toolsearch._services.arguments import invalid_arguments, rejected_arguments
+from bot_toolsearch._services.semantic import semantic_ranker
 from bot_toolsearch._tools.validation import validate_arguments
 from bot_toolsearch._transports.responses import declaration_item, flat_tool
 

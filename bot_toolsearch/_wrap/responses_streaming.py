@@ -37,7 +37,7 @@ from openai.types.responses import (
     ResponseTextDoneEvent,
 )
 
-from bot_toolsearch._runtime.semantic import off_loop
+from bot_toolsearch._services.threads import off_loop
 
 from .replies import check_response, iterate_async, iterate_sync, stream_request
 from .responses import ResponsesPlan, create_round, create_round_async

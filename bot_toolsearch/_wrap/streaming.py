@@ -30,7 +30,7 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
     Function,
 )
 
-from bot_toolsearch._runtime.semantic import off_loop
+from bot_toolsearch._services.threads import off_loop
 
 from .chat import ChatPlan
 from .plan import mapping_get

@@ -15,8 +15,8 @@ from bot_toolsearch import BotSettings
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.index import SearchIndex
 from bot_toolsearch._proxy.app import ProxyApp
-from bot_toolsearch._runtime.warm import index_built
 from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
+from bot_toolsearch._services.indexing import index_built
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 from tests.wrap.test_index_ahead import NAMESPACES, USER, dotted_tools
 

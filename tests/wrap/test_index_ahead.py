@@ -17,7 +17,7 @@ import pytest
 from bot_toolsearch import BotSettings, wrap_openai
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.index import SearchIndex
-from bot_toolsearch._runtime.warm import index_built
+from bot_toolsearch._services.indexing import index_built
 from bot_toolsearch._wrap.caller_tools import ToolsCache
 from bot_toolsearch._wrap.client import engine_of
 from bot_toolsearch._wrap.plan import Pending, setup

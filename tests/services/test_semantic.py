@@ -17,8 +17,8 @@ import uvicorn
 from bot_toolsearch import Bot, BotSettings, tool, wrap_openai
 from bot_toolsearch._errors import ConfigError
 from bot_toolsearch._proxy.app import ProxyApp
-from bot_toolsearch._runtime.semantic import VectorCache, semantic_ranker
 from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
+from bot_toolsearch._services.semantic import VectorCache, semantic_ranker
 from bot_toolsearch.config import ConfigReloader
 from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text

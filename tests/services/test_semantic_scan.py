@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from bot_toolsearch import BotSettings
-from bot_toolsearch._runtime import semantic
-from bot_toolsearch._runtime.semantic import VectorCache, semantic_ranker
+from bot_toolsearch._services import semantic
+from bot_toolsearch._services.semantic import VectorCache, semantic_ranker
 from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 from bot_toolsearch.testing import ScriptedOpenAIServer
 

@@ -15,7 +15,6 @@ scan (`_Matrix`) uses numpy when it is importable (the ``semantic`` extra), else
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import heapq
@@ -30,7 +29,7 @@ import threading
 import time
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,7 +43,6 @@ __all__ = [
     "MAX_CACHED_VECTORS",
     "RETRY_SECONDS",
     "VectorCache",
-    "off_loop",
     "semantic_ranker",
     "tool_text",
     "warm_semantic",
@@ -457,14 +455,6 @@ def semantic_ranker(settings: BotSettings, catalog: ToolCatalog) -> SemanticRank
                 _EMBEDDERS.popitem(last=False)
         _EMBEDDERS.move_to_end(wanted)
     return partial(embedder.rank, catalog, generation=settings.generation)
-
-
-async def off_loop(semantic: bool, function: Callable[..., _T], *args: Any) -> _T:
-    """``function(*args)``, in a worker thread when it may call the embeddings endpoint
-    (``semantic``), so an async door's event loop never waits on it."""
-    if not semantic:
-        return function(*args)
-    return await asyncio.to_thread(function, *args)
 
 
 def warm_semantic(settings: BotSettings, catalog: ToolCatalog) -> threading.Thread | None:
