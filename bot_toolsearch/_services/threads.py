@@ -200,14 +200,14 @@ POOLS = Pools()
 """The process's pools (the proxy, the wrapper and the `Bot` share them)."""
 
 
-async def off_loop(semantic: bool, function: Callable[..., _T], *args: Any) -> _T:
+async def off_loop(slow: bool, function: Callable[..., _T], *args: Any) -> _T:
     """``function(*args)``, in the ``search`` pool when it may call the embeddings endpoint
-    (``semantic``), so an async door's event loop never waits on it. The semantic stage bounds
+    (``slow``: a search that may call it or build an index), so an async door's event loop never waits on it. The semantic stage bounds
     its own waits (its ``timeout``), so the search is awaited to its end.
 
     Raises:
         PoolBusy: the search pool's queue is full.
     """
-    if not semantic:
+    if not slow:
         return function(*args)
     return await POOLS.search.run(function, *args, deadline=0)

@@ -87,8 +87,10 @@ class ResponsesPlan:
 
     def __init__(self, setup: Setup, kwargs: Mapping[str, Any]) -> None:
         self._setup = setup
-        self.semantic = setup.projection.protocol.session.semantic is not None
-        """Searches may call the embeddings endpoint: an async door feeds off its loop."""
+        self.offload = setup.offload()
+        """Searches may take long (`Setup.offload`): an async door feeds off its loop."""
+        self.accept = setup.accept
+        """Call when the upstream answered 2xx (`Setup.accept`)."""
         skip = ("input", "tools", "instructions", "previous_response_id")
         self._kwargs = {k: v for k, v in kwargs.items() if k not in skip}
         raw = kwargs.get("input")

@@ -18,8 +18,8 @@ from bot_toolsearch import Bot, BotSettings, Tool, wrap_openai
 from bot_toolsearch._core import session as session_module
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.index import SearchIndex
-from bot_toolsearch._services.threads import POOLS
 from bot_toolsearch._services.indexing import index_built
+from bot_toolsearch._services.threads import POOLS
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 from tests._helpers import write_config
 
