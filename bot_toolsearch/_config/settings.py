@@ -52,6 +52,7 @@ __all__ = [
     "ModelApi",
     "ModelSettings",
     "PluginSettings",
+    "ProxySettings",
     "SkillsSettings",
     "ToolSearchLoading",
     "ToolsSettings",
@@ -366,6 +367,22 @@ class ConversationSettings(_Table):
     """Estimated tokens of earlier turns one ask sees (whole turns, newest first); 0: no bound."""
 
 
+class ProxySettings(_Table):
+    """``[proxy]``: the ``bot-toolsearch serve`` proxy's own settings, read at its start."""
+
+    keys: Path | None = None
+    """A file of client keys, one a line (``#`` comments): a request to the proxy must carry
+    one of them, and the upstream key is then ``[model] api_key`` (else ``OPENAI_API_KEY``),
+    never the client's. ``None``: no client keys (each client's own key goes upstream)."""
+
+    @field_validator("keys", mode="before")
+    @classmethod
+    def _file_string(cls, value: object) -> object:
+        if value == "" or (value is not None and not isinstance(value, str | Path)):
+            raise ValueError(f"expected a file path (a non-empty string), got {value!r}")
+        return value
+
+
 class BotSettings(_Table):
     """One immutable snapshot of every setting; an ``ask()`` reads one at its start."""
 
@@ -376,6 +393,7 @@ class BotSettings(_Table):
     easter_egg: EasterEggSettings = EasterEggSettings()
     bot: BotSection = BotSection()
     conversations: ConversationSettings = ConversationSettings()
+    proxy: ProxySettings = ProxySettings()
     generation: StrictInt = Field(default=0, ge=0)
     """Increases by one with every successful reload; 0 for settings built in code."""
 
@@ -402,6 +420,7 @@ _TABLES: dict[type[BaseModel], str] = {
     ToolsSettings: "tools",
     EasterEggSettings: "easter_egg",
     BotSection: "bot",
+    ProxySettings: "proxy",
 }
 """The table each model is, so an error in one built alone names its full key."""
 _ROOTS: dict[type[BaseModel], type[BaseModel]] = dict.fromkeys(_TABLES, BotSettings)

@@ -201,9 +201,10 @@ POOLS = Pools()
 
 
 async def off_loop(slow: bool, function: Callable[..., _T], *args: Any) -> _T:
-    """``function(*args)``, in the ``search`` pool when it may call the embeddings endpoint
-    (``slow``: a search that may call it or build an index), so an async door's event loop never waits on it. The semantic stage bounds
-    its own waits (its ``timeout``), so the search is awaited to its end.
+    """``function(*args)``, in the ``search`` pool when it may take long (``slow``: a search
+    that may call the embeddings endpoint or build a keyword index), so an async door's event
+    loop never waits on it. The semantic stage bounds its own waits (its ``timeout``), so the
+    search is awaited to its end.
 
     Raises:
         PoolBusy: the search pool's queue is full.

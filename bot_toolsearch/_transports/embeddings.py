@@ -183,6 +183,8 @@ class EmbeddingsClient:
             )
             data = sorted(response.data, key=lambda item: item.index)
             vectors = [list(item.embedding) for item in data]
+        except _TooLarge as exc:
+            raise EmbeddingsError(str(exc)) from None
         except openai.APITimeoutError:
             raise EmbeddingsError(
                 f"no answer within {self.settings.timeout:g} s (timeout)"

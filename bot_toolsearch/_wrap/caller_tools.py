@@ -391,7 +391,9 @@ class ToolsCache:
         sizes = {id(entry): entry.held for entry in kept}
         total = sum(sizes.values())
         older = kept[:0:-1]  # least recently used first, the newest excluded
-        leaving = [e for e in older if not e.tools.accepted] + [e for e in older if e.tools.accepted]
+        leaving = [e for e in older if not e.tools.accepted] + [
+            e for e in older if e.tools.accepted
+        ]
         for entry in leaving:
             if total <= self._max_bytes and len(kept) <= self._size:
                 break
