@@ -383,9 +383,13 @@ class _Budget:
                 count,
                 endpoint,
             )
-        raise EmbeddingsError(
+        raise _BudgetSpent(
             f"the budget of {self.per_minute} texts a minute (max_texts_per_minute) is spent"
         )
+
+
+class _BudgetSpent(EmbeddingsError):
+    """The budget cannot pay for a request now (logged by `_Budget`, not as a failure)."""
 
 
 class _Slot:
@@ -457,8 +461,9 @@ class _Embedder:
         with self._lock:
             self._down_generation = generation
             self._down_until = time.monotonic() + RETRY_SECONDS
-            first = generation not in self._warned
-            self._warned.add(generation)
+            first = generation not in self._warned and not isinstance(exc, _BudgetSpent)
+            if first:
+                self._warned.add(generation)
         if first:
             logger.warning(
                 "[skills] tool_search_embeddings: %s (model %r at %s): keyword search uses "

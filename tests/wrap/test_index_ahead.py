@@ -23,7 +23,7 @@ from bot_toolsearch._services.threads import POOLS
 from bot_toolsearch._wrap.caller_tools import ToolsCache
 from bot_toolsearch._wrap.client import engine_of
 from bot_toolsearch._wrap.plan import Pending, setup
-from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
+from bot_toolsearch.testing import ScriptedOpenAIServer, call, error, text
 from tests._helpers import write_config
 
 from ._tools import chat_tools
@@ -200,3 +200,33 @@ async def test_a_reload_builds_the_cached_lists_new_index_in_the_reload_thread(
 
     assert json.loads(server.requests[2].tool_outputs[0][1])["loaded"]
     assert [id(i) for i in indexes(catalog)] == [id(i) for i in before]
+
+
+def test_a_call_the_upstream_refuses_builds_no_index_and_embeds_nothing(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    server.embeddings.dimension = 64
+    wanted = {"model": "hashed-words", "base_url": server.base_url, "cache_dir": str(tmp_path)}
+    settings = BotSettings.model_validate(
+        {"skills": {"tool_search_enabled": True, "tool_search_embeddings": wanted}}
+    )
+    inner = openai.OpenAI(base_url=server.base_url, api_key="wrong", max_retries=0)
+    lists = [chat_tools(70 + i) for i in range(3)]
+    with wrap_openai(inner, settings=settings) as client:
+        for tools in lists:
+            server.script(error(401, "Incorrect API key provided.", code="invalid_api_key"))
+            with pytest.raises(openai.AuthenticationError):
+                client.chat.completions.create(model="m", messages=[USER], tools=tools)
+        idle()
+        assert server.embeddings.requests == []
+        engine = engine_of(client)
+        assert engine is not None
+        for tools in lists:
+            found = engine.cache.lookup(tools, "chat", "-_-")
+            assert found is None or (found.catalog and not index_built(found.catalog, {}))
+        # Accepted: the same list is indexed and embedded (the test can fail).
+        server.script(text("ok"))
+        client.chat.completions.create(model="m", messages=[USER], tools=lists[-1])
+        idle()
+        assert index_built(catalog_of(client, lists[-1]), {})
+        assert server.embeddings.requests
