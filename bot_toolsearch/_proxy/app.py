@@ -44,7 +44,7 @@ from bot_toolsearch._services.threads import POOLS, PoolBusy
 from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 
-from .keys import ClientKeys, read_keys
+from .keys import ClientKeys, KnownKeys, read_keys
 from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, InFlight
 from .raw_tools import tools_span
 
@@ -102,6 +102,9 @@ default is 10). Each request parses a large tool list that stays alive while the
 answers; with 50 requests in flight, every full collection walked millions of those objects
 (1,000 tools, one worker: 29 requests/s before, 43 after, profiled). Cyclic garbage waits
 longer to be freed; reference counting frees everything else at once."""
+_KEY_PROBE_BYTES = 1024 * 1024
+"""Bodies larger than this are parsed only once the upstream key is known good: else the
+upstream is asked first (``GET /models``), and its 401 or 403 is the answer (`KnownKeys`)."""
 _LENGTHS = 8
 """Most tool-list byte lengths `ProxyApp._parse_known` tries before scanning the value."""
 _HOP_HEADERS = frozenset(
@@ -293,6 +296,7 @@ class ProxyApp:
         self.timeout = timeout if timeout is not None else engine.snapshot().model.timeout
         self._client = self._client.with_options(timeout=self.timeout)
         self._keys: ClientKeys | None = None
+        self._known = KnownKeys()
         start = engine.snapshot()
         if api_keys is None and start.proxy.keys is not None:
             api_keys = read_keys(start.proxy.keys)
@@ -391,9 +395,11 @@ class ProxyApp:
         if key is not None and not (key.isascii() and key.isprintable()):
             raise _Refused(401, "the API key is not printable ASCII", code="invalid_api_key")
         raw = await _read_body(receive, headers, self.max_body)
+        extra = {k: v for k, v in _forwarded_headers(headers).items() if v.isascii()}
+        if await self._key_refused(receive, send, len(raw), key, extra):
+            return
         body, known = self._parse_known(raw)
         tools = self._check(body, chat)
-        extra = {k: v for k, v in _forwarded_headers(headers).items() if v.isascii()}
         client = self._client.with_options(api_key=key or "unset", default_headers=extra)
         kwargs = _sdk_kwargs(body, _CHAT_PARAMS if chat else _RESPONSES_PARAMS)
         builds = self._cache.builds
@@ -435,12 +441,51 @@ class ProxyApp:
                     "upstream_error",
                 ) from None
             raise _Refused(400, f"the request could not be used: {exc}") from None
+        self._known.accept(key)
         if self._freeze_heap and self._cache.builds != builds:
             self._settle()
         if answer is None:
             await _relay(receive, send, result, events=not chat)
         else:
             await _json(send, 200, answer)
+
+    async def _key_refused(
+        self, receive: _Receive, send: _Send, size: int, key: str | None, extra: Mapping[str, str]
+    ) -> bool:
+        """Whether the upstream refused ``key`` when asked before a body of ``size`` bytes is
+        parsed (`_probe`); its answer is then sent."""
+        if size <= _KEY_PROBE_BYTES or self._known.ok(key):
+            return False
+        refused = await _until_disconnect(receive, self._probe(key, extra))
+        if refused is None:
+            return False
+        await _json_bytes(send, *refused)
+        return True
+
+    async def _probe(self, key: str | None, extra: Mapping[str, str]) -> tuple[int, bytes] | None:
+        """Whether the upstream takes ``key``, asked before a large body is parsed: its 401
+        or 403 answer (status, JSON body), remembered a few seconds, else ``None`` (a 2xx, or
+        any other answer: the request itself will tell)."""
+        refused = self._known.refused(key)
+        if refused is not None:
+            return refused
+        headers = {**extra, "authorization": f"Bearer {key or 'unset'}"}
+        try:
+            response = await self._http.get(
+                f"{self.upstream}/models", headers=headers, timeout=self.timeout
+            )
+        except Exception:  # the request itself reports an unreachable upstream
+            return None
+        if 200 <= response.status_code < 300:
+            self._known.accept(key)
+        elif response.status_code in (401, 403):
+            answer = response.content if _is_json(response.content) else None
+            if answer is None:
+                error = {"message": "the upstream refused the API key", "type": "upstream_error"}
+                answer = json.dumps({"error": error}).encode()
+            self._known.refuse(key, response.status_code, answer[:65536])
+            return response.status_code, answer[:65536]
+        return None
 
     def _check(self, body: dict[str, Any], chat: bool) -> list[Any] | None:
         """The request's tool list after the checks the proxy makes before calling upstream."""
@@ -694,6 +739,21 @@ async def _error(
     error: dict[str, str | None] = {"message": message, "type": kind, "param": param}
     error["code"] = code
     await _json(send, status, {"error": error}, retry_after=retry_after)
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+async def _json_bytes(send: _Send, status: int, raw: bytes) -> None:
+    """An upstream's own JSON answer, passed on as it is."""
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})
 
 
 async def _json(

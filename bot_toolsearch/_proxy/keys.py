@@ -5,16 +5,24 @@ the config: one key a line, ``#`` comments), a request must carry one of them
 (``Authorization: Bearer`` or ``api-key``), else it is answered 401 before anything is read
 or built; the upstream key is then the operator's (``[model] api_key``, else
 ``OPENAI_API_KEY``), never the client's. Keys are compared in constant time, and never logged.
+
+Without client keys, the upstream decides. Before the proxy parses and indexes a large body
+whose upstream key it has not seen accepted lately, it asks the upstream whether the key is
+good (``GET /models``, `KnownKeys`): a 401 or 403 there is the answer, and the body is never
+parsed; a refusal is remembered a few seconds, an acceptance ten minutes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
+import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["ClientKeys", "read_keys"]
+__all__ = ["ClientKeys", "KnownKeys", "read_keys"]
 
 
 def read_keys(path: str | os.PathLike[str]) -> list[str]:
@@ -66,3 +74,55 @@ class ClientKeys:
 
     def __repr__(self) -> str:
         return f"ClientKeys({len(self._keys)} keys)"  # never the keys themselves
+
+
+class KnownKeys:
+    """Upstream keys the upstream accepted lately, or refused lately (by SHA-256, never the
+    keys): what the proxy knows before it parses a large body (`ProxyApp`'s key probe).
+
+    >>> known = KnownKeys()
+    >>> known.accept("sk-a"); known.ok("sk-a"), known.ok("sk-b")
+    (True, False)
+    >>> known.refuse("sk-b", 401, b"{}"); known.refused("sk-b")
+    (401, b'{}')
+    """
+
+    def __init__(
+        self, *, accepted_for: float = 600.0, refused_for: float = 5.0, size: int = 4096
+    ) -> None:
+        self._accepted: OrderedDict[bytes, float] = OrderedDict()
+        self._refused: OrderedDict[bytes, tuple[float, int, bytes]] = OrderedDict()
+        self._accepted_for, self._refused_for, self._size = accepted_for, refused_for, size
+
+    @staticmethod
+    def _digest(key: str | None) -> bytes:
+        return hashlib.sha256((key or "").encode("utf-8", "replace")).digest()
+
+    def ok(self, key: str | None) -> bool:
+        """Whether the upstream accepted ``key`` lately."""
+        seen = self._accepted.get(self._digest(key))
+        return seen is not None and time.monotonic() - seen < self._accepted_for
+
+    def accept(self, key: str | None) -> None:
+        """The upstream answered 2xx to ``key``."""
+        digest = self._digest(key)
+        self._refused.pop(digest, None)
+        self._accepted[digest] = time.monotonic()
+        self._accepted.move_to_end(digest)
+        while len(self._accepted) > self._size:
+            self._accepted.popitem(last=False)
+
+    def refused(self, key: str | None) -> tuple[int, bytes] | None:
+        """The upstream's recent refusal of ``key`` (status, body), if any."""
+        found = self._refused.get(self._digest(key))
+        if found is None or time.monotonic() - found[0] >= self._refused_for:
+            return None
+        return found[1], found[2]
+
+    def refuse(self, key: str | None, status: int, body: bytes) -> None:
+        """The upstream refused ``key`` (401/403) with ``body``."""
+        digest = self._digest(key)
+        self._refused[digest] = (time.monotonic(), status, body)
+        self._refused.move_to_end(digest)
+        while len(self._refused) > self._size:
+            self._refused.popitem(last=False)

@@ -1,9 +1,12 @@
 """The proxy's own client keys over raw sockets on 127.0.0.1: without one of them a request
 is refused 401 before anything reaches the upstream; with one, the operator's key goes
-upstream, never the client's; the keys come from ``api_keys`` or the ``[proxy] keys`` file."""
+upstream, never the client's; the keys come from ``api_keys`` or the ``[proxy] keys`` file.
+Without client keys, a large body is parsed only once the upstream took its key."""
 
 from __future__ import annotations
 
+import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from bot_toolsearch import BotSettings
 from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch._proxy.keys import ClientKeys, read_keys
+from tests.wrap._tools import chat_tools
 
 from ._raw import Upstream, answer, post, request, served
 from .test_limits import COMPLETION, USER
@@ -75,3 +79,42 @@ def test_client_keys_need_an_upstream_key_and_hide_themselves(
     with pytest.raises(ValueError, match="no client key"):
         read_keys(empty)
     assert "secret" not in repr(ClientKeys(["secret"], "sk-operator"))
+
+
+def test_a_large_body_with_a_refused_key_is_never_parsed() -> None:
+    denied = {"error": {"message": "Incorrect API key provided.", "code": "invalid_api_key"}}
+    upstream: Upstream
+
+    def keyed(conn: socket.socket, body: bytes) -> None:
+        head = upstream.received[-1].partition(b"\r\n\r\n")[0].lower()
+        if b"authorization: bearer sk-good" in head:
+            answer({"object": "list", "data": []} if head.startswith(b"get") else COMPLETION)(
+                conn, body
+            )
+            return
+        raw = json.dumps(denied).encode()
+        conn.sendall(
+            b"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(raw), raw)
+        )
+
+    upstream = Upstream(keyed)
+    long = {"role": "user", "content": "word " * 250_000}  # more than a megabyte of JSON
+    payload = {"model": "m", "messages": [long], "tools": chat_tools(70)}
+    try:
+        app = ProxyApp(upstream.url)
+        with served(app) as port:
+            for _ in range(3):
+                refused = post(port, "/v1/chat/completions", payload)
+                assert refused.status == 401
+                assert refused.json() == denied
+            assert upstream.paths == ["/models"]  # asked once, remembered; no POST
+            assert len(app._cache) == 0  # nothing parsed, nothing indexed
+            accepted = post(port, "/v1/chat/completions", payload, extra=_auth("sk-good"))
+            assert accepted.status == 200
+            assert upstream.paths == ["/models", "/models", "/chat/completions"]
+            again = post(port, "/v1/chat/completions", payload, extra=_auth("sk-good"))
+            assert again.status == 200  # the key is known good: no second question
+            assert upstream.paths[-2:] == ["/chat/completions", "/chat/completions"]
+    finally:
+        upstream.close()
