@@ -394,9 +394,9 @@ class ProxyApp:
         key = _bearer(headers) if self._keys is None else self._keys.upstream_key
         if key is not None and not (key.isascii() and key.isprintable()):
             raise _Refused(401, "the API key is not printable ASCII", code="invalid_api_key")
-        raw = await _read_body(receive, headers, self.max_body)
         extra = {k: v for k, v in _forwarded_headers(headers).items() if v.isascii()}
-        if await self._key_refused(receive, send, len(raw), key, extra):
+        raw = await self._body(receive, send, headers, key, extra)
+        if raw is None:
             return
         body, known = self._parse_known(raw)
         tools = self._check(body, chat)
@@ -449,18 +449,33 @@ class ProxyApp:
         else:
             await _json(send, 200, answer)
 
-    async def _key_refused(
-        self, receive: _Receive, send: _Send, size: int, key: str | None, extra: Mapping[str, str]
-    ) -> bool:
-        """Whether the upstream refused ``key`` when asked before a body of ``size`` bytes is
-        parsed (`_probe`); its answer is then sent."""
-        if size <= _KEY_PROBE_BYTES or self._known.ok(key):
-            return False
+    async def _body(
+        self,
+        receive: _Receive,
+        send: _Send,
+        headers: dict[str, str],
+        key: str | None,
+        extra: Mapping[str, str],
+    ) -> bytes | None:
+        """The request body; ``None`` when the upstream refused ``key`` and its answer was
+        sent. A body announced (or found) larger than `_KEY_PROBE_BYTES` under a key not
+        known good is read, and parsed, only once the upstream took the key (`_probe`)."""
+        length = headers.get("content-length", "").strip()
+        announced = int(length) if length.isdigit() else 0
+        if _KEY_PROBE_BYTES < announced <= self.max_body and not self._known.ok(key):
+            refused = await self._probe(key, extra)  # the body is not read: no watcher
+            if refused is not None:
+                await _drain(receive)  # read and dropped, so the client reads the answer
+                await _json_bytes(send, *refused)
+                return None
+        raw = await _read_body(receive, headers, self.max_body)
+        if announced or len(raw) <= _KEY_PROBE_BYTES or self._known.ok(key):
+            return raw
         refused = await _until_disconnect(receive, self._probe(key, extra))
-        if refused is None:
-            return False
-        await _json_bytes(send, *refused)
-        return True
+        if refused is not None:
+            await _json_bytes(send, *refused)
+            return None
+        return raw
 
     async def _probe(self, key: str | None, extra: Mapping[str, str]) -> tuple[int, bytes] | None:
         """Whether the upstream takes ``key``, asked before a large body is parsed: its 401
@@ -839,6 +854,20 @@ async def _read_body(receive: _Receive, headers: Mapping[str, str], limit: int) 
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+async def _drain(receive: _Receive) -> None:
+    """Read the request body to its end, keeping none of it.
+
+    Raises:
+        _Disconnected: the client left while sending it.
+    """
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        if not message.get("more_body", False):
+            return
 
 
 def _too_large(limit: int) -> str:
