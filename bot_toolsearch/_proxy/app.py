@@ -601,7 +601,6 @@ class ProxyApp:
         reference counting when the cache drops them; they are only skipped by the cycle
         collector. Happens once per distinct tool list.
         """
-        self._cache.prepare(self._engine.snapshot())  # built already, unless just reloaded
         gc.collect()
         gc.freeze()
 
