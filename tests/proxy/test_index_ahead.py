@@ -7,7 +7,9 @@ slow-drip embeddings endpoint leaves the proxy answering, with BM25."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from bot_toolsearch._services.threads import POOLS
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, error, text
 from tests.proxy._raw import Upstream, drip, post, request
 from tests.proxy._raw import served as _raw_served
+from tests.proxy.test_limits import COMPLETION
 from tests.wrap._tools import chat_tools
 from tests.wrap.test_index_ahead import NAMESPACES, USER, dotted_tools
 
@@ -155,3 +158,35 @@ def test_a_slow_drip_embeddings_endpoint_leaves_the_proxy_answering(tmp_path: Pa
         endpoint.close()
     # The endpoint was left alone after its first failure (RETRY_SECONDS), not asked per search.
     assert 1 <= len(endpoint.received) <= 2
+
+
+def test_the_index_build_starts_at_the_upstreams_2xx_headers_before_its_body() -> None:
+    tools = chat_tools(120)
+    app: ProxyApp
+    built_before_body: list[bool] = []
+
+    def headers_then_body(conn: socket.socket, _: bytes) -> None:
+        body = json.dumps(COMPLETION).encode()
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+        )
+        # The answer's body waits for the index: built only if the build started at headers.
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            found = app._cache.lookup(tools, "chat", "-_-")
+            if found is not None and found.catalog and index_built(found.catalog, {}):
+                built_before_body.append(True)
+                break
+            time.sleep(0.01)
+        conn.sendall(body)
+
+    upstream = Upstream(headers_then_body)
+    try:
+        app = ProxyApp(upstream.url)
+        with _raw_served(app) as port:
+            payload = {"model": "m", "messages": [USER], "tools": tools}
+            assert post(port, "/v1/chat/completions", payload, extra=_KEY).status == 200
+    finally:
+        upstream.close()
+    assert built_before_body == [True]
