@@ -45,7 +45,7 @@ _CACHE_SIZE = 32
 _CACHE_BYTES = 256 * 1024 * 1024
 """Most bytes of memory the remembered lists hold, as `ToolsCache.held` estimates it; one list
 larger than this is still kept while it is the newest."""
-_UNACCEPTED_KEPT = 2
+_UNACCEPTED_KEPT = 8
 """Most lists kept that no upstream has accepted yet (`CallerTools.accepted`): the newest ones,
 and they go first when the cache is over its bounds, so strangers' lists cannot push out the
 lists in use."""

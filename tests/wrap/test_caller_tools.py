@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from bot_toolsearch import BotSettings
-from bot_toolsearch._wrap.caller_tools import ToolsCache
+from bot_toolsearch._wrap.caller_tools import _UNACCEPTED_KEPT, ToolsCache
 
 from ._tools import chat_tools
 
@@ -85,13 +85,13 @@ def test_an_entry_that_cannot_be_compared_is_indexed_each_time_without_a_crash()
 
 
 def test_lists_no_upstream_accepted_are_kept_few_and_leave_first() -> None:
-    cache = ToolsCache(size=10)
+    cache = ToolsCache(size=20)
     mine = cache.get(chat_tools(70), "chat", "-_-")
     mine.pin()
-    strangers = [cache.get(chat_tools(71 + i), "chat", "-_-") for i in range(5)]
-    assert len(cache) == 3  # the accepted list and the two newest unaccepted ones
+    strangers = [cache.get(chat_tools(71 + i), "chat", "-_-") for i in range(_UNACCEPTED_KEPT + 3)]
+    assert len(cache) == 1 + _UNACCEPTED_KEPT  # the accepted list, the newest unaccepted ones
     assert cache.lookup(chat_tools(70), "chat", "-_-") is mine
-    assert cache.lookup(chat_tools(75), "chat", "-_-") is strangers[-1]
+    assert cache.lookup(chat_tools(70 + len(strangers)), "chat", "-_-") is strangers[-1]
     assert cache.lookup(chat_tools(71), "chat", "-_-") is None
 
 
