@@ -41,6 +41,7 @@ from bot_toolsearch._services.threads import off_loop
 
 from .replies import check_response, iterate_async, iterate_sync, stream_request
 from .responses import ResponsesPlan, create_round, create_round_async
+from .surface import AsyncStreamResponse, SyncStreamResponse
 
 __all__ = ["AsyncResponsesStream", "SyncResponsesStream"]
 
@@ -297,6 +298,11 @@ class AsyncResponsesStream:
 
     @property
     def response(self) -> Any:
+        """The HTTP response of the current upstream round; closing it closes the stream."""
+        return AsyncStreamResponse(self, self.close)
+
+    @property
+    def upstream_response(self) -> Any:
         """The HTTP response of the current upstream round."""
         return self._upstream.response
 
@@ -362,6 +368,11 @@ class SyncResponsesStream:
 
     @property
     def response(self) -> Any:
+        """The HTTP response of the current upstream round; closing it closes the stream."""
+        return SyncStreamResponse(self, self.close)
+
+    @property
+    def upstream_response(self) -> Any:
         """The HTTP response of the current upstream round."""
         return self._upstream.response
 
