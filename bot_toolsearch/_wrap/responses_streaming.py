@@ -53,10 +53,32 @@ _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 class _Caller:
     """What the caller's stream carries across rounds."""
 
-    def __init__(self) -> None:
+    def __init__(self, plan: ResponsesPlan) -> None:
+        self.plan = plan
         self.sequence = 0
-        self.opened: set[str] = set()
+        self.opened = False
+        self.held: dict[str, Any] = {}  # the latest round's opening events, not yet sent
+        self.identity: str | None = None  # the stream's one response id, once opened
         self.items: list[tuple[str, Any]] = []  # (item id, item) in caller order
+
+    def opening(self) -> list[Any]:
+        """The opening events, once, before the first other event the caller gets (unnumbered,
+        the sender numbers them with what follows). They are the latest round's: the first
+        the caller is shown something in, so its response id (the final round's unless an
+        earlier round streamed text) is the stream's, from the first event to the last."""
+        if self.opened:
+            return []
+        self.opened = True
+        out: list[Any] = []
+        for kind in _OPENING:
+            event = self.held.get(kind)
+            if event is None:
+                continue
+            response = event.response.model_copy()
+            self.identity = self.identity or getattr(response, "id", None) or None
+            self.plan.present(response, self.identity)
+            out.append(event.model_copy(update={"response": response}))
+        return out  # numbered by the sender, with what follows them
 
     def send(self, event: Any, index: int | None = None) -> Any:
         """``event`` renumbered for the caller (and moved to caller index ``index``)."""
@@ -97,13 +119,22 @@ class _Round:
 
     def feed(self, event: Any) -> list[Any]:
         """The events to send the caller now for one upstream event."""
+        caller = self._caller
+        start = caller.sequence
+        out = self._feed(event)
+        if not out or caller.opened:
+            return out
+        opening = caller.opening()
+        caller.sequence = start
+        return [caller.send(e) for e in (*opening, *out)]
+
+    def _feed(self, event: Any) -> list[Any]:
         kind = getattr(event, "type", None)
         caller = self._caller
         if kind in _OPENING:
-            if kind in caller.opened:
-                return []
-            caller.opened.add(kind)
-            return [caller.send(event)]
+            if not caller.opened:
+                caller.held[kind] = event
+            return []
         if kind in _TERMINAL:
             self.response = event.response
             self.terminal = kind
@@ -148,7 +179,8 @@ class _Round:
         """The caller's last events: the held items the plan kept, then the terminal one."""
         caller = self._caller
         shown = {lane.item_id for lane in self._lanes.values() if lane.index is not None}
-        out: list[Any] = []
+        out: list[Any] = [caller.send(e) for e in caller.opening()]
+        caller.plan.present(final, caller.identity)
         for item in final.output or ():
             item_id = str(getattr(item, "id", None) or getattr(item, "call_id", "") or "")
             if item_id and item_id in shown:
@@ -310,7 +342,7 @@ class AsyncResponsesStream:
         self._upstream = await create_round_async(self._create, self._plan)
 
     async def _run(self) -> AsyncIterator[Any]:
-        caller = _Caller()
+        caller = _Caller(self._plan)
         while True:
             round_ = _Round(caller)
             async for event in iterate_async(self._upstream, chat=False):
@@ -380,7 +412,7 @@ class SyncResponsesStream:
         self._upstream = create_round(self._create, self._plan)
 
     def _run(self) -> Iterator[Any]:
-        caller = _Caller()
+        caller = _Caller(self._plan)
         while True:
             round_ = _Round(caller)
             for event in iterate_sync(self._upstream, chat=False):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import openai
 import pydantic
 
-from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
+from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, call, text
 from tests.wrap._tools import chat_tools, responses_tools
 
 USER = [{"role": "user", "content": "Weather in Oslo?"}]
@@ -58,3 +58,38 @@ def test_responses_parse_helper_through_serve(server: ScriptedOpenAIServer, prox
     client.close()
     assert response.output_parsed == Weather(city="Oslo", temp=3)
     _searched_first(server)
+
+
+def _follow_up(
+    client: openai.OpenAI, previous: str, call_id: str
+) -> openai.types.responses.Response:
+    return client.responses.create(
+        model="m",
+        previous_response_id=previous,
+        input=[{"type": "function_call_output", "call_id": call_id, "output": "sunny"}],
+        tools=responses_tools(),
+    )
+
+
+def test_responses_stream_helper_through_serve_keeps_one_id_for_the_chain(
+    server: ScriptedOpenAIServer, proxy_url: str
+) -> None:
+    client = openai.OpenAI(base_url=proxy_url, api_key="k", max_retries=0)
+    for first in (
+        call("tool_search", query="select:get_weather"),
+        ToolCallsTurn((call("tool_search", query="select:get_weather"),), text="Looking."),
+    ):
+        server.reset()
+        server.script(first, call("get_weather", city="Oslo"))
+        with client.responses.stream(model="m", input="Weather?", tools=responses_tools()) as s:
+            events = list(s)
+            final = s.get_final_response()
+        ids = {e.response.id for e in events if getattr(e, "response", None) is not None}
+        assert ids == {final.id}
+        numbers = [e.sequence_number for e in events]
+        assert numbers == sorted(set(numbers))
+        _searched_first(server)
+        (weather,) = [i for i in final.output if i.type == "function_call"]
+        server.script(text("Sunny in Oslo."))
+        assert _follow_up(client, final.id, weather.call_id).output_text == "Sunny in Oslo."
+    client.close()
