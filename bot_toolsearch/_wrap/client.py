@@ -81,6 +81,14 @@ class _Resource(_Delegate):
             return getattr(self._inner, name)
         return refusal(self._name, name)
 
+    def _through(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """A passed-through call's arguments: a ``previous_response_id`` naming a stream id
+        that stands for a later response names that response (`ResponseAliases`)."""
+        previous = kwargs.get("previous_response_id")
+        if self._name != "responses" or not isinstance(previous, str):
+            return kwargs
+        return {**kwargs, "previous_response_id": self._engine.aliases.resolve(previous)}
+
     def stream(self, **kwargs: Any) -> Any:
         """The SDK's ``stream()`` helper over the wrapped ``create(stream=True)``."""
         return self._sdk.stream(self, **kwargs)
@@ -104,7 +112,7 @@ class _AsyncResource(_Resource):
         mode, plain = split_raw(kwargs)
         plan = await self._aplan(plain)
         if plan is None:
-            return await self._inner.create(**kwargs)
+            return await self._inner.create(**self._through(kwargs))
         return handled(mode, await self._run(plan, plain), is_async=True)
 
     async def parse(self, **kwargs: Any) -> Any:
@@ -148,7 +156,7 @@ class _SyncResource(_Resource):
         mode, plain = split_raw(kwargs)
         plan = self._plan(plain)
         if plan is None:
-            return self._inner.create(**kwargs)
+            return self._inner.create(**self._through(kwargs))
         return handled(mode, self._run(plan, plain), is_async=False)
 
     def parse(self, **kwargs: Any) -> Any:

@@ -283,3 +283,21 @@ async def test_a_non_streamed_answer_shows_the_callers_previous_id(
     await client.close()
     assert answer.output_text == "Sunny."
     assert answer.previous_response_id == response.id
+
+
+def test_a_passed_through_follow_up_resolves_the_stream_id_too(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.script(
+        ToolCallsTurn((call("tool_search", query="select:get_weather"),), text="Looking it up."),
+        text("Sunny."),
+    )
+    client = wrap_openai(openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0))
+    with client.responses.stream(model="m", input="Weather?", tools=responses_tools()) as stream:
+        final = stream.get_final_response()
+    server.script(text("You are welcome."))
+    answer = client.responses.create(model="m", previous_response_id=final.id, input="Thanks!")
+    client.close()
+    assert answer.output_text == "You are welcome."
+    final_round = server.requests[-1].previous_response_id
+    assert final_round not in (None, final.id)  # no tools: passed through, to the final round
