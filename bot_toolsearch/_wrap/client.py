@@ -464,7 +464,10 @@ def wrap_openai(
     ``tools``, or with a caller tool named ``tool_search``, is passed through untouched; with
     tool search off in the settings, only the tools ``[tools] allow``/``deny`` leave are sent
     (a call to another is refused as no such tool); upstream errors raise the ``openai``
-    exceptions the client itself raises.
+    exceptions the client itself raises. The SDK's ``stream()`` and ``parse()`` helpers
+    run over the wrapped ``create``; every other method of these resources is the given
+    client's (no model request with tools) or raises `UnsupportedCallError` naming the
+    supported call (``responses.connect``, a method of a later SDK): none skips tool search.
 
     Args:
         client: an ``openai.AsyncOpenAI`` or ``openai.OpenAI``; it stays usable on its own.

@@ -5,7 +5,8 @@ The directory and the rules follow the caller's ``instructions`` (a blank line b
 response with ``previous_response_id`` and only the ``function_call_output`` items, unless
 the caller sent ``store=False`` or the calls were recovered from text (then the whole input is
 resent); when the server has lost the calls (HTTP 400 "No tool call found ..."), the round is
-resent statelessly once, as in the `Bot`.
+resent statelessly once, as in the `Bot`. The answer's ``id`` is the final round's (the one
+to continue from) and its ``previous_response_id`` the caller's own.
 
 The loaded set is derived from the ``function_call`` items of the ``input`` the caller sends.
 A caller that continues a stored conversation with ``previous_response_id`` and only new

@@ -1,12 +1,16 @@
 """``stream=True`` for the Responses API: hidden rounds consumed, one well-formed event stream.
 
 Each upstream round is streamed. The caller gets one ``response.created`` and one
-``response.in_progress`` (the first round's), ``sequence_number`` counting from 0 across the
-whole stream, ``output_index`` counting the items the caller was shown, and one terminal event
-(``response.completed``, or ``response.incomplete``/``response.failed`` as the upstream ended)
-whose ``response`` is the final round's as `ResponsesPlan.feed` rewrote it: only the caller's
-calls, canonical names, ``usage`` summed over every round, and an ``output`` that lists exactly
-the items the caller was shown.
+``response.in_progress``, held until the first other event it gets: they are the round it is
+first shown something in (the final round, unless an earlier one streamed text before it
+searched), and that round's response id is the stream's one id, from ``response.created`` to
+the terminal event (`ResponsesPlan.present`; `ResponseAliases` when it is not the final
+round's). Then ``sequence_number`` counting from 0 across the whole stream, ``output_index``
+counting the items the caller was shown, and one terminal event (``response.completed``, or
+``response.incomplete``/``response.failed`` as the upstream ended) whose ``response`` is the
+final round's as `ResponsesPlan.feed` rewrote it: only the caller's calls, canonical names,
+``usage`` summed over every round, and an ``output`` that lists exactly the items the caller
+was shown.
 
 Message text streams through as it arrives, unless it starts like a tool-call envelope (``{``,
 ``<``, a code fence: the plan may read calls from it), which is held until the round ends.
