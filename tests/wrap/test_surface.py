@@ -321,3 +321,22 @@ def test_sync_stream_helper_closes_the_round_it_is_in(server: ScriptedOpenAIServ
     assert upstream.response.is_closed
     client.close()
     assert json.loads(server.requests[1].tool_outputs[-1][1])["loaded"] == ["get_weather"]
+
+
+async def test_async_responses_stream_helper_closes_the_round_it_is_in(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.script(
+        call("tool_search", query="select:get_weather"), text("It is sunny in Oslo today.")
+    )
+    client = wrap_openai(openai.AsyncOpenAI(base_url=server.base_url, api_key="t", max_retries=0))
+    async with client.responses.stream(
+        model="m", input="Weather?", tools=responses_tools()
+    ) as stream:
+        async for event in stream:
+            if event.type == "response.output_text.delta":  # the second round's text
+                break
+        upstream = stream._raw_stream._upstream
+    assert upstream.response.is_closed
+    await client.close()
+    assert len(server.requests) == 2
