@@ -319,7 +319,8 @@ class ToolsSettings(_Table):
     dirs: tuple[Path, ...] = ()
     """Tool folders; the loader resolves relative paths against the config file's folder."""
     mcp_servers: tuple[McpServerSettings, ...] = ()
-    """MCP servers as tool sources."""
+    """MCP servers as tool sources: one ``[[tools.mcp_servers]]`` table each (its keys below;
+    stdio and HTTP servers end to end in docs/tools.md)."""
     call_timeout: StrictFloat = Field(default=60.0, gt=0)
     """Seconds one tool call may take, unless the tool sets its own ``timeout``; a call that
     runs longer is abandoned and the model reads a timed-out result."""
