@@ -177,7 +177,7 @@ ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 class EmbeddingsSettings(_Table):
     """``[skills] tool_search_embeddings``: the OpenAI-compatible embeddings endpoint and model
     of the optional semantic stage of keyword search (fused with BM25 by reciprocal rank).
-    Install the ``semantic`` extra (``pip install 'bot-toolsearch[semantic]'``, numpy) for
+    Install the ``semantic`` extra (numpy: ``pip install numpy``) for
     large catalogs: it scans 10,000 tools in milliseconds, pure Python in a third of a second."""
 
     model: _Name
@@ -233,7 +233,7 @@ class SkillsSettings(_Table):
     whose ranking of the tools is fused with BM25's for keyword queries; ``None`` (the
     default): BM25 alone. ``select:`` and exact names never use it; when the endpoint fails,
     BM25 answers and one warning is logged per reload. With a large catalog, install the
-    ``semantic`` extra (``pip install 'bot-toolsearch[semantic]'``, numpy): it scans 10,000
+    ``semantic`` extra (numpy: ``pip install numpy``): it scans 10,000
     tools in milliseconds."""
 
 
