@@ -176,6 +176,32 @@ CLAIMS: list[tuple[str, str]] = [
         "starts in <<scale/Bot(...) start-up (10,000 code tools)|tool search off: ([\\d.]+ s)>> "
         "in a fresh process with tool search off",
     ),
+    (
+        "docs/performance.md",
+        "At 10,000 tools a session is created in <<scale/session creation (10,000)>>; a keyword "
+        "search takes <<ranking/keyword search (10,000), ours>> once the terms it uses have been "
+        "searched before and <<scale/keyword search (10,000)>> when they have not",
+    ),
+    (
+        "docs/performance.md",
+        "creating the `Tool` objects takes another <<scale/Bot(...) start-up (10,000 code "
+        "tools)|Tool objects before it ([\\d.]+ s)>>",
+    ),
+    (
+        "docs/performance.md",
+        "With tool search on it starts in <<scale/Bot(...) start-up (10,000 code tools)>>, because",
+    ),
+    (
+        "docs/performance.md",
+        "counter of the `tokens` extra takes another <<scale/Bot(...) start-up (10,000 code "
+        "tools)|the token counter ([\\d.]+ s)>>, once per process",
+    ),
+    (
+        "docs/performance.md",
+        "the first keyword search after start-up takes "
+        "<<scale/first keyword search after start-up (10,000)>>",
+    ),
+    ("docs/core.md", "decode_name=wire.to_canonical) # per ask, <<core/session creation (256)>>"),
     *[
         (
             "docs/performance.md",
