@@ -118,6 +118,10 @@ def render_value(value: object, *, mask: bool = False) -> str:
         return '"********"'
     if isinstance(value, BaseModel):
         value = {k: v for k, v in value.model_dump().items() if v not in (None, (), {})}
+        if "headers" in value:  # an MCP server's: a value written out in full may be a token
+            value["headers"] = {
+                k: v if "${env:" in v else "********" for k, v in value["headers"].items()
+            }
     if isinstance(value, Mapping):
         body = ", ".join(f"{k} = {render_value(v)}" for k, v in value.items())
         return f"{{ {body} }}" if body else "{}"

@@ -65,6 +65,19 @@ def test_config_show_gives_the_sdk_fallbacks_redacted_with_their_source(tmp_path
     assert "model.api_key = (not set)" in unset.stdout
 
 
+def test_config_show_masks_mcp_header_values_written_in_full(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text(
+        '[[tools.mcp_servers]]\nname = "docs"\nurl = "http://127.0.0.1:9/mcp"\n'
+        'headers = { Authorization = "Bearer ${env:DOCS_TOKEN}", X-Key = "literal-secret-99" }\n',
+        encoding="utf-8",
+    )
+    done = run_cli("config", "show", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "literal-secret-99" not in done.stdout
+    assert 'Authorization = "Bearer ${env:DOCS_TOKEN}"' in done.stdout
+    assert 'X-Key = "********"' in done.stdout
+
+
 def test_config_validate_prints_warnings_exits_0_and_fails_only_when_strict(
     tmp_path: Path,
 ) -> None:
