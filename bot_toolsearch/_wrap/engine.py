@@ -15,8 +15,9 @@ from typing import Any
 from bot_toolsearch._config.reload import ConfigReloader
 from bot_toolsearch._config.settings import BotSettings, SkillsSettings
 
-from .caller_tools import ToolsCache
+from .caller_tools import Api, ToolsCache
 from .chat import ChatPlan
+from .native import NativeRequest, parse_native
 from .plan import Pending, Setup, setup
 from .responses import ResponsesPlan
 
@@ -61,6 +62,26 @@ class Engine:
         assert self._fixed is not None
         return self._fixed
 
+    def _native(
+        self, kwargs: Mapping[str, Any], api: Api
+    ) -> tuple[BotSettings, NativeRequest | None] | None:
+        """The call's settings, and its request in OpenAI's tool-search dialect made ordinary
+        (``None`` when it does not speak it); ``None`` for a request in the dialect under
+        ``[proxy] native_tool_search = "pass"``: it goes to the upstream untouched.
+
+        A client's explicit request is honoured whatever ``tool_search_enabled`` says, and
+        its namespace descriptions join the configured ones (the client's own win)."""
+        settings = self.snapshot()
+        native = parse_native(kwargs, api)
+        if native is None:
+            return settings, None
+        if settings.proxy.native_tool_search == "pass":
+            return None
+        skills = settings.skills.model_copy(update={"tool_search_enabled": True})
+        namespaces = {**settings.tools.namespaces, **native.namespaces}
+        tools = settings.tools.model_copy(update={"namespaces": namespaces})
+        return settings.model_copy(update={"skills": skills, "tools": tools}), native
+
     def chat_plan(
         self, kwargs: Mapping[str, Any], *, build: bool = True
     ) -> ChatPlan | Pending | None:
@@ -69,13 +90,20 @@ class Engine:
         messages = kwargs.get("messages")
         if not isinstance(messages, list | tuple):
             return None
+        read = self._native(kwargs, "chat")
+        if read is None:
+            return None
+        settings, native = read
+        if native is not None:
+            kwargs = native.kwargs
         found = setup(
-            self.snapshot(),
+            settings,
             self.cache,
             tools=kwargs.get("tools"),
             tool_choice=kwargs.get("tool_choice"),
             api="chat",
             build=build,
+            dialect=None if native is None else native.dialect,
         )
         return ChatPlan(found, kwargs) if isinstance(found, Setup) else found
 
@@ -84,15 +112,22 @@ class Engine:
     ) -> ResponsesPlan | Pending | None:
         """The plan of a ``responses.create`` call, or ``None`` to pass it through;
         `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`)."""
+        read = self._native(kwargs, "responses")
+        if read is None:
+            return None
+        settings, native = read
+        if native is not None:
+            kwargs = native.kwargs
         found = setup(
-            self.snapshot(),
+            settings,
             self.cache,
             tools=kwargs.get("tools"),
             tool_choice=kwargs.get("tool_choice"),
             api="responses",
             build=build,
+            dialect=None if native is None else native.dialect,
         )
-        return ResponsesPlan(found, kwargs) if isinstance(found, Setup) else found
+        return ResponsesPlan(found, kwargs, native) if isinstance(found, Setup) else found
 
     def close(self) -> None:
         """Stop watching ``config.toml``; the last settings stay in force."""

@@ -1,0 +1,286 @@
+"""A client's own tool search (OpenAI's dialect) through the wrapper, on a backend that has none.
+
+The scripted upstream refuses what such backends refuse (``refuse_native=True``: a
+``tool_search``/``namespace`` tool type, a ``defer_loading`` key, the dialect's input items);
+the replies are read through the official SDK's typed items.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import openai
+import pytest
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseToolSearchCall,
+    ResponseToolSearchOutputItem,
+)
+from openai.types.responses.namespace_tool import NamespaceTool
+
+from bot_toolsearch import BotSettings, wrap_openai
+from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, text
+from tests.wrap._tools import chat_tools, loaded, responses_tools
+
+WIRE_DELIMITER = "-_-"
+CRM = {
+    "type": "namespace",
+    "name": "crm",
+    "description": "Customer relationship management: accounts, contacts and deals.",
+    "tools": [
+        {
+            "type": "function",
+            "name": "lookup",
+            "description": "Find a record by its id.",
+            "parameters": {"type": "object", "properties": {"id": {"type": "string"}}},
+            "defer_loading": True,
+        },
+        {
+            "type": "function",
+            "name": "archive",
+            "description": "Archive a record.",
+            "parameters": {"type": "object", "properties": {"id": {"type": "string"}}},
+            "defer_loading": True,
+        },
+    ],
+}
+
+
+def native_tools(*, execution: str | None = None, count: int = 20) -> list[dict[str, Any]]:
+    """A Codex-style list: ``tool_search``, two loaded tools, the rest deferred, a namespace."""
+    search: dict[str, Any] = {"type": "tool_search"}
+    if execution is not None:
+        search["execution"] = execution
+    tools: list[dict[str, Any]] = [search]
+    for i, tool in enumerate(responses_tools(count)):
+        tools.append(tool if i < 2 else {**tool, "defer_loading": True})
+    tools.append(CRM)
+    return tools
+
+
+@pytest.fixture
+def hostile() -> Iterator[ScriptedOpenAIServer]:
+    """A scripted upstream that refuses the dialect as backends without tool search do."""
+    with ScriptedOpenAIServer(refuse_native=True) as srv:
+        yield srv
+        srv.assert_consumed()
+
+
+@pytest.fixture
+async def make(hostile: ScriptedOpenAIServer) -> AsyncIterator[Callable[..., openai.AsyncOpenAI]]:
+    made: list[openai.AsyncOpenAI] = []
+
+    def factory(**kwargs: Any) -> openai.AsyncOpenAI:
+        inner = openai.AsyncOpenAI(base_url=hostile.base_url, api_key="t", max_retries=0)
+        made.append(wrap_openai(inner, **kwargs))
+        return made[-1]
+
+    yield factory
+    for client in made:
+        await client.close()
+
+
+def _no_dialect(body: dict[str, Any]) -> None:
+    """Nothing of the dialect reached the upstream."""
+    raw = json.dumps(body)
+    assert '"defer_loading"' not in raw
+    for tool in body.get("tools") or ():
+        assert tool.get("type") not in ("tool_search", "namespace")
+    for item in body.get("input") or ():
+        if isinstance(item, dict):
+            assert item.get("type") not in ("tool_search_call", "tool_search_output")
+            assert "namespace" not in item
+
+
+async def test_the_hostile_upstream_refuses_the_dialect(
+    hostile: ScriptedOpenAIServer,
+) -> None:
+    client = openai.AsyncOpenAI(base_url=hostile.base_url, api_key="t", max_retries=0)
+    with pytest.raises(openai.BadRequestError, match="Unsupported tool type"):
+        await client.responses.create(model="m", input="x", tools=native_tools())  # type: ignore[arg-type]
+    await client.close()
+
+
+async def test_server_mode_searches_in_hidden_rounds_and_reports_each_search(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(call("tool_search", query="select:play_music"), call("play_music", title="Blue"))
+    client = make()
+    result = await client.responses.create(
+        model="m",
+        input="Play Blue",
+        tools=native_tools(),  # type: ignore[arg-type]
+    )
+    first, second = hostile.requests
+    for request in hostile.requests:
+        _no_dialect(request.body)
+    # The client's non-deferred tools are loaded from round 1; deferred ones wait for a search.
+    assert first.tool_names == ["get_weather", "send_email", "tool_search"]
+    assert second.tool_names == ["get_weather", "send_email", "tool_search", "play_music"]
+    assert loaded(second.tool_outputs[0][1]) == ["play_music"]
+    kinds = [item.type for item in result.output]
+    assert kinds == ["tool_search_call", "tool_search_output", "function_call"]
+    searched, found, played = result.output
+    assert isinstance(searched, ResponseToolSearchCall)
+    assert isinstance(found, ResponseToolSearchOutputItem)
+    assert isinstance(played, ResponseFunctionToolCall)
+    assert searched.execution == found.execution == "server"
+    assert searched.status == found.status == "completed"
+    assert searched.arguments == {"query": "select:play_music"}
+    assert searched.call_id == found.call_id
+    assert searched.id
+    assert [tool.type for tool in found.tools] == ["function"]
+    definition = found.tools[0]
+    assert definition.name == "play_music"  # type: ignore[union-attr]
+    assert definition.defer_loading is True  # type: ignore[union-attr]  # the client's own
+    assert played.name == "play_music"
+    assert played.namespace is None
+
+
+async def test_usage_is_summed_over_the_hidden_rounds(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(
+        ToolCallsTurn((call("tool_search", query="select:play_music"),), usage=Usage(100, 5, 0)),
+        text("Done.", usage=Usage(120, 7, 90)),
+    )
+    client = make()
+    result = await client.responses.create(
+        model="m",
+        input="Play Blue",
+        tools=native_tools(),  # type: ignore[arg-type]
+    )
+    assert result.output_text == "Done."
+    assert [item.type for item in result.output] == [
+        "message",
+        "tool_search_call",
+        "tool_search_output",
+    ]
+    assert result.usage is not None
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (220, 12)
+    assert result.usage.input_tokens_details.cached_tokens == 90
+
+
+async def test_a_namespace_member_is_found_by_the_namespace_description(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    member = f"crm{WIRE_DELIMITER}lookup"
+    hostile.script(
+        call("tool_search", query="customer relationship accounts"),
+        call(member, id="c1"),
+    )
+    client = make()
+    result = await client.responses.create(
+        model="m",
+        input="Find account 42",
+        tools=native_tools(),  # type: ignore[arg-type]
+    )
+    first, second = hostile.requests
+    assert member not in first.tool_names
+    assert member in second.tool_names
+    found = [item for item in result.output if isinstance(item, ResponseToolSearchOutputItem)]
+    assert len(found) == 1
+    groups = found[0].tools
+    assert [type(group) for group in groups] == [NamespaceTool]
+    group = groups[0]
+    assert isinstance(group, NamespaceTool)
+    assert group.name == "crm"
+    assert group.description == CRM["description"]
+    assert {tool.name for tool in group.tools} >= {"lookup"}  # type: ignore[union-attr]
+    calls = [item for item in result.output if isinstance(item, ResponseFunctionToolCall)]
+    assert [(c.name, c.namespace) for c in calls] == [("lookup", "crm")]
+
+
+async def test_tool_search_off_in_the_config_still_honours_the_client(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(call("tool_search", query="select:play_music"), text("ok"))
+    off = BotSettings.model_validate({"skills": {"tool_search_enabled": False}})
+    client = make(settings=off)
+    result = await client.responses.create(
+        model="m",
+        input="Play",
+        tools=native_tools(),  # type: ignore[arg-type]
+    )
+    assert result.output_text == "ok"
+    assert hostile.requests[0].tool_names == ["get_weather", "send_email", "tool_search"]
+
+
+async def test_config_always_loaded_adds_to_the_clients_loaded_tools(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(text("ok"))
+    settings = BotSettings.model_validate(
+        {"skills": {"tool_search_enabled": True, "tool_search_always_loaded": ["play_music"]}}
+    )
+    client = make(settings=settings)
+    await client.responses.create(
+        model="m",
+        input="Hi",
+        tools=native_tools(),  # type: ignore[arg-type]
+    )
+    assert sorted(hostile.requests[0].tool_names) == sorted(
+        ["get_weather", "send_email", "tool_search", "play_music"]
+    )
+
+
+async def test_deny_applies_to_deferred_tools(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(call("tool_search", query="select:play_music"), text("none"))
+    settings = BotSettings.model_validate(
+        {"skills": {"tool_search_enabled": True}, "tools": {"deny": ["play_*"]}}
+    )
+    client = make(settings=settings)
+    result = await client.responses.create(
+        model="m",
+        input="Play",
+        tools=native_tools(),  # type: ignore[arg-type]
+    )
+    first, second = hostile.requests
+    assert "play_music" not in first.body["instructions"]
+    assert "play_music" not in second.tool_names
+    assert loaded(second.tool_outputs[0][1]) == []
+    found = [item for item in result.output if isinstance(item, ResponseToolSearchOutputItem)]
+    assert found[0].tools == []
+
+
+async def test_pass_forwards_the_request_untouched(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    settings = BotSettings.model_validate(
+        {"skills": {"tool_search_enabled": True}, "proxy": {"native_tool_search": "pass"}}
+    )
+    client = make(settings=settings)
+    with pytest.raises(openai.BadRequestError, match="Unsupported tool type"):
+        await client.responses.create(
+            model="m",
+            input="x",
+            tools=native_tools(),  # type: ignore[arg-type]
+        )
+    assert hostile.requests[0].body["tools"] == native_tools()
+
+
+async def test_a_request_without_the_dialect_keeps_todays_path(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(call("tool_search", query="select:play_music"), call("play_music", title="x"))
+    client = make()
+    result = await client.responses.create(model="m", input="Play", tools=responses_tools(20))  # type: ignore[arg-type]
+    assert [item.type for item in result.output] == ["function_call"]
+    assert hostile.requests[0].tool_names == ["tool_search"]
+
+
+def _chat_native(count: int = 20) -> list[dict[str, Any]]:
+    tools = chat_tools(count)
+    out: list[dict[str, Any]] = []
+    for i, tool in enumerate(tools):
+        if i < 2:
+            out.append(tool)
+        elif i % 2:
+            out.append({**tool, "defer_loading": True})
+        else:
+            out.append({**tool, "function": {**tool["function"], "defer_loading": True}})
+    return out
