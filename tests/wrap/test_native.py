@@ -284,3 +284,58 @@ def _chat_native(count: int = 20) -> list[dict[str, Any]]:
         else:
             out.append({**tool, "function": {**tool["function"], "defer_loading": True}})
     return out
+
+
+async def test_chat_defers_the_tools_marked_defer_loading(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(
+        call("tool_search", query="select:play_music,create_event"),
+        call("create_event", title="Gig", when="2026-12-05"),
+    )
+    client = make()
+    tools = _chat_native()
+    completion = await client.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": "Add the gig"}],
+        tools=tools,  # type: ignore[arg-type]
+    )
+    first, second = hostile.requests
+    for request in hostile.requests:
+        _no_dialect(request.body)
+    assert first.tool_names == ["get_weather", "send_email", "tool_search"]
+    assert second.tool_names[:3] == first.tool_names
+    # Both spellings of the key defer: play_music on the tool, create_event inside function.
+    assert set(second.tool_names[3:]) == {"play_music", "create_event"}
+    assert loaded(second.tool_outputs[0][1]) == ["play_music", "create_event"]
+    calls = completion.choices[0].message.tool_calls or []
+    assert [c.function.name for c in calls] == ["create_event"]  # type: ignore[union-attr]
+
+
+async def test_chat_drops_a_tool_search_entry_and_runs_ours(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(call("tool_search", query="select:play_music"), text("ok"))
+    client = make()
+    completion = await client.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": "Play"}],
+        tools=[{"type": "tool_search"}, *_chat_native()],  # type: ignore[list-item]
+    )
+    assert completion.choices[0].message.content == "ok"
+    assert completion.choices[0].message.tool_calls is None
+    assert len(hostile.requests) == 2
+    _no_dialect(hostile.requests[0].body)
+
+
+async def test_chat_without_defer_loading_keeps_todays_path(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(text("ok"))
+    client = make()
+    await client.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": "Hi"}],
+        tools=chat_tools(20),  # type: ignore[arg-type]
+    )
+    assert hostile.requests[0].tool_names == ["tool_search"]
