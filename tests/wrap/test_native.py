@@ -339,3 +339,66 @@ async def test_chat_without_defer_loading_keeps_todays_path(
         tools=chat_tools(20),  # type: ignore[arg-type]
     )
     assert hostile.requests[0].tool_names == ["tool_search"]
+
+
+async def test_a_streamed_reply_carries_the_three_items_in_one_stream(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(call("tool_search", query="select:play_music"), call("play_music", title="Blue"))
+    client = make()
+    stream = await client.responses.create(
+        model="m",
+        input="Play Blue",
+        tools=native_tools(),  # type: ignore[arg-type]
+        stream=True,
+    )
+    events = [event async for event in stream]
+    for request in hostile.requests:
+        _no_dialect(request.body)
+    sequence = [event.sequence_number for event in events]
+    assert sequence == list(range(len(sequence)))
+    added = [
+        (e.output_index, e.item.type) for e in events if e.type == "response.output_item.added"
+    ]
+    done = [(e.output_index, e.item.type) for e in events if e.type == "response.output_item.done"]
+    kinds = ["tool_search_call", "tool_search_output", "function_call"]
+    assert [kind for _, kind in added] == kinds
+    assert done == added
+    first = added[0][0]
+    assert [index for index, _ in added] == [first, first + 1, first + 2]
+    # One response id across hidden rounds is the stream's own work (responses_streaming.py);
+    # here: one opening, one terminal event.
+    assert [e.type for e in events].count("response.created") == 1
+    final = events[-1]
+    assert final.type == "response.completed"
+    assert [item.type for item in final.response.output] == kinds
+    searched, found, played = final.response.output
+    assert isinstance(searched, ResponseToolSearchCall)
+    assert isinstance(found, ResponseToolSearchOutputItem)
+    assert searched.arguments == {"query": "select:play_music"}
+    assert [t.name for t in found.tools] == ["play_music"]  # type: ignore[union-attr]
+    assert isinstance(played, ResponseFunctionToolCall)
+    assert played.name == "play_music"
+
+
+async def test_a_streamed_chat_reply_shows_only_the_callers_calls(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(call("tool_search", query="select:play_music"), call("play_music", title="x"))
+    client = make()
+    stream = await client.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": "Play"}],
+        tools=_chat_native(),  # type: ignore[arg-type]
+        stream=True,
+    )
+    chunks = [chunk async for chunk in stream]
+    names = [
+        call.function.name
+        for chunk in chunks
+        for choice in chunk.choices
+        for call in choice.delta.tool_calls or ()
+        if call.function is not None and call.function.name
+    ]
+    assert names == ["play_music"]
+    assert len({chunk.id for chunk in chunks}) == 1
