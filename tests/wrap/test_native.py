@@ -402,3 +402,84 @@ async def test_a_streamed_chat_reply_shows_only_the_callers_calls(
     ]
     assert names == ["play_music"]
     assert len({chunk.id for chunk in chunks}) == 1
+
+
+CLIENT_SEARCH = {
+    "type": "tool_search",
+    "execution": "client",
+    "description": "Find project tools by keyword.",
+    "parameters": {
+        "type": "object",
+        "properties": {"goal": {"type": "string", "description": "What the tool must do."}},
+        "required": ["goal"],
+    },
+}
+
+
+def _client_tools() -> list[dict[str, Any]]:
+    return [CLIENT_SEARCH, *native_tools()[1:]]
+
+
+async def test_client_mode_hands_the_search_to_the_client(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(call("tool_search", goal="play a song"))
+    client = make()
+    result = await client.responses.create(
+        model="m",
+        input="Play Blue",
+        tools=_client_tools(),  # type: ignore[arg-type]
+    )
+    (request,) = hostile.requests  # we search nothing: no hidden round
+    _no_dialect(request.body)
+    assert request.tool_names == ["get_weather", "send_email", "tool_search"]
+    (search,) = [t for t in request.body["tools"] if t["name"] == "tool_search"]
+    assert search["description"] == CLIENT_SEARCH["description"]
+    assert search["parameters"] == CLIENT_SEARCH["parameters"]
+    assert "instructions" not in request.body  # no directory: the client searches
+    (item,) = result.output
+    assert isinstance(item, ResponseToolSearchCall)
+    assert item.execution == "client"
+    assert item.arguments == {"goal": "play a song"}
+    assert item.call_id
+
+
+async def test_client_mode_output_reaches_the_upstream_as_a_call_and_its_output(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(call("tool_search", goal="play a song"), call("play_music", title="Blue"))
+    client = make()
+    tools = _client_tools()
+    first = await client.responses.create(
+        model="m",
+        input="Play Blue",
+        tools=tools,  # type: ignore[arg-type]
+    )
+    (searched,) = first.output
+    assert isinstance(searched, ResponseToolSearchCall)
+    definition = next(t for t in tools if t.get("name") == "play_music")
+    second = await client.responses.create(
+        model="m",
+        input=[
+            {"role": "user", "content": "Play Blue"},
+            searched,  # the SDK item as the client got it
+            {
+                "type": "tool_search_output",
+                "execution": "client",
+                "call_id": searched.call_id,
+                "tools": [definition],
+            },
+        ],  # type: ignore[list-item]
+        tools=tools,  # type: ignore[arg-type]
+    )
+    request = hostile.requests[1]
+    _no_dialect(request.body)
+    assert request.tool_names == ["get_weather", "send_email", "play_music", "tool_search"]
+    kinds = [item.get("type", item.get("role")) for item in request.messages]
+    assert kinds == ["user", "function_call", "function_call_output"]
+    call_item = request.messages[1]
+    assert call_item["name"] == "tool_search"
+    assert call_item["call_id"] == searched.call_id
+    assert json.loads(call_item["arguments"]) == {"goal": "play a song"}
+    assert loaded(request.tool_outputs[0][1]) == ["play_music"]
+    assert [item.type for item in second.output] == ["function_call"]
