@@ -483,3 +483,97 @@ async def test_client_mode_output_reaches_the_upstream_as_a_call_and_its_output(
     assert json.loads(call_item["arguments"]) == {"goal": "play a song"}
     assert loaded(request.tool_outputs[0][1]) == ["play_music"]
     assert [item.type for item in second.output] == ["function_call"]
+
+
+async def test_history_resending_the_search_items_loads_their_tools_from_round_one(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    member = f"crm{WIRE_DELIMITER}lookup"
+    hostile.script(
+        call("tool_search", query="select:play_music,crm.lookup"),
+        call("play_music", title="Blue"),
+        text("Playing."),
+    )
+    client = make()
+    tools = native_tools()
+    first = await client.responses.create(
+        model="m",
+        input="Play Blue",
+        tools=tools,  # type: ignore[arg-type]
+    )
+    played = first.output[-1]
+    assert isinstance(played, ResponseFunctionToolCall)
+    history: list[Any] = [
+        {"role": "user", "content": "Play Blue"},
+        *first.output,
+        {"type": "function_call_output", "call_id": played.call_id, "output": "ok"},
+    ]
+    second = await client.responses.create(
+        model="m",
+        input=history,
+        tools=tools,  # type: ignore[arg-type]
+    )
+    assert second.output_text == "Playing."
+    assert len(hostile.requests) == 3  # no new search
+    request = hostile.requests[2]
+    _no_dialect(request.body)
+    assert {"play_music", member} <= set(request.tool_names)
+    kinds = [item.get("type", item.get("role")) for item in request.messages]
+    assert kinds == [
+        "user",
+        "function_call",
+        "function_call_output",
+        "function_call",
+        "function_call_output",
+    ]
+    assert request.messages[1]["name"] == "tool_search"
+    assert loaded(request.messages[2]["output"]) == ["play_music", "crm.lookup"]
+    assert [i.type for i in second.output] == ["message"]
+
+
+async def test_an_openai_shaped_search_output_made_elsewhere_loads_its_tools(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    member = f"crm{WIRE_DELIMITER}lookup"
+    hostile.script(call(member, id="c9"))
+    client = make()
+    made_elsewhere = {
+        "type": "tool_search_output",
+        "id": "tso_abc",
+        "call_id": "call_abc",
+        "execution": "server",
+        "status": "completed",
+        "tools": [{**CRM, "tools": [CRM["tools"][0]]}],  # type: ignore[index]
+    }
+    result = await client.responses.create(
+        model="m",
+        input=[
+            {"role": "user", "content": "Look up 42"},
+            made_elsewhere,
+            {
+                "type": "function_call",
+                "call_id": "call_prev",
+                "name": "lookup",
+                "namespace": "crm",
+                "arguments": '{"id":"41"}',
+            },
+            {"type": "function_call_output", "call_id": "call_prev", "output": "found 41"},
+        ],  # type: ignore[list-item]
+        tools=native_tools(),  # type: ignore[arg-type]
+    )
+    (request,) = hostile.requests
+    _no_dialect(request.body)
+    assert member in request.tool_names
+    kinds = [item.get("type", item.get("role")) for item in request.messages]
+    assert kinds == [
+        "user",
+        "function_call",
+        "function_call_output",
+        "function_call",
+        "function_call_output",
+    ]
+    assert request.messages[1]["call_id"] == request.messages[2]["call_id"] == "call_abc"
+    assert request.messages[3]["name"] == member
+    calls = [item for item in result.output if isinstance(item, ResponseFunctionToolCall)]
+    assert [(c.name, c.namespace) for c in calls] == [("lookup", "crm")]
+    assert not any(isinstance(item, ResponseToolSearchOutputItem) for item in result.output)
