@@ -38,7 +38,7 @@ from bot_toolsearch._protocol.dialect import Dialect
 from .caller_tools import Api
 from .plan import mapping_get
 
-__all__ = ["CLIENT_SEARCH", "Execution", "NativeRequest", "parse_native"]
+__all__ = ["CLIENT_SEARCH", "Execution", "NativeRequest", "parse_native", "speaks_native"]
 
 Execution = Literal["server", "client"]
 """Who runs the searches: this wrapper (``server``, as OpenAI's hosted tool search) or the
@@ -165,6 +165,11 @@ def _native_tool(tool: object, api: Api) -> bool:
         return True
     function = tool["function"] if api == "chat" and "function" in tool else None
     return isinstance(function, Mapping) and "defer_loading" in function
+
+
+def speaks_native(tools: Sequence[Any], api: Api) -> bool:
+    """Whether a tool list speaks the dialect (its request is made ordinary before indexing)."""
+    return any(_native_tool(tool, api) for tool in tools)
 
 
 def _native_item(item: object) -> bool:
