@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import pydantic
 from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseToolSearchCall,
@@ -370,26 +371,35 @@ class NativeRequest:
             status="completed",
             type="tool_search_call",
         )
-        result = ResponseToolSearchOutputItem.model_validate(
-            {
-                "id": f"tso_{call.id}",
-                "call_id": call.id,
-                "execution": "server",
-                "status": "completed",
-                "tools": self._definitions(loaded),
-                "type": "tool_search_output",
-            }
-        )
+        fields = {
+            "id": f"tso_{call.id}",
+            "call_id": call.id,
+            "execution": "server",
+            "status": "completed",
+            "tools": self._definitions(loaded),
+            "type": "tool_search_output",
+        }
+        try:
+            result = ResponseToolSearchOutputItem.model_validate(fields)
+        except pydantic.ValidationError:
+            # A definition the SDK's types do not read (the client's own odd fields): the
+            # names still say what was loaded.
+            fields["tools"] = self._definitions(loaded, bare=True)
+            result = ResponseToolSearchOutputItem.model_validate(fields)
         return [searched, result]
 
-    def _definitions(self, names: Sequence[str]) -> list[dict[str, Any]]:
-        """The client's own definitions of ``names``; namespace members inside their group."""
+    def _definitions(self, names: Sequence[str], *, bare: bool = False) -> list[dict[str, Any]]:
+        """The client's own definitions of ``names``; namespace members inside their group
+        (``bare``: only each function's type and own name)."""
         tools: list[dict[str, Any]] = []
         groups: dict[str, dict[str, Any]] = {}
         for name in names:
             definition = self.definitions.get(name)
             if definition is None:
                 continue
+            if bare:
+                own = self.members.get(name, ("", name))[1]
+                definition = {"type": "function", "name": own}
             member = self.members.get(name)
             if member is None:
                 tools.append(dict(definition))

@@ -577,3 +577,49 @@ async def test_an_openai_shaped_search_output_made_elsewhere_loads_its_tools(
     calls = [item for item in result.output if isinstance(item, ResponseFunctionToolCall)]
     assert [(c.name, c.namespace) for c in calls] == [("lookup", "crm")]
     assert not any(isinstance(item, ResponseToolSearchOutputItem) for item in result.output)
+
+
+async def test_client_mode_streamed(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(call("tool_search", goal="play a song"))
+    client = make()
+    stream = await client.responses.create(
+        model="m",
+        input="Play Blue",
+        tools=_client_tools(),  # type: ignore[arg-type]
+        stream=True,
+    )
+    events = [event async for event in stream]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    added = [e.item for e in events if e.type == "response.output_item.added"]
+    assert len(added) == 1
+    assert isinstance(added[0], ResponseToolSearchCall)
+    assert added[0].execution == "client"
+    assert added[0].arguments == {"goal": "play a song"}
+    final = events[-1]
+    assert final.type == "response.completed"
+    assert [item.type for item in final.response.output] == ["tool_search_call"]
+
+
+async def test_a_definition_the_sdk_cannot_read_is_reported_by_name(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(call("tool_search", query="select:odd_tool"), text("ok"))
+    client = make()
+    odd = {
+        "type": "function",
+        "name": "odd_tool",
+        "description": "An odd tool.",
+        "parameters": {"type": "object"},
+        "strict": "sometimes",  # not a boolean: the SDK's types refuse it
+        "defer_loading": True,
+    }
+    result = await client.responses.create(
+        model="m",
+        input="odd",
+        tools=[*native_tools(), odd],  # type: ignore[list-item]
+    )
+    found = [item for item in result.output if isinstance(item, ResponseToolSearchOutputItem)]
+    assert [tool.name for tool in found[0].tools] == ["odd_tool"]  # type: ignore[union-attr]
+    assert found[0].tools[0].description is None  # type: ignore[union-attr]  # bare: name only
