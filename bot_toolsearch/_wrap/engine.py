@@ -94,6 +94,7 @@ class Engine:
         if read is None:
             return None
         settings, native = read
+        original = kwargs
         if native is not None:
             kwargs = native.kwargs
         found = setup(
@@ -105,6 +106,8 @@ class Engine:
             build=build,
             dialect=None if native is None else native.dialect,
         )
+        if found is None and native is not None:
+            _ordinary(original, native)
         return ChatPlan(found, kwargs) if isinstance(found, Setup) else found
 
     def responses_plan(
@@ -116,6 +119,7 @@ class Engine:
         if read is None:
             return None
         settings, native = read
+        original = kwargs
         if native is not None:
             kwargs = native.kwargs
         found = setup(
@@ -127,9 +131,20 @@ class Engine:
             build=build,
             dialect=None if native is None else native.dialect,
         )
+        if found is None and native is not None:
+            _ordinary(original, native)
         return ResponsesPlan(found, kwargs, native) if isinstance(found, Setup) else found
 
     def close(self) -> None:
         """Stop watching ``config.toml``; the last settings stay in force."""
         if self._reloader is not None:
             self._reloader.stop()
+
+
+def _ordinary(kwargs: Mapping[str, Any], native: NativeRequest) -> None:
+    """A request in the dialect that passes through (no function tool left to index, say a
+    lone ``tool_search`` tool) goes upstream made ordinary, never as the client wrote it: the
+    ``create(**kwargs)`` dict (the call's own, never the caller's objects) is rewritten."""
+    if isinstance(kwargs, dict):
+        kwargs.clear()
+        kwargs.update(native.kwargs)

@@ -623,3 +623,19 @@ async def test_a_definition_the_sdk_cannot_read_is_reported_by_name(
     found = [item for item in result.output if isinstance(item, ResponseToolSearchOutputItem)]
     assert [tool.name for tool in found[0].tools] == ["odd_tool"]  # type: ignore[union-attr]
     assert found[0].tools[0].description is None  # type: ignore[union-attr]  # bare: name only
+
+
+async def test_a_lone_tool_search_tool_goes_upstream_made_ordinary(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(text("nothing to search"))
+    client = make()
+    result = await client.responses.create(
+        model="m",
+        input="Hi",
+        tools=[{"type": "tool_search"}],  # type: ignore[list-item]
+    )
+    assert result.output_text == "nothing to search"
+    (request,) = hostile.requests
+    _no_dialect(request.body)
+    assert request.body["tools"] == []
