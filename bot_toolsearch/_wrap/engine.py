@@ -15,7 +15,7 @@ from typing import Any
 from bot_toolsearch._config.reload import ConfigReloader
 from bot_toolsearch._config.settings import BotSettings, SkillsSettings
 
-from .caller_tools import Api, ToolsCache
+from .caller_tools import Api, CallerTools, ToolsCache
 from .chat import ChatPlan
 from .native import NativeRequest, parse_native
 from .plan import Pending, Setup, setup
@@ -64,23 +64,32 @@ class Engine:
 
     def _native(
         self, kwargs: Mapping[str, Any], api: Api
-    ) -> tuple[BotSettings, NativeRequest | None] | None:
+    ) -> tuple[BotSettings, NativeRequest | None, CallerTools | None] | None:
         """The call's settings, and its request in OpenAI's tool-search dialect made ordinary
         (``None`` when it does not speak it); ``None`` for a request in the dialect under
         ``[proxy] native_tool_search = "pass"``: it goes to the upstream untouched.
 
         A client's explicit request is honoured whatever ``tool_search_enabled`` says, and
-        its namespace descriptions join the configured ones (the client's own win)."""
+        its namespace descriptions join the configured ones (the client's own win). A tool
+        list indexed before is ordinary (only ordinary lists are indexed): found in the cache
+        (returned, so it is looked up once), it is not scanned again."""
         settings = self.snapshot()
-        native = parse_native(kwargs, api)
+        tools = kwargs.get("tools")
+        known = (
+            self.cache.lookup(tools, api, settings.tools.dot_delimiter)
+            if isinstance(tools, list | tuple) and tools
+            else None
+        )
+        native = parse_native(kwargs, api, plain_tools=known is not None)
         if native is None:
-            return settings, None
+            return settings, None, known
         if settings.proxy.native_tool_search == "pass":
             return None
         skills = settings.skills.model_copy(update={"tool_search_enabled": True})
         namespaces = {**settings.tools.namespaces, **native.namespaces}
-        tools = settings.tools.model_copy(update={"namespaces": namespaces})
-        return settings.model_copy(update={"skills": skills, "tools": tools}), native
+        table = settings.tools.model_copy(update={"namespaces": namespaces})
+        tables = {"skills": skills, "tools": table}
+        return settings.model_copy(update=tables), native, None
 
     def chat_plan(
         self, kwargs: Mapping[str, Any], *, build: bool = True
@@ -93,7 +102,7 @@ class Engine:
         read = self._native(kwargs, "chat")
         if read is None:
             return None
-        settings, native = read
+        settings, native, known = read
         original = kwargs
         if native is not None:
             kwargs = native.kwargs
@@ -105,6 +114,7 @@ class Engine:
             api="chat",
             build=build,
             dialect=None if native is None else native.dialect,
+            known=known,
         )
         if found is None and native is not None:
             _ordinary(original, native)
@@ -118,7 +128,7 @@ class Engine:
         read = self._native(kwargs, "responses")
         if read is None:
             return None
-        settings, native = read
+        settings, native, known = read
         original = kwargs
         if native is not None:
             kwargs = native.kwargs
@@ -130,6 +140,7 @@ class Engine:
             api="responses",
             build=build,
             dialect=None if native is None else native.dialect,
+            known=known,
         )
         if found is None and native is not None:
             _ordinary(original, native)

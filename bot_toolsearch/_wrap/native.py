@@ -169,8 +169,25 @@ def _native_tool(tool: object, api: Api) -> bool:
 
 
 def speaks_native(tools: Sequence[Any], api: Api) -> bool:
-    """Whether a tool list speaks the dialect (its request is made ordinary before indexing)."""
-    return any(_native_tool(tool, api) for tool in tools)
+    """Whether a tool list speaks the dialect. Every call with tools pays this scan, so plain
+    dicts (the usual entries) take one loop with key tests only and no call per tool."""
+    for tool in tools:
+        if type(tool) is not dict:
+            if _native_tool(tool, api):
+                return True
+            continue
+        if "defer_loading" in tool:
+            return True
+        kind = tool["type"] if "type" in tool else None  # noqa: SIM401  # no get(): see above
+        if kind is not None and type(kind) is str and kind in TOOL_TYPES:
+            return True
+        if api == "chat" and "function" in tool:
+            function = tool["function"]
+            if type(function) is dict and "defer_loading" in function:
+                return True
+            if type(function) is not dict and _native_tool(tool, api):
+                return True
+    return False
 
 
 def _native_item(item: object) -> bool:
@@ -418,16 +435,19 @@ class NativeRequest:
         return tools
 
 
-def parse_native(kwargs: Mapping[str, Any], api: Api) -> NativeRequest | None:
+def parse_native(
+    kwargs: Mapping[str, Any], api: Api, *, plain_tools: bool = False
+) -> NativeRequest | None:
     """The request in OpenAI's tool-search dialect made ordinary, or ``None`` when it does not
     speak it (no ``tool_search`` or ``namespace`` tool, no ``defer_loading`` key, no
     ``tool_search_call``/``tool_search_output`` item or ``namespace`` on a call): then it keeps
-    today's path exactly."""
+    today's path exactly. ``plain_tools``: the tool list is known not to speak it (the wrapper
+    indexed it before: only ordinary lists are indexed), so only the input is scanned."""
     tools = kwargs.get("tools")
-    tool_list = list(tools) if isinstance(tools, list | tuple) else []
+    tool_list: Sequence[Any] = tools if isinstance(tools, list | tuple) else ()
     raw = kwargs.get("input") if api == "responses" else None
-    items = list(raw) if isinstance(raw, list | tuple) else []
-    if not any(_native_tool(t, api) for t in tool_list) and not any(map(_native_item, items)):
+    items: Sequence[Any] = raw if isinstance(raw, list | tuple) else ()
+    if not any(map(_native_item, items)) and (plain_tools or not speaks_native(tool_list, api)):
         return None
     read = _read_tools(tool_list, api)
     out = dict(kwargs)

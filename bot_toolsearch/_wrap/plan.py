@@ -69,6 +69,7 @@ def setup(
     api: Api,
     build: bool = True,
     dialect: Dialect | None = None,
+    known: CallerTools | None = None,
 ) -> Setup | Pending | None:
     """The call's tool search, or ``None`` to pass the request through untouched.
 
@@ -85,6 +86,7 @@ def setup(
     A ``dialect`` (a client that speaks tool search itself, `bot_toolsearch._wrap.native`)
     is honoured whatever ``tool_search_enabled`` says, and never passes through while its
     list has a function tool: the request as the client wrote it would fail upstream.
+    ``known``: the indexed form of ``tools``, when the caller looked it up already.
     """
     if not given(tools):
         return None
@@ -99,7 +101,13 @@ def setup(
         if tools is None:
             return None
     delimiter = settings.tools.dot_delimiter
-    indexed = cache.get(tools, api, delimiter) if build else cache.lookup(tools, api, delimiter)
+    indexed = (
+        known
+        if known is not None
+        else cache.get(tools, api, delimiter)
+        if build
+        else cache.lookup(tools, api, delimiter)
+    )
     if indexed is None:
         return Pending.INDEXING
     if indexed.catalog is None:
