@@ -69,7 +69,10 @@ def _as_dict(item: object) -> Any:
 
 
 def _compact(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError, RecursionError):  # a caller object JSON cannot walk
+        return json.dumps({"query": str(value)}, separators=(",", ":"))
 
 
 @dataclass(slots=True)
@@ -231,17 +234,17 @@ def _read_input(items: Sequence[Any], read: _Tools) -> tuple[list[Any], list[str
     two always pair; a call with no output is dropped. A namespace member's call is sent
     under its indexed name."""
     answered = {
-        mapping_get(i, "call_id") or mapping_get(i, "id")
-        for i in items
-        if mapping_get(i, "type") == "tool_search_output"
+        _call_id(item, at)
+        for at, item in enumerate(items)
+        if mapping_get(item, "type") == "tool_search_output"
     }
     out: list[Any] = []
     loaded: list[str] = []
-    called: set[Any] = set()
-    for item in items:
+    called: set[str] = set()
+    for at, item in enumerate(items):
         kind = mapping_get(item, "type")
         if kind == "tool_search_call":
-            call_id = mapping_get(item, "call_id") or mapping_get(item, "id")
+            call_id = _call_id(item, at)
             if call_id not in answered:
                 continue
             called.add(call_id)
@@ -256,7 +259,7 @@ def _read_input(items: Sequence[Any], read: _Tools) -> tuple[list[Any], list[str
                 }
             )
         elif kind == "tool_search_output":
-            call_id = mapping_get(item, "call_id") or mapping_get(item, "id")
+            call_id = _call_id(item, at)
             names = _output_tools(mapping_get(item, "tools"), read)
             loaded.extend(n for n in names if n not in loaded)
             if call_id not in called:
@@ -272,14 +275,25 @@ def _read_input(items: Sequence[Any], read: _Tools) -> tuple[list[Any], list[str
             out.append(
                 {"type": "function_call_output", "call_id": call_id, "output": _loaded(names)}
             )
-        elif kind == "function_call" and isinstance(mapping_get(item, "namespace"), str):
+        elif kind == "function_call" and mapping_get(item, "namespace") is not None:
             plain = dict(_as_dict(item))
-            space = plain.pop("namespace")
-            plain["name"] = f"{space}.{plain.get('name')}"
+            space, name = plain.pop("namespace", None), plain.get("name")
+            if isinstance(space, str) and space and isinstance(name, str):
+                plain["name"] = f"{space}.{name}"
             out.append(plain)
         else:
             out.append(item)
     return out, loaded
+
+
+def _call_id(item: object, at: int) -> str:
+    """A search item's ``call_id`` (else its ``id``; else one made from its position, so a
+    call and its output still pair)."""
+    for key in ("call_id", "id"):
+        value = mapping_get(item, key)
+        if isinstance(value, str) and value:
+            return value
+    return f"call_ts{at}"
 
 
 def _loaded(names: Sequence[str]) -> str:

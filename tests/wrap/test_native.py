@@ -639,3 +639,49 @@ async def test_a_lone_tool_search_tool_goes_upstream_made_ordinary(
     (request,) = hostile.requests
     _no_dialect(request.body)
     assert request.body["tools"] == []
+
+
+async def test_malformed_dialect_parts_never_reach_the_upstream_or_crash(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(text("ok"))
+    client = make()
+    tools: list[Any] = [
+        *native_tools(),
+        {"type": "namespace", "name": "broken", "tools": "not a list"},
+        {"type": "namespace", "tools": []},
+        {"type": "function", "defer_loading": "yes", "name": "maybe_deferred"},
+    ]
+    result = await client.responses.create(
+        model="m",
+        input=[
+            {"role": "user", "content": "hi"},
+            {"type": "tool_search_call", "arguments": {"query": "x"}},  # no ids, no output
+            {"type": "tool_search_output", "tools": ["junk", {"type": "namespace"}]},
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "name": "get_weather",
+                "namespace": 7,
+                "arguments": "{}",
+            },
+            {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        ],  # type: ignore[list-item]
+        tools=tools,
+    )
+    assert result.output_text == "ok"
+    (request,) = hostile.requests
+    _no_dialect(request.body)
+    # A defer_loading that is not true defers nothing: the tool is loaded from round 1.
+    assert "maybe_deferred" in request.tool_names
+    kinds = [item.get("type", item.get("role")) for item in request.messages]
+    assert kinds == [
+        "user",
+        "function_call",
+        "function_call_output",
+        "function_call",
+        "function_call_output",
+    ]
+    search, output = request.messages[1], request.messages[2]
+    assert search["call_id"] == output["call_id"]
+    assert loaded(output["output"]) == []
