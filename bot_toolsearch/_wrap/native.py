@@ -154,6 +154,10 @@ def _read_tools(tools: Sequence[Any], api: Api) -> _Tools:
             read.namespace(tool, api)
         elif kind == "function":
             read.function(tool, api, namespace=None)
+        elif isinstance(tool, Mapping) and "defer_loading" in tool:
+            # A hosted tool (an MCP server ...) marked deferred: the backend runs it, so it
+            # cannot be deferred here; it is sent without the key the backend would refuse.
+            read.upstream.append({k: v for k, v in tool.items() if k != "defer_loading"})
         else:
             read.upstream.append(tool)
     return read

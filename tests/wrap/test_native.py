@@ -651,6 +651,12 @@ async def test_malformed_dialect_parts_never_reach_the_upstream_or_crash(
         {"type": "namespace", "name": "broken", "tools": "not a list"},
         {"type": "namespace", "tools": []},
         {"type": "function", "defer_loading": "yes", "name": "maybe_deferred"},
+        {
+            "type": "mcp",
+            "server_label": "docs",
+            "server_url": "http://127.0.0.1:9/mcp",
+            "defer_loading": True,
+        },
     ]
     result = await client.responses.create(
         model="m",
@@ -674,6 +680,11 @@ async def test_malformed_dialect_parts_never_reach_the_upstream_or_crash(
     _no_dialect(request.body)
     # A defer_loading that is not true defers nothing: the tool is loaded from round 1.
     assert "maybe_deferred" in request.tool_names
+    # A hosted tool marked deferred is the backend's to run: sent, without the key.
+    hosted = [t for t in request.body["tools"] if t.get("type") == "mcp"]
+    assert hosted == [
+        {"type": "mcp", "server_label": "docs", "server_url": "http://127.0.0.1:9/mcp"}
+    ]
     kinds = [item.get("type", item.get("role")) for item in request.messages]
     assert kinds == [
         "user",
