@@ -696,3 +696,38 @@ async def test_malformed_dialect_parts_never_reach_the_upstream_or_crash(
     search, output = request.messages[1], request.messages[2]
     assert search["call_id"] == output["call_id"]
     assert loaded(output["output"]) == []
+
+
+async def test_client_mode_loads_a_namespace_group_the_client_found(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    member = f"crm{WIRE_DELIMITER}lookup"
+    hostile.script(call(member, id="c2"))
+    client = make()
+    group = {**CRM, "tools": [CRM["tools"][0]]}  # type: ignore[index]
+    result = await client.responses.create(
+        model="m",
+        input=[
+            {"role": "user", "content": "Find 42"},
+            {
+                "type": "tool_search_call",
+                "call_id": "cs1",
+                "execution": "client",
+                "arguments": {"goal": "crm"},
+            },
+            {
+                "type": "tool_search_output",
+                "call_id": "cs1",
+                "execution": "client",
+                "tools": [group],
+            },
+        ],  # type: ignore[list-item]
+        tools=_client_tools(),  # type: ignore[arg-type]
+    )
+    (request,) = hostile.requests
+    _no_dialect(request.body)
+    assert member in request.tool_names
+    assert f"crm{WIRE_DELIMITER}archive" not in request.tool_names  # still held by the client
+    assert loaded(request.tool_outputs[0][1]) == ["crm.lookup"]
+    calls = [item for item in result.output if isinstance(item, ResponseFunctionToolCall)]
+    assert [(c.name, c.namespace) for c in calls] == [("lookup", "crm")]
