@@ -19,7 +19,7 @@ from .caller_tools import Api, CallerTools, ToolsCache
 from .chat import ChatPlan
 from .native import NativeRequest, parse_native
 from .plan import Pending, Setup, setup
-from .responses import ResponsesPlan
+from .responses import ResponseAliases, ResponsesPlan
 
 __all__ = ["Engine"]
 
@@ -45,6 +45,8 @@ class Engine:
         self._reloader: ConfigReloader | None = None
         self._fixed: BotSettings | None = settings
         self.cache = ToolsCache()
+        self.aliases = ResponseAliases()
+        """Stream ids standing for a later response (`ResponseAliases`), across calls."""
         if config is not None:
             self._reloader = ConfigReloader(config)
             # A reload that changes the namespace descriptions (or turns tool search on)
@@ -103,7 +105,6 @@ class Engine:
         if read is None:
             return None
         settings, native, known = read
-        original = kwargs
         if native is not None:
             kwargs = native.kwargs
         found = setup(
@@ -116,8 +117,6 @@ class Engine:
             dialect=None if native is None else native.dialect,
             known=known,
         )
-        if found is None and native is not None:
-            _ordinary(original, native)
         return ChatPlan(found, kwargs) if isinstance(found, Setup) else found
 
     def responses_plan(
@@ -129,7 +128,6 @@ class Engine:
         if read is None:
             return None
         settings, native, known = read
-        original = kwargs
         if native is not None:
             kwargs = native.kwargs
         found = setup(
@@ -142,20 +140,20 @@ class Engine:
             dialect=None if native is None else native.dialect,
             known=known,
         )
-        if found is None and native is not None:
-            _ordinary(original, native)
-        return ResponsesPlan(found, kwargs, native) if isinstance(found, Setup) else found
+        if not isinstance(found, Setup):
+            return found
+        return ResponsesPlan(found, kwargs, self.aliases, native=native)
+
+    def through(self, kwargs: dict[str, Any], api: Api) -> dict[str, Any]:
+        """A passed-through call's arguments: a request in the dialect (with no function tool
+        left to index, say a lone ``tool_search`` tool) goes upstream made ordinary, never as
+        the client wrote it, unless ``[proxy] native_tool_search = "pass"``."""
+        if self.snapshot().proxy.native_tool_search == "pass":
+            return kwargs
+        native = parse_native(kwargs, api)
+        return kwargs if native is None else native.kwargs
 
     def close(self) -> None:
         """Stop watching ``config.toml``; the last settings stay in force."""
         if self._reloader is not None:
             self._reloader.stop()
-
-
-def _ordinary(kwargs: Mapping[str, Any], native: NativeRequest) -> None:
-    """A request in the dialect that passes through (no function tool left to index, say a
-    lone ``tool_search`` tool) goes upstream made ordinary, never as the client wrote it: the
-    ``create(**kwargs)`` dict (the call's own, never the caller's objects) is rewritten."""
-    if isinstance(kwargs, dict):
-        kwargs.clear()
-        kwargs.update(native.kwargs)
