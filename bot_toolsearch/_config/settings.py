@@ -51,6 +51,7 @@ __all__ = [
     "McpServerSettings",
     "ModelApi",
     "ModelSettings",
+    "NativeToolSearch",
     "PluginSettings",
     "ProxySettings",
     "SkillsSettings",
@@ -386,6 +387,31 @@ class BotSection(_Table):
     """Watch ``config.toml`` and apply edits to later asks."""
 
 
+NativeToolSearch = Literal["emulate", "pass"]
+"""``[proxy] native_tool_search``: what a request that speaks tool search itself gets."""
+
+
+class ProxySettings(_Table):
+    """``[proxy]``: the wrapper and the proxy in front of a backend (``bot-toolsearch serve``)."""
+
+    native_tool_search: NativeToolSearch = "emulate"
+    """A request carrying its own ``tool_search`` tool or ``defer_loading`` keys (Codex, the
+    openai SDK): ``"emulate"`` runs that tool search here, on any backend; ``"pass"`` forwards
+    it untouched, for a backend that supports it natively."""
+    keys: Path | None = None
+    """A file of client keys for ``bot-toolsearch serve``, one a line (``#`` comments), read
+    at its start: a request to the proxy must carry one of them, and the upstream key is then
+    ``[model] api_key`` (else ``OPENAI_API_KEY``), never the client's. ``None``: no client
+    keys (each client's own key goes upstream)."""
+
+    @field_validator("keys", mode="before")
+    @classmethod
+    def _file_string(cls, value: object) -> object:
+        if value == "" or (value is not None and not isinstance(value, str | Path)):
+            raise ValueError(f"expected a file path (a non-empty string), got {value!r}")
+        return value
+
+
 STORE_PATTERN = r"^(memory|sqlite:///.+)$"
 """``[conversations] store``: ``memory``, or ``sqlite:///<path>`` (a relative path is relative to
 the config file's folder; ``sqlite:////abs/bot.db`` is absolute, as in SQLAlchemy URLs)."""
@@ -400,22 +426,6 @@ class ConversationSettings(_Table):
     """Most earlier turns (user message and everything the ask did) one ask sees."""
     max_tokens: StrictInt = Field(default=8000, ge=0)
     """Estimated tokens of earlier turns one ask sees (whole turns, newest first); 0: no bound."""
-
-
-class ProxySettings(_Table):
-    """``[proxy]``: the ``bot-toolsearch serve`` proxy's own settings, read at its start."""
-
-    keys: Path | None = None
-    """A file of client keys, one a line (``#`` comments): a request to the proxy must carry
-    one of them, and the upstream key is then ``[model] api_key`` (else ``OPENAI_API_KEY``),
-    never the client's. ``None``: no client keys (each client's own key goes upstream)."""
-
-    @field_validator("keys", mode="before")
-    @classmethod
-    def _file_string(cls, value: object) -> object:
-        if value == "" or (value is not None and not isinstance(value, str | Path)):
-            raise ValueError(f"expected a file path (a non-empty string), got {value!r}")
-        return value
 
 
 class BotSettings(_Table):

@@ -43,6 +43,7 @@ from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._services.threads import POOLS, PoolBusy
 from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
+from bot_toolsearch._wrap.native import speaks_native
 
 from .keys import ClientKeys, KnownKeys, read_keys
 from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, InFlight
@@ -551,11 +552,12 @@ class ProxyApp:
     ) -> None:
         """The request's tool list indexed (in the index pool, so the event loop keeps
         serving), and its acceptance set up: a 2xx from the upstream starts its search index
-        and vectors (`_accepted`)."""
+        and vectors (`_accepted`). A list in a client's own tool-search dialect is indexed as
+        the wrapper makes it ordinary (`bot_toolsearch._wrap.client`), never as sent."""
         _ACCEPT.set(None)
-        if not tools:
-            return
         api: Api = "chat" if chat else "responses"
+        if not tools or speaks_native(tools, api):
+            return
         found = await _until_disconnect(receive, self._index(tools, api, raw))
         if found is not None:
             _ACCEPT.set(functools.partial(found.accept, self._engine.snapshot()))
