@@ -35,7 +35,6 @@ INSTRUCTIONS = (
     "listed."
 )
 """The door's ``instructions`` (what a client may show the model about it)."""
-_STDIO = "stdio"
 _SESSION_HEADER = "mcp-session-id"
 
 
@@ -49,14 +48,16 @@ def mcp_tool(schema: Mapping[str, Any]) -> types.Tool:
     )
 
 
-def _key(ctx: ServerRequestContext[Any, Any]) -> str:
+def _key(ctx: ServerRequestContext[Any, Any], connection: object) -> object:
+    """The client session of a request: its ``mcp-session-id`` over streamable HTTP, else the
+    server's one connection (stdio, in-process)."""
     request = ctx.request
     headers = getattr(request, "headers", None)
     if headers is not None:
         session = headers.get(_SESSION_HEADER)
         if session:
             return f"http:{session}"
-    return _STDIO
+    return connection
 
 
 def _client_name(ctx: ServerRequestContext[Any, Any]) -> str:
@@ -93,9 +94,10 @@ def build_server(door: McpDoor) -> Server[Any]:
         await bus.publish(ToolsListChanged())
 
     door.broadcasts.append(publish)
+    connection = object()  # this server's one stdio (or in-process) connection
 
     def state_of(ctx: ServerRequestContext[Any, Any]) -> Any:
-        state = door.client(_key(ctx), _client_name(ctx))
+        state = door.client(_key(ctx, connection), _client_name(ctx))
         session = ctx.session
         state.notify = session.send_tool_list_changed  # the connection's own stream
         return state

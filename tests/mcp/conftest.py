@@ -34,9 +34,12 @@ def write_folder_tool(root: Path, namespace: str, name: str, description: str, b
     (folder / "handler.py").write_text(f"def execute(text):\n    return {body}\n")
 
 
-def write_config(tmp_path: Path, loading: str = "append", **extra: str) -> Path:
-    """A config: notes.* folder tools (notes.secret denied), mcp-server-time and the
-    changing upstream server, tool search on with ``loading``."""
+def write_config(
+    tmp_path: Path, loading: str = "append", *, upstream: bool = True, **extra: str
+) -> Path:
+    """A config: notes.* folder tools (notes.secret denied), and with ``upstream`` the
+    third-party mcp-server-time and the changing upstream server; tool search on with
+    ``loading``."""
     tools = tmp_path / "tools"
     write_folder_tool(tools, "notes", "shout", "Shout a note in capitals.", "text.upper()")
     write_folder_tool(tools, "notes", "secret", "Reveal the secret note.", "'the secret'")
@@ -51,6 +54,8 @@ def write_config(tmp_path: Path, loading: str = "append", **extra: str) -> Path:
         "[tools]",
         'dirs = ["tools"]',
         'deny = ["notes.secret"]',
+    ]
+    servers = [
         "[[tools.mcp_servers]]",
         'name = "time"',
         f"command = {json.dumps(PYTHON)}",
@@ -62,6 +67,8 @@ def write_config(tmp_path: Path, loading: str = "append", **extra: str) -> Path:
         f"args = [{json.dumps(str(CHANGING))}]",
         "timeout = 30.0",
     ]
+    if upstream:
+        lines += servers
     path = tmp_path / "config.toml"
     path.write_text("\n".join(lines) + "\n")
     return path

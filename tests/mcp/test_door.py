@@ -1,0 +1,223 @@
+"""The MCP door's sessions, driven by the official ``mcp`` client (in-process, handshake era).
+
+A real catalog: tool folders (one denied, one that raises), the third-party ``mcp-server-time``
+and an upstream server that grows its tool list or dies on request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, types
+
+from bot_toolsearch._mcp.door import McpDoor
+from bot_toolsearch._mcp.server import build_server
+from tests.mcp.conftest import write_config
+
+LIST_CHANGED = "notifications/tools/list_changed"
+
+
+class Seen:
+    """The notifications one client received."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+        self.event = anyio.Event()
+
+    async def __call__(self, message: object) -> None:
+        method = getattr(message, "method", None)
+        if isinstance(method, str):
+            self.methods.append(method)
+            self.event.set()
+
+    def count(self) -> int:
+        return self.methods.count(LIST_CHANGED)
+
+
+@asynccontextmanager
+async def connect(door: McpDoor, name: str = "test-client") -> AsyncIterator[tuple[Client, Seen]]:
+    """A handshake-era client session on the door (its own connection)."""
+    seen = Seen()
+    info = types.Implementation(name=name, version="1")
+    async with Client(
+        build_server(door), mode="legacy", message_handler=seen, client_info=info
+    ) as client:
+        yield client, seen
+
+
+def names(result: types.ListToolsResult) -> list[str]:
+    return [t.name for t in result.tools]
+
+
+def text(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+async def search(client: Client, query: str) -> dict[str, Any]:
+    result = await client.call_tool("tool_search", {"query": query})
+    assert not result.is_error
+    loaded: dict[str, Any] = json.loads(text(result))
+    return loaded
+
+
+async def test_a_search_loads_into_this_session_only(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    door = await door_factory(write_config(tmp_path, upstream=False))
+    async with connect(door) as (client, seen):
+        first = await client.list_tools()
+        assert names(first) == ["tool_search"]
+        description = first.tools[0].description or ""
+        assert "<available_deferred_tools" in description
+        assert "notes.shout" in description
+        assert "notes.boom" in description
+        assert "notes.secret" not in json.dumps(first.model_dump(mode="json"))
+
+        found = await search(client, "shout")
+        assert found["loaded"] == ["notes.shout"]
+        assert seen.count() == 1  # before the search's result
+        tools = await client.list_tools()
+        assert names(tools) == ["tool_search", "notes.shout"]
+        assert tools.tools[1].input_schema["required"] == ["text"]
+        ran = await client.call_tool("notes.shout", {"text": "hello"})
+        assert (text(ran), ran.is_error) == ("HELLO", False)
+
+        again = await search(client, "select:notes.shout")
+        assert again["already_loaded"] == ["notes.shout"]
+        assert seen.count() == 1  # nothing new: no notification
+
+    async with connect(door) as (other, _):
+        assert names(await other.list_tools()) == ["tool_search"]  # a new session starts clean
+
+
+async def test_upstream_calls_and_a_dying_server(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    door = await door_factory(write_config(tmp_path))
+    async with connect(door) as (client, _):
+        found = await search(client, "select:time.get_current_time,up.crash,up.echo,notes.shout")
+        assert found["loaded"] == ["time.get_current_time", "up.crash", "up.echo", "notes.shout"]
+        now = await client.call_tool("time.get_current_time", {"timezone": "UTC"})
+        assert not now.is_error
+        assert json.loads(text(now))["timezone"] == "UTC"
+
+        died = await client.call_tool("up.crash", {})
+        assert died.is_error
+        assert "MCP server 'up' is unavailable" in text(died)
+        echo = await client.call_tool("up.echo", {"text": "hi"})
+        assert echo.is_error  # the server is gone (or restarting): a clear error, no hang
+        assert "up.echo" in text(echo)
+        # The session and the other sources keep working.
+        again = await client.call_tool("time.get_current_time", {"timezone": "Europe/Oslo"})
+        assert not again.is_error
+        shout = await client.call_tool("notes.shout", {"text": "still here"})
+        assert text(shout) == "STILL HERE"
+
+
+async def test_bad_calls_get_clear_error_results(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    door = await door_factory(write_config(tmp_path, upstream=False))
+    async with connect(door) as (client, _):
+        hidden = await client.call_tool("notes.secret", {"text": "x"})
+        assert hidden.is_error
+        assert "no tool named notes.secret" in text(hidden)
+        refused = await search(client, "select:notes.secret")
+        assert refused["loaded"] == []
+        assert refused["not_found"] == ["notes.secret"]
+        assert "Reveal" not in json.dumps(refused)
+
+        unknown = await client.call_tool("nothing.here", {})
+        assert unknown.is_error
+        assert "no tool named nothing.here" in text(unknown)
+
+        early = await client.call_tool("notes.shout", {"text": "x"})
+        assert early.is_error
+        assert "tool_search" in text(early)  # not loaded yet: search first
+
+        await search(client, "select:notes.shout,notes.boom")
+        wrong = await client.call_tool("notes.shout", {"text": 3})
+        assert wrong.is_error
+        assert "expected a string" in text(wrong)
+        missing = await client.call_tool("notes.shout", {})
+        assert missing.is_error
+        failed = await client.call_tool("notes.boom", {"text": "x"})
+        assert failed.is_error
+        assert "ZeroDivisionError" in text(failed)
+        fine = await client.call_tool("notes.shout", {"text": "ok"})
+        assert (text(fine), fine.is_error) == ("OK", False)
+
+
+async def test_bridge_mode_calls_through_call_tool(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    door = await door_factory(write_config(tmp_path, "bridge"))
+    async with connect(door) as (client, seen):
+        assert names(await client.list_tools()) == ["tool_search", "call_tool"]
+        found = await search(client, "select:time.get_current_time,notes.shout")
+        assert [t["name"] for t in found["tools"]] == ["time.get_current_time", "notes.shout"]
+        assert found["tools"][0]["parameters"]["required"] == ["timezone"]
+        assert seen.count() == 0  # the list is fixed: no notification
+        assert names(await client.list_tools()) == ["tool_search", "call_tool"]
+
+        now = await client.call_tool(
+            "call_tool", {"name": "time.get_current_time", "arguments": {"timezone": "UTC"}}
+        )
+        assert not now.is_error
+        assert json.loads(text(now))["timezone"] == "UTC"
+        bad = await client.call_tool(
+            "call_tool", {"name": "time.get_current_time", "arguments": {"timezone": 5}}
+        )
+        assert bad.is_error
+        assert "The schema of time.get_current_time" in text(bad)
+        hidden = await client.call_tool("call_tool", {"name": "notes.secret", "arguments": {}})
+        assert hidden.is_error
+        assert "no tool named notes.secret" in text(hidden)
+        malformed = await client.call_tool("call_tool", {"arguments": {}})
+        assert malformed.is_error
+        assert "'name'" in text(malformed)
+
+
+async def test_an_upstream_list_change_reindexes_and_tells_the_client(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    door = await door_factory(write_config(tmp_path))
+    generation = door.registry.snapshot().generation
+    async with connect(door) as (client, seen):
+        assert "up.extra" not in (await client.list_tools()).tools[0].description
+        await search(client, "select:up.grow")
+        before = seen.count()
+        grown = await client.call_tool("up.grow", {})
+        assert text(grown) == "grown"
+        await door.registry.wait_for_generation(generation + 1)
+        with anyio.fail_after(10):
+            while seen.count() == before:
+                seen.event = anyio.Event()
+                await seen.event.wait()
+        tools = await client.list_tools()
+        assert "up.extra" in (tools.tools[0].description or "")
+        found = await search(client, "tardigrade census")
+        assert found["loaded"] == ["up.extra"]
+        ran = await client.call_tool("up.extra", {"count": 3})
+        assert text(ran) == "counted 3 tardigrades"
+
+
+async def test_keep_loaded_conversation_keeps_a_clients_called_tools(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    config = write_config(tmp_path, upstream=False, tool_search_keep_loaded='"conversation"')
+    door = await door_factory(config)
+    async with connect(door, "ide") as (client, _):
+        await search(client, "select:notes.shout,notes.boom")
+        await client.call_tool("notes.shout", {"text": "x"})
+    async with connect(door, "ide") as (client, _):
+        assert names(await client.list_tools()) == ["tool_search", "notes.shout"]
+    async with connect(door, "another") as (client, _):
+        assert names(await client.list_tools()) == ["tool_search"]
