@@ -23,6 +23,8 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.mcp.conftest import write_config
 from tests.mcp.test_door import Seen, names, text
 
+DOOR = [sys.executable, "-m", "bot_toolsearch", "mcp"]
+
 
 def _environment() -> dict[str, str]:
     env = dict(os.environ)
@@ -62,17 +64,19 @@ async def test_over_stdio(tmp_path: Path) -> None:
     config = _time_only(tmp_path)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "bot_toolsearch", "mcp", "--config", str(config)],
+        args=[*DOOR[1:], "--config", str(config)],
         env=_environment(),
         cwd=str(tmp_path),
     )
     seen = Seen()
-    with open(os.devnull, "w", encoding="utf-8") as errlog:
+    errlog = tmp_path / "stderr.txt"
+    with errlog.open("w", encoding="utf-8") as stream:
         async with (
-            stdio_client(params, errlog=errlog) as (read, write),
+            stdio_client(params, errlog=stream) as (read, write),
             ClientSession(read, write, message_handler=seen) as session,
         ):
             await _exercise(session, seen)
+    assert "mcp: serving" in errlog.read_text()  # stdout carries only the protocol
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +89,7 @@ def http_door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, "-m", "bot_toolsearch", "mcp", "--http", "--port", str(port)]
-        + ["--config", str(config)],
+        [*DOOR, "--http", "--port", str(port), "--config", str(config)],
         env=_environment(),
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
