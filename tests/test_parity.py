@@ -4,9 +4,8 @@ Both hosts run the same tool-search protocol, so for the same tools, settings an
 the upstream requests carry the same ``tools`` (byte for byte), the same directory and rules,
 the same ``additional_tools`` declarations and the same ``tool_search`` answers. The MCP door
 (``bot-toolsearch mcp``) gives the same search answers, loads and refusals for the same calls.
-The `Bot`
-runs the tools itself; the wrapper's caller is a loop that runs them with the same handlers
-and resends its history, as a framework does. Both APIs, every loading mode, ``[tools]
+The `Bot` runs the tools itself; the wrapper's caller is a loop that runs them with the same
+handlers and resends its history, as a framework does. Both APIs, every loading mode, ``[tools]
 allow``/``deny``, prefetch, keep-loaded and configured namespace descriptions are covered.
 """
 
