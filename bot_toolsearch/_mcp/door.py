@@ -225,8 +225,7 @@ class McpDoor:
         subscribe = getattr(self._settings, "subscribe", None)
         if subscribe is not None:
             self._undo.append(subscribe(lambda _: self._changed()))
-        view = self.view()
-        await asyncio.to_thread(build_index, view.catalog, view.namespaces)
+        await asyncio.to_thread(_prepare, self.view())
 
     async def aclose(self) -> None:
         """Stop following and close every upstream session."""
@@ -255,13 +254,9 @@ class McpDoor:
                 loop.call_soon_threadsafe(self._notify_all)
 
     def _notify_all(self) -> None:
-        view = self.view()
-        if not index_built(view.catalog, view.namespaces):
-            task = asyncio.ensure_future(
-                asyncio.to_thread(build_index, view.catalog, view.namespaces)
-            )
-            self._warm.add(task)
-            task.add_done_callback(self._warm.discard)
+        prepare = asyncio.ensure_future(asyncio.to_thread(_prepare, self.view()))
+        self._warm.add(prepare)
+        prepare.add_done_callback(self._warm.discard)
         notify = [s.notify for s in self._clients.values() if s.notify is not None]
         for send in (*notify, *self.broadcasts):
             task = asyncio.ensure_future(_quietly(send))
@@ -402,6 +397,14 @@ class McpDoor:
             self._kept.move_to_end(state.client)
             if len(self._kept) > MAX_CLIENTS:
                 self._kept.popitem(last=False)
+
+
+def _prepare(view: DoorTools) -> None:
+    """Build the keyword index and the directory of ``view`` ahead of the first session
+    (off the event loop), as the `Bot` does at start-up and on each change."""
+    build_index(view.catalog, view.namespaces)
+    if view.searching:
+        _ = view.protocol().session.directory  # cached by the catalog for every session
 
 
 def _request(name: str, arguments: object) -> CallRequest:
