@@ -221,3 +221,36 @@ async def test_keep_loaded_conversation_keeps_a_clients_called_tools(
         assert names(await client.list_tools()) == ["tool_search", "notes.shout"]
     async with connect(door, "another") as (client, _):
         assert names(await client.list_tools()) == ["tool_search"]
+
+
+async def test_a_config_edit_reaches_the_session(tmp_path: Path) -> None:
+    from bot_toolsearch._config.reload import ConfigReloader
+
+    config = write_config(tmp_path, upstream=False, hot_reload="true")
+    reloader = ConfigReloader(config, debounce=0.05)
+    reloader.start()
+    door = McpDoor(reloader, base_dir=tmp_path)
+    await door.start()
+    try:
+        async with connect(door) as (client, seen):
+            await search(client, "select:notes.shout")
+            before = seen.count()
+            assert "notes.boom" in ((await client.list_tools()).tools[0].description or "")
+            edited = config.read_text().replace(
+                'deny = ["notes.secret"]', 'deny = ["notes.secret", "notes.boom"]'
+            )
+            config.write_text(edited)
+            await reloader.wait_for_generation(2)
+            with anyio.fail_after(10):
+                while seen.count() == before:
+                    seen.event = anyio.Event()
+                    await seen.event.wait()
+            tools = await client.list_tools()
+            assert names(tools) == ["tool_search", "notes.shout"]  # the session kept its load
+            assert "notes.boom" not in (tools.tools[0].description or "")
+            gone = await client.call_tool("notes.boom", {"text": "x"})
+            assert gone.is_error
+            assert "no tool named notes.boom" in text(gone)
+    finally:
+        await door.aclose()
+        reloader.stop()
