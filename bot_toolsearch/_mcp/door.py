@@ -163,6 +163,8 @@ class ClientState:
     """Tools this session ran, in first-call order."""
     notify: Callable[[], Any] | None = None
     """Sends ``notifications/tools/list_changed`` to this client (set by the server)."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One protocol step at a time (a search may run in a worker thread)."""
 
 
 class McpDoor:
@@ -312,9 +314,13 @@ class McpDoor:
 
     # -- tools/list ---------------------------------------------------------------------------
 
-    def list_tools(self, state: ClientState) -> list[dict[str, Any]]:
+    async def list_tools(self, state: ClientState) -> list[dict[str, Any]]:
         """The session's tools (Chat Completions schemas): the protocol's round, with the
         directory and the rules in ``tool_search``'s description."""
+        async with state.lock:
+            return self._list_tools(state)
+
+    def _list_tools(self, state: ClientState) -> list[dict[str, Any]]:
         protocol = self._protocol(state)
         if protocol is None:
             return self.view().all_tools()
@@ -331,18 +337,23 @@ class McpDoor:
     async def call(self, state: ClientState, name: str, arguments: object) -> Outcome:
         """Answer one ``tools/call``: a search, a refusal, or the tool's own result."""
         request = _request(name, arguments)
-        protocol = self._protocol(state)
-        view = state.view or self.view()
-        if protocol is None:
+        async with state.lock:
+            protocol = self._protocol(state)
+            view = state.view or self.view()
+            if protocol is None:
+                answer = None
+            else:
+                protocol.round_tools()  # what the session has loaded so far is callable now
+                answer = await off_loop(
+                    protocol.session.semantic is not None
+                    or not index_built(view.catalog, view.namespaces),
+                    protocol.answer,
+                    [request],
+                )
+        if protocol is None or answer is None:
             if name not in view.permitted or name not in view.snapshot.tools:
                 return Outcome(no_such_tool(name), True)
             return await self._run(state, view, request, bridged=False, protocol=None)
-        protocol.round_tools()  # what the session has loaded so far is callable now
-        answer = await off_loop(
-            protocol.session.semantic is not None or not index_built(view.catalog, view.namespaces),
-            protocol.answer,
-            [request],
-        )
         fresh = [n for n in answer.loaded if n not in state.loaded]
         state.loaded.extend(fresh)
         changed = bool(fresh) and protocol.mode == "append"

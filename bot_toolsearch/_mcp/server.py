@@ -107,7 +107,7 @@ def build_server(door: McpDoor) -> Server[Any]:
     ) -> types.ListToolsResult:
         del params  # one page: the door's list is short by design
         state = state_of(ctx)
-        return types.ListToolsResult(tools=[mcp_tool(s) for s in door.list_tools(state)])
+        return types.ListToolsResult(tools=[mcp_tool(s) for s in await door.list_tools(state)])
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
