@@ -254,3 +254,66 @@ async def test_a_config_edit_reaches_the_session(tmp_path: Path) -> None:
     finally:
         await door.aclose()
         reloader.stop()
+
+
+async def test_a_2026_client_hears_of_loads_on_its_listen_stream(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    door = await door_factory(write_config(tmp_path, upstream=False))
+    events: list[object] = []
+    heard = anyio.Event()
+    async with (
+        Client(build_server(door)) as client,  # mode "auto": the 2026-07-28 protocol
+        client.listen(tools_list_changed=True) as subscription,
+        anyio.create_task_group() as group,
+    ):
+        assert subscription.honored.tools_list_changed
+
+        async def read() -> None:
+            async for event in subscription:
+                events.append(event)
+                heard.set()
+
+        group.start_soon(read)
+        found = await search(client, "shout")
+        assert found["loaded"] == ["notes.shout"]
+        with anyio.fail_after(10):
+            await heard.wait()
+        assert names(await client.list_tools()) == ["tool_search", "notes.shout"]
+        group.cancel_scope.cancel()
+
+
+async def test_the_bots_timeout_and_result_cap_apply() -> None:
+    import asyncio
+
+    from bot_toolsearch import BotSettings, Tool
+
+    async def slow() -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    def long() -> str:
+        return "x" * 500
+
+    settings = BotSettings.model_validate(
+        {
+            "bot": {"hot_reload": False},
+            "skills": {"tool_search_enabled": True, "tool_search_always_loaded": ["t.slow"]},
+            "tools": {"call_timeout": 0.2, "max_result_chars": 100},
+        }
+    )
+    tools = [
+        Tool("t.slow", "Slow.", None, slow),
+        Tool("t.long", "Long.", None, long),
+        Tool("t.other", "Other.", None, long),
+    ]
+    door = McpDoor(settings, tools)
+    async with door, connect(door) as (client, _):
+        assert names(await client.list_tools()) == ["t.slow", "tool_search"]
+        late = await client.call_tool("t.slow", {})
+        assert late.is_error
+        assert "0.2" in text(late)
+        await search(client, "select:t.long")
+        cut = await client.call_tool("t.long", {})
+        assert not cut.is_error
+        assert text(cut).startswith("x" * 100 + "\n[truncated: this tool result has 500")
