@@ -187,14 +187,16 @@ class McpDoor:
     ) -> None:
         self._settings = settings
         start = self.settings()
-        self.registry = registry or registry_for(
-            start.tools, code_tools, watch=start.bot.hot_reload, base_dir=base_dir
-        )
-        self._follower: RegistryFollower | None = None
         if registry is None:
-            self._follower = RegistryFollower(
-                settings, self.registry, code_tools, self._adopt, base_dir=base_dir
+            registry = registry_for(
+                start.tools, code_tools, watch=start.bot.hot_reload, base_dir=base_dir
             )
+            self._follower: RegistryFollower | None = RegistryFollower(
+                settings, registry, code_tools, self._adopt, base_dir=base_dir
+            )
+        else:
+            self._follower = None
+        self.registry = registry
         self._view: DoorTools | None = None
         self._clients: OrderedDict[object, ClientState] = OrderedDict()
         self._kept: OrderedDict[str, list[str]] = OrderedDict()
