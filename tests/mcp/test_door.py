@@ -317,3 +317,25 @@ async def test_the_bots_timeout_and_result_cap_apply() -> None:
         cut = await client.call_tool("t.long", {})
         assert not cut.is_error
         assert text(cut).startswith("x" * 100 + "\n[truncated: this tool result has 500")
+
+
+async def test_with_tool_search_off_every_permitted_tool_is_listed() -> None:
+    from bot_toolsearch import BotSettings, Tool
+
+    def run(**arguments: Any) -> str:
+        return json.dumps(arguments)
+
+    settings = BotSettings.model_validate(
+        {"bot": {"hot_reload": False}, "tools": {"deny": ["admin.*"]}}
+    )
+    tools = [Tool(n, f"The {n} tool.", None, run) for n in ("a.one", "a.two", "admin.wipe")]
+    door = McpDoor(settings, tools)
+    async with door, connect(door) as (client, _):
+        assert names(await client.list_tools()) == ["a.one", "a.two"]
+        ran = await client.call_tool("a.two", {})
+        assert (text(ran), ran.is_error) == ("{}", False)
+        hidden = await client.call_tool("admin.wipe", {})
+        assert hidden.is_error
+        assert "no tool named admin.wipe" in text(hidden)
+        virtual = await client.call_tool("tool_search", {"query": "wipe"})
+        assert virtual.is_error  # no tool search: no virtual tool either
