@@ -67,6 +67,10 @@ def _mcp(args: argparse.Namespace) -> int:
             from bot_toolsearch._config.reload import ConfigReloader
 
             settings = ConfigReloader(config.path)
+    if args.http:
+        from .serve import _check_port
+
+        _check_port(args.host, args.port)  # one error line, before any server starts
     where = f"http://{args.host}:{args.port}/mcp" if args.http else "stdio"
     sys.stderr.write(f"mcp: serving {config.describe()} on {where}\n")
     sys.stderr.flush()

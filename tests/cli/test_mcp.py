@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -54,6 +55,17 @@ def test_bad_tools_are_one_error_line(tmp_path: Path) -> None:
     done = run_cli("mcp", "--tools", "no_such_module:TOOLS", cwd=tmp_path)
     assert done.returncode == 1
     assert "cannot import 'no_such_module'" in done.stderr
+    assert done.stdout == ""
+
+
+def test_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        done = run_cli("mcp", "--http", "--port", str(port), cwd=tmp_path)
+    assert done.returncode == 1
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr
     assert done.stdout == ""
 
 
