@@ -339,3 +339,32 @@ async def test_with_tool_search_off_every_permitted_tool_is_listed() -> None:
         assert "no tool named admin.wipe" in text(hidden)
         virtual = await client.call_tool("tool_search", {"query": "wipe"})
         assert virtual.is_error  # no tool search: no virtual tool either
+
+
+async def test_a_tool_folder_added_while_serving_reaches_the_session(tmp_path: Path) -> None:
+    from bot_toolsearch._config.reload import ConfigReloader
+    from tests.mcp.conftest import write_folder_tool
+
+    config = write_config(tmp_path, upstream=False, hot_reload="true")
+    reloader = ConfigReloader(config, debounce=0.05)
+    door = McpDoor(reloader, base_dir=tmp_path)
+    await door.start()
+    try:
+        generation = door.registry.snapshot().generation
+        async with connect(door) as (client, seen):
+            assert "notes.whisper" not in ((await client.list_tools()).tools[0].description or "")
+            write_folder_tool(
+                tmp_path / "tools", "notes", "whisper", "Whisper a note.", "text.lower()"
+            )
+            await door.registry.wait_for_generation(generation + 1)
+            with anyio.fail_after(10):
+                while seen.count() == 0:
+                    seen.event = anyio.Event()
+                    await seen.event.wait()
+            listed = await client.list_tools()
+            assert "notes.whisper" in (listed.tools[0].description or "")
+            await search(client, "select:notes.whisper")
+            ran = await client.call_tool("notes.whisper", {"text": "QUIET"})
+            assert text(ran) == "quiet"
+    finally:
+        await door.aclose()
