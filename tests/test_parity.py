@@ -316,6 +316,51 @@ async def test_a_denied_tool_never_changes_a_permitted_tools_wire_name(api: str,
     assert "a-_-b_" not in json.dumps([r.body for r in (*bot, *wrapped)])
 
 
+def native_tools(
+    settings: BotSettings, tools: Sequence[Tool], loaded: Sequence[str]
+) -> list[dict[str, Any]]:
+    """What a client that speaks tool search itself passes: every schema the `Bot` has, all
+    but ``loaded`` marked ``defer_loading`` (and, on Responses, a ``tool_search`` tool)."""
+    out: list[dict[str, Any]] = []
+    for schema in caller_tools(settings, tools):
+        name = schema["function"]["name"] if "function" in schema else schema["name"]
+        out.append(schema if name in loaded else {**schema, "defer_loading": True})
+    if settings.model.api == "responses":
+        out.insert(0, {"type": "tool_search"})
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_a_native_request_sends_what_the_bot_sends_with_those_tools_loaded(
+    api: str, mode: str
+) -> None:
+    # The `Bot`-equivalent of a client's own deferred set: ``tool_search_always_loaded`` set
+    # to the tools the client did not defer. The wrapper, given the client's native request
+    # (and no always-loaded setting), must send the very same requests.
+    loaded = ["send_message", "end", "mail.send"]
+    bot_settings = _settings(api, mode, skills={"tool_search_always_loaded": loaded})
+    settings = _settings(api, mode)
+    asks = conversation(mode, api)
+    bot = await run_bot(bot_settings, catalog(), asks)
+    handlers = {t.name: t for t in catalog()}
+    with ScriptedOpenAIServer(refuse_native=True) as server:
+        for ask in asks:
+            server.script(*ask.turns)
+        inner = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        client = wrap_openai(inner, settings=settings)
+        schemas = native_tools(settings, catalog(), loaded)
+        if api == "responses":
+            await _responses_caller(client, schemas, handlers, asks)
+        else:
+            await _chat_caller(client, schemas, handlers, asks)
+        await client.close()
+        server.assert_consumed()
+        wrapped = list(server.requests)
+    assert_parity(bot, wrapped, ["call_s1", "call_s2"])
+    assert '"defer_loading"' not in json.dumps([r.body for r in wrapped])
+
+
 # -- the MCP door: the same catalog and the same calls give the same loads and refusals ------
 
 
