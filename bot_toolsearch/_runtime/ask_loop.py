@@ -97,9 +97,13 @@ async def run_rounds(
             history.append({"role": "user", "content": CORRECTION_HINT})
             continue
         bridged = ctx.unwrap(calls) if ctx.unwrap is not None else None
+        before = len(ctx.stats.loaded)
         results = await run_batch(ctx, pipeline, calls, history, bridged=bridged)
         traced = bridged.calls if bridged is not None else calls
-        out.trace.append(RoundTrace(index, sent, trace_calls(traced, results), None, *usage))
+        loaded = tuple(dict.fromkeys(ctx.stats.loaded[before:]))
+        out.trace.append(
+            RoundTrace(index, sent, trace_calls(traced, results), None, *usage, loaded=loaded)
+        )
         await report_round(ctx, out.trace[-1])
         if ctx.ended:
             out.finish = "end"

@@ -14,12 +14,14 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections.abc import Callable
 from typing import Any, overload
 
 import anyio
 import openai
 
 from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._protocol.trace import RoundTrace
 from bot_toolsearch._services.threads import off_loop
 
 from .chat import ChatPlan
@@ -299,6 +301,7 @@ def wrap_openai(
     *,
     config: str | os.PathLike[str] | None = None,
     settings: BotSettings | None = None,
+    on_round: Callable[[RoundTrace], object] | None = None,
 ) -> openai.AsyncOpenAI: ...
 
 
@@ -308,6 +311,7 @@ def wrap_openai(
     *,
     config: str | os.PathLike[str] | None = None,
     settings: BotSettings | None = None,
+    on_round: Callable[[RoundTrace], object] | None = None,
 ) -> openai.OpenAI: ...
 
 
@@ -316,6 +320,7 @@ def wrap_openai(
     *,
     config: str | os.PathLike[str] | None = None,
     settings: BotSettings | None = None,
+    on_round: Callable[[RoundTrace], object] | None = None,
 ) -> openai.AsyncOpenAI | openai.OpenAI:
     """Tool search underneath any framework: a client to hand it instead of ``client``.
 
@@ -343,6 +348,13 @@ def wrap_openai(
             with tool search on. Settings (or a file) that do not set ``[skills]
             tool_search_enabled`` leave it off, as for the `Bot`, and log a warning saying so;
             ``[tools] allow``/``deny`` hold either way.
+        on_round: called with a `RoundTrace` for each upstream round of a tool-searched
+            call, as soon as it is read: ``hidden`` for a round the wrapper answered itself,
+            its ``searches`` (queries), ``loaded`` names, ``refusals`` and tokens. Called
+            synchronously (in a worker thread when the semantic stage is on); one that raises
+            is logged, never fatal. The same facts go to the logger ``bot_toolsearch.rounds``
+            at INFO (structured, ``extra`` fields ``toolsearch_*``) and, with the ``otel``
+            extra, to OpenTelemetry spans.
 
     Returns:
         A client of the same kind, sharing the given one's configuration and connections.
@@ -351,7 +363,7 @@ def wrap_openai(
         TypeError: ``client`` is not an openai client, or both ``config`` and ``settings``.
         ConfigError: ``config`` cannot be read or is invalid.
     """
-    engine = Engine(config=config, settings=settings)
+    engine = Engine(config=config, settings=settings, on_round=on_round)
     given = settings if settings is not None else engine.snapshot() if config is not None else None
     if given is not None and "tool_search_enabled" not in given.skills.model_fields_set:
         logger.warning(TOOL_SEARCH_NOT_SET, "config" if config is not None else "settings")

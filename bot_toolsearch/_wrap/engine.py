@@ -17,6 +17,7 @@ from bot_toolsearch._config.settings import BotSettings, SkillsSettings
 
 from .caller_tools import ToolsCache
 from .chat import ChatPlan
+from .observe import RoundHook
 from .plan import Pending, Setup, setup
 from .responses import ResponsesPlan
 
@@ -38,9 +39,12 @@ class Engine:
         *,
         config: str | os.PathLike[str] | None = None,
         settings: BotSettings | None = None,
+        on_round: RoundHook | None = None,
     ) -> None:
         if config is not None and settings is not None:
             raise TypeError("pass config (a config.toml path) or settings, not both")
+        self.on_round = on_round
+        """Called with each upstream round's `RoundTrace` (`bot_toolsearch._wrap.observe`)."""
         self._reloader: ConfigReloader | None = None
         self._fixed: BotSettings | None = settings
         self.cache = ToolsCache()
@@ -77,7 +81,7 @@ class Engine:
             api="chat",
             build=build,
         )
-        return ChatPlan(found, kwargs) if isinstance(found, Setup) else found
+        return ChatPlan(found, kwargs, self.on_round) if isinstance(found, Setup) else found
 
     def responses_plan(
         self, kwargs: Mapping[str, Any], *, build: bool = True
@@ -92,7 +96,7 @@ class Engine:
             api="responses",
             build=build,
         )
-        return ResponsesPlan(found, kwargs) if isinstance(found, Setup) else found
+        return ResponsesPlan(found, kwargs, self.on_round) if isinstance(found, Setup) else found
 
     def close(self) -> None:
         """Stop watching ``config.toml``; the last settings stay in force."""

@@ -33,6 +33,7 @@ from bot_toolsearch._transports.chain import (
 )
 from bot_toolsearch._transports.wire import wire_item
 
+from .observe import RoundHook, Rounds
 from .plan import Setup, UsageSum, ask_start, given, mapping_get, read_calls
 from .projection import Answer
 
@@ -83,10 +84,14 @@ class ResponsesPlan:
     Args:
         setup: the call's settings, tools and projection.
         kwargs: the caller's keyword arguments to ``create``.
+        on_round: the client's ``on_round`` hook, if any (`bot_toolsearch._wrap.observe`).
     """
 
-    def __init__(self, setup: Setup, kwargs: Mapping[str, Any]) -> None:
+    def __init__(
+        self, setup: Setup, kwargs: Mapping[str, Any], on_round: RoundHook | None = None
+    ) -> None:
         self._setup = setup
+        self._report = Rounds(on_round, "responses", kwargs.get("model"))
         self.semantic = setup.projection.protocol.session.semantic is not None
         """Searches may call the embeddings endpoint: an async door feeds off its loop."""
         skip = ("input", "tools", "instructions", "previous_response_id")
@@ -202,6 +207,7 @@ class ResponsesPlan:
         """The next upstream round: `chain_round` over this call's chain (count in `rounds`)."""
         self.rounds += 1
         request = {**self._kwargs, "tools": self._setup.projection.round_tools()}
+        self._report.sending()
         if given(self._instructions):
             request["instructions"] = self._instructions
         if self._previous is not None:
@@ -216,7 +222,7 @@ class ResponsesPlan:
 
     def feed(self, response: Response) -> Response | None:
         """Read one upstream response: the caller's answer, or ``None`` to send the next `flow`."""
-        self.usage.add(response.usage, "responses")
+        usage = self.usage.add(response.usage, "responses")
         output = list(response.output or ())
         native = [
             (item.call_id, item.name or "", item.arguments or "")
@@ -232,12 +238,16 @@ class ResponsesPlan:
         )
         projection = self._setup.projection
         calls, recovered = read_calls(native, text, projection.view.names, projection.permitted)
+        sent = projection.sent
         if not calls:
+            self._report.report(self.rounds, sent, None, usage, hidden=False, text=text or None)
             return self._finish(response)
         answer = projection.answer(calls)
         answered = answer.results
         mine = [call for i, call in enumerate(answer.calls) if i not in answered]
-        if mine or others or self.rounds >= self._setup.settings.model.max_rounds:
+        last = mine or others or self.rounds >= self._setup.settings.model.max_rounds
+        self._report.report(self.rounds, sent, answer, usage, hidden=not last)
+        if last:
             if not (mine or others):
                 logger.warning(
                     "[model] max_rounds (%d) reached with only tool_search calls; "
