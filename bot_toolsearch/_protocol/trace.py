@@ -67,9 +67,7 @@ class RoundTrace:
     def searches(self) -> tuple[str, ...]:
         """The queries of this round's ``tool_search`` calls, in call order (the raw arguments
         when a call has no string ``query``)."""
-        return tuple(
-            _query(call.arguments) for call in self.calls if call.name == TOOL_SEARCH_NAME
-        )
+        return tuple(_query(call.arguments) for call in self.calls if call.name == TOOL_SEARCH_NAME)
 
     @property
     def refusals(self) -> tuple[CallTrace, ...]:

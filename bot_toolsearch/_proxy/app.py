@@ -1,8 +1,10 @@
 """The OpenAI-compatible proxy: the wrapped client behind HTTP, for a client in any language.
 
 ``POST /v1/chat/completions`` and ``POST /v1/responses`` go through `wrap_openai` (tool
-search, hidden rounds, SSE streaming for both); ``GET /healthz`` answers ``ok``;
-every other path (``GET /v1/models`` ...) is forwarded to the upstream as is. The API key the
+search, hidden rounds, SSE streaming for both), their replies carrying ``x-toolsearch-*``
+headers (`bot_toolsearch._proxy.exchange`); ``GET /healthz`` answers ``ok``; ``GET /metrics``
+the Prometheus metrics (`bot_toolsearch._proxy.metrics`); every other path
+(``GET /v1/models`` ...) is forwarded to the upstream as is. The API key the
 client sends (``Authorization: Bearer``) is the one used upstream, per request; no key is ever
 logged. An upstream 4xx comes back with its own status and body (the client's request or key
 was wrong); an upstream that fails (5xx, unreachable, timeout, an answer that cannot be used)
@@ -25,6 +27,7 @@ import inspect
 import json
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any, TypeAlias, TypeVar
 from urllib.parse import quote, unquote, urlsplit
@@ -37,7 +40,10 @@ from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._wrap.caller_tools import Api, ToolsCache
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 
+from .exchange import Observer, current, note_body
+from .metrics import CONTENT_TYPE, ProxyMetrics
 from .raw_tools import tools_span
+from .upstream_timing import time_upstream
 
 __all__ = [
     "DEFAULT_MAX_BODY",
@@ -218,20 +224,32 @@ class ProxyApp:
         redact_access_log()
         # The SDK's own HTTP client class (httpx or httpx2, by SDK version), for forwarding too.
         self._http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_count_request]})
+        self._observer: Observer | None = None  # set below, once the cache exists
+        time_upstream(
+            self._http, lambda api, seconds: self.metrics.upstream.observe(seconds, api=api)
+        )
         # One retry: a pooled keep-alive connection the upstream closed meanwhile fails once.
         # The whole call stays within ``timeout`` (see `_create`).
         inner = openai.AsyncOpenAI(
             base_url=self.upstream, api_key="unset", max_retries=1, http_client=self._http
         )
-        self._client = wrap_openai(inner, config=config, settings=settings)
+        self._client = wrap_openai(inner, config=config, settings=settings, on_round=self._on_round)
         engine = engine_of(self._client)
         assert engine is not None
         self._engine = engine
         self._cache = engine.cache
+        cache = self._cache
+        self.metrics = ProxyMetrics(lambda: len(cache), lambda: cache.cached_bytes)
+        """The counters ``GET /metrics`` exposes."""
+        self._observer = Observer(self.metrics)
         self._lengths: list[int] = []
         """Byte lengths of the ``tools`` values parsed before, newest first (`_parse_known`)."""
         self.timeout = timeout if timeout is not None else engine.snapshot().model.timeout
         self._client = self._client.with_options(timeout=self.timeout)
+
+    def _on_round(self, trace: Any) -> None:
+        if self._observer is not None:
+            self._observer.on_round(trace)
 
     async def aclose(self) -> None:
         """Close the upstream connections and stop watching ``config.toml``."""
@@ -244,11 +262,14 @@ class ProxyApp:
         if scope["type"] != "http":
             return
         started = False
+        assert self._observer is not None
+        exchange = self._observer.begin(scope["method"], redact_query(_target(scope)))
+        observed = self._observer.sender(exchange, send)
 
         async def tracked(message: MutableMapping[str, Any]) -> None:
             nonlocal started
             started = started or message["type"] == "http.response.start"
-            await send(message)
+            await observed(message)
 
         try:
             await self._http_request(scope, receive, tracked)
@@ -265,15 +286,27 @@ class ProxyApp:
                 await _error(send, 500, "internal error in the proxy", "server_error")
             else:
                 await send({"type": "http.response.body", "body": b""})
+        finally:
+            self._observer.finish(exchange)
 
     async def _http_request(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         path = _normalised_path(scope)
+        exchange = current()
         if path == "/healthz":
+            if exchange is not None:
+                exchange.route = "healthz"
             await _json(send, 200, {"status": "ok"})
+            return
+        if path == "/metrics" and scope["method"] == "GET":
+            if exchange is not None:
+                exchange.route = "metrics"
+            await _raw(send, 200, self.metrics.render(), CONTENT_TYPE)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         rest = path[3:] or "/" if path == "/v1" or path.startswith("/v1/") else path
         if rest in _TOOL_SEARCH_PATHS and scope["method"] == "POST":
+            if exchange is not None:
+                exchange.route = "chat_completions" if rest == "/chat/completions" else "responses"
             await self._create(receive, send, rest == "/chat/completions", headers)
         else:
             await self._forward(receive, send, scope, rest)
@@ -300,6 +333,7 @@ class ProxyApp:
         raw = await _read_body(receive, headers, self.max_body)
         body, known = self._parse_known(raw)
         tools = self._check(body, chat)
+        note_body(body)
         extra = {k: v for k, v in _forwarded_headers(headers).items() if v.isascii()}
         client = self._client.with_options(api_key=key or "unset", default_headers=extra)
         kwargs = _sdk_kwargs(body, _CHAT_PARAMS if chat else _RESPONSES_PARAMS)
@@ -404,7 +438,9 @@ class ProxyApp:
         found = self._cache.lookup(tools, api, delimiter)
         if found is None or not found.prepared(settings):
             # The list and its search index (the one the first keyword search would build).
+            started = time.perf_counter()
             await asyncio.to_thread(_prepare, self._cache, tools, api, settings)
+            self.metrics.index_builds.observe(time.perf_counter() - started)
         span = None if raw is None else tools_span(raw)
         if raw is None or span is None:
             return
@@ -575,6 +611,23 @@ async def _error(
     error: dict[str, str | None] = {"message": message, "type": kind, "param": param}
     error["code"] = code
     await _json(send, status, {"error": error})
+
+
+async def _raw(send: _Send, status: int, raw: bytes, content_type: str) -> None:
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(raw)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})
+
+
+def _target(scope: _Scope) -> str:
+    """The request target as sent (path and query), for the access log."""
+    raw: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
+    query: bytes = scope.get("query_string") or b""
+    target = raw.decode("latin-1")
+    return f"{target}?{query.decode('latin-1')}" if query else target
 
 
 async def _json(send: _Send, status: int, payload: object) -> None:

@@ -58,10 +58,12 @@ async def test_a_round_and_a_search_are_spans_with_genai_attributes(
     assert first.attributes["bot_toolsearch.hidden"] is True
     assert "get_weather" in first.attributes["bot_toolsearch.loaded"]
     assert second.attributes["bot_toolsearch.hidden"] is False
-    assert first.parent is not None and first.parent.span_id == caller.context.span_id
+    assert first.parent is not None
+    assert first.parent.span_id == caller.context.span_id
     search = finished["execute_tool tool_search"]
     assert search.attributes["gen_ai.tool.name"] == "tool_search"
     assert search.attributes["gen_ai.operation.name"] == "execute_tool"
     assert search.attributes["bot_toolsearch.query"] == "weather city"
     assert "get_weather" in search.attributes["bot_toolsearch.loaded"]
-    assert search.parent is not None and search.parent.span_id == first.context.span_id
+    assert search.parent is not None
+    assert search.parent.span_id == first.context.span_id
