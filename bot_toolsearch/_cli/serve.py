@@ -88,6 +88,20 @@ def add_serve_subparser(subparsers: argparse._SubParsersAction[argparse.Argument
         default=DEFAULT_MAX_TOOLS,
         help="most entries in one request's 'tools'; more is refused with 400",
     )
+    serve.add_argument(
+        "--log-level",
+        choices=("critical", "error", "warning", "info", "debug"),
+        default="info",
+        help="log level of the server and of bot_toolsearch (info: one line per tool-search "
+        "round, logger bot_toolsearch.rounds)",
+    )
+    serve.add_argument(
+        "--access-log",
+        choices=("text", "json", "off"),
+        default="text",
+        help="one line per request on stderr: uvicorn's text line, a JSON object with what "
+        "tool search did (rounds, searches, loaded, refusals, tokens; never a key), or none",
+    )
     serve.set_defaults(func=_serve)
 
 
@@ -97,7 +111,9 @@ def _serve(args: argparse.Namespace) -> int:
     from bot_toolsearch._config.file import load_settings
     from bot_toolsearch._errors import ConfigError
     from bot_toolsearch._proxy.app import (
+        ENV_ACCESS_LOG,
         ENV_CONFIG,
+        ENV_LOG_LEVEL,
         ENV_MAX_BODY,
         ENV_MAX_TOOLS,
         ENV_TIMEOUT,
@@ -110,6 +126,8 @@ def _serve(args: argparse.Namespace) -> int:
         fail(f"--upstream must be an http(s) URL or 'offline', got {args.upstream!r}", USAGE)
     os.environ[ENV_MAX_BODY] = str(args.max_body)
     os.environ[ENV_MAX_TOOLS] = str(args.max_tools)
+    os.environ[ENV_LOG_LEVEL] = args.log_level
+    os.environ[ENV_ACCESS_LOG] = args.access_log
     if args.timeout is not None:
         os.environ[ENV_TIMEOUT] = repr(args.timeout)
     search = "on (the [skills] defaults)"
@@ -141,7 +159,8 @@ def _serve(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             workers=max(1, args.workers),
-            log_level="info",
+            log_level=args.log_level,
+            access_log=args.access_log == "text",
             timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN,
         )
     return 0

@@ -40,6 +40,7 @@ from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._wrap.caller_tools import Api, ToolsCache
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 
+from .access_log import configure_logging
 from .exchange import Observer, current, note_body
 from .metrics import CONTENT_TYPE, ProxyMetrics
 from .raw_tools import tools_span
@@ -48,7 +49,9 @@ from .upstream_timing import time_upstream
 __all__ = [
     "DEFAULT_MAX_BODY",
     "DEFAULT_MAX_TOOLS",
+    "ENV_ACCESS_LOG",
     "ENV_CONFIG",
+    "ENV_LOG_LEVEL",
     "ENV_MAX_BODY",
     "ENV_MAX_TOOLS",
     "ENV_TIMEOUT",
@@ -70,6 +73,10 @@ ENV_MAX_BODY = "BOT_TOOLSEARCH_MAX_BODY"
 """Largest request body in bytes for `app_from_env` (``serve --max-body``)."""
 ENV_MAX_TOOLS = "BOT_TOOLSEARCH_MAX_TOOLS"
 """Most tools per request for `app_from_env` (``serve --max-tools``)."""
+ENV_LOG_LEVEL = "BOT_TOOLSEARCH_LOG_LEVEL"
+"""``serve --log-level`` for the package's loggers in each worker."""
+ENV_ACCESS_LOG = "BOT_TOOLSEARCH_ACCESS_LOG"
+"""``serve --access-log`` (``json``: the JSON access log of `bot_toolsearch._proxy.access_log`)."""
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
 """Largest request body accepted (bytes); a larger one is refused with 413, never cut."""
@@ -763,6 +770,7 @@ def app_from_env() -> ProxyApp:
         raise RuntimeError(f"set {ENV_UPSTREAM} to the upstream base URL")
     max_body = _env_number(ENV_MAX_BODY, int)
     max_tools = _env_number(ENV_MAX_TOOLS, int)
+    configure_logging(os.environ.get(ENV_LOG_LEVEL) or None, os.environ.get(ENV_ACCESS_LOG))
     return ProxyApp(
         upstream,
         config=os.environ.get(ENV_CONFIG) or None,
