@@ -23,8 +23,15 @@ from tests.cli.test_serve import TIMEOUT, free_port
 def _serve(tmp_path: Path, *options: str) -> tuple[str, subprocess.Popen[str]]:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot_toolsearch", "serve", "--upstream=offline", f"--port={port}"]
-        + list(options),
+        [
+            sys.executable,
+            "-m",
+            "bot_toolsearch",
+            "serve",
+            "--upstream=offline",
+            f"--port={port}",
+            *list(options),
+        ],
         cwd=tmp_path,
         env=clean_env(),
         stdout=subprocess.DEVNULL,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 import openai
 
-from bot_toolsearch._proxy.exchange import Exchange
 from bot_toolsearch._protocol.trace import RoundTrace
+from bot_toolsearch._proxy.exchange import Exchange
 from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, text
 from tests.wrap._tools import chat_tools, responses_tools
 
@@ -97,9 +97,7 @@ def test_a_stream_ends_with_the_summary_as_an_sse_comment(
     chunks = list(
         client.chat.completions.create(model="m", messages=[USER], tools=chat_tools(), stream=True)
     )
-    names = [
-        c.function.name for chunk in chunks for c in (chunk.choices[0].delta.tool_calls or ())
-    ]
+    names = [c.function.name for chunk in chunks for c in (chunk.choices[0].delta.tool_calls or ())]
     assert names == ["get_weather"]
     client.close()
 
