@@ -119,6 +119,7 @@ def _serve(args: argparse.Namespace) -> int:
         ENV_TIMEOUT,
         ENV_UPSTREAM,
     )
+    from bot_toolsearch._services.mode import search_mode
 
     offline = args.upstream == OFFLINE_UPSTREAM
     parts = urlsplit(args.upstream)
@@ -130,7 +131,7 @@ def _serve(args: argparse.Namespace) -> int:
     os.environ[ENV_ACCESS_LOG] = args.access_log
     if args.timeout is not None:
         os.environ[ENV_TIMEOUT] = repr(args.timeout)
-    search = "on (the [skills] defaults)"
+    mode = search_mode(None)
     config = "no config file"
     dot_delimiter: str | None = None
     if args.config:
@@ -141,7 +142,7 @@ def _serve(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
         os.environ[ENV_CONFIG] = str(path)
         config = args.config
-        search = "on" if settings.skills.tool_search_enabled else "off ([skills] in the config)"
+        mode = search_mode(settings, source=f"config {args.config}")
         dot_delimiter = settings.tools.dot_delimiter
     _check_port(args.host, args.port)
     with _upstream(args.upstream, dot_delimiter) as upstream:
@@ -149,7 +150,7 @@ def _serve(args: argparse.Namespace) -> int:
         shown = f"{upstream} (the EMBEDDED OFFLINE MODEL, not an LLM)" if offline else upstream
         sys.stderr.write(
             f"serve: http://{_url_host(args.host)}:{args.port}/v1 -> upstream {shown}; "
-            f"config: {config}; tool search {search}; "
+            f"config: {config}; {mode}; "
             f"{args.workers} worker{'s' * (args.workers > 1)}. Ctrl-C stops.\n"
         )
         sys.stderr.flush()

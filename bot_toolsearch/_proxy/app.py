@@ -771,6 +771,8 @@ def app_from_env() -> ProxyApp:
     max_body = _env_number(ENV_MAX_BODY, int)
     max_tools = _env_number(ENV_MAX_TOOLS, int)
     configure_logging(os.environ.get(ENV_LOG_LEVEL) or None, os.environ.get(ENV_ACCESS_LOG))
+    # ``serve`` states the tool-search mode in its banner, once, not once per worker.
+    logging.getLogger("bot_toolsearch.mode").setLevel(logging.ERROR)
     return ProxyApp(
         upstream,
         config=os.environ.get(ENV_CONFIG) or None,

@@ -22,6 +22,7 @@ import openai
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._protocol.trace import RoundTrace
+from bot_toolsearch._services.mode import announce, search_mode
 from bot_toolsearch._services.threads import off_loop
 
 from .chat import ChatPlan
@@ -36,13 +37,6 @@ from .streaming import AsyncChatStream, SyncChatStream
 __all__ = ["engine_of", "wrap_openai"]
 
 logger = logging.getLogger("bot_toolsearch")
-
-TOOL_SEARCH_NOT_SET = (
-    "wrap_openai: the %s does not set [skills] tool_search_enabled, so tool search is off "
-    "for this client (only [tools] allow/deny apply); wrap_openai with neither config nor "
-    "settings turns it on. Set tool_search_enabled = true (or false) to silence this."
-)
-"""The warning for settings that leave tool search at its default (off)."""
 
 
 class _Delegate:
@@ -365,8 +359,8 @@ def wrap_openai(
     """
     engine = Engine(config=config, settings=settings, on_round=on_round)
     given = settings if settings is not None else engine.snapshot() if config is not None else None
-    if given is not None and "tool_search_enabled" not in given.skills.model_fields_set:
-        logger.warning(TOOL_SEARCH_NOT_SET, "config" if config is not None else "settings")
+    source = f"config {os.fspath(config)}" if config is not None else "settings"
+    announce("wrap_openai", search_mode(given, source=source))
     if isinstance(client, openai.AsyncOpenAI):
         wrapped: openai.AsyncOpenAI = _adopt(ToolSearchAsyncOpenAI, client, engine, True)
         return wrapped
