@@ -61,6 +61,7 @@ def configure_logging(level: str | None, access: str | None) -> None:
             handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
             handler._bot_toolsearch = True  # type: ignore[attr-defined]
             package.addHandler(handler)
+            package.propagate = False  # one line per record, not one more from the root
     log = logging.getLogger(ACCESS_LOGGER)
     if access == "json":
         log.setLevel(logging.INFO)

@@ -4,6 +4,7 @@ the OpenTelemetry SDK's in-memory exporter."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import openai
 import pytest
@@ -12,9 +13,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from bot_toolsearch import wrap_openai
+from bot_toolsearch import Tool, wrap_openai
 from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call
 from tests.wrap._tools import chat_tools
+
+if TYPE_CHECKING:
+    from tests.conftest import BotFactory
 
 _EXPORTER = InMemorySpanExporter()
 
@@ -67,3 +71,21 @@ async def test_a_round_and_a_search_are_spans_with_genai_attributes(
     assert "get_weather" in search.attributes["bot_toolsearch.loaded"]
     assert search.parent is not None
     assert search.parent.span_id == first.context.span_id
+
+
+async def test_the_bot_records_the_same_spans(
+    server: ScriptedOpenAIServer, make_bot: BotFactory, spans: InMemorySpanExporter
+) -> None:
+    tool = Tool(
+        "weather.forecast",
+        "Weather forecast.",
+        {"type": "object", "properties": {"city": {"type": "string"}}},
+        lambda city: f"{city}: sun",
+    )
+    server.script(call("tool_search", query="select:weather.forecast"), call("end"))
+    await make_bot([tool]).ask("Oslo?")
+    rounds = [s for s in spans.get_finished_spans() if s.name.startswith("chat")]
+    assert [s.attributes["bot_toolsearch.round"] for s in rounds] == [1, 2]
+    assert rounds[0].attributes["bot_toolsearch.loaded"] == ("weather.forecast",)
+    [search] = [s for s in spans.get_finished_spans() if s.name == "execute_tool tool_search"]
+    assert search.attributes["bot_toolsearch.query"] == "select:weather.forecast"
