@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._protocol.trace import RoundTrace
 
 from .access_log import ACCESS_LOGGER
@@ -59,7 +60,13 @@ class Exchange:
     status: int = 0
     stream: bool = False
     model: str | None = None
-    rounds: list[RoundTrace] = field(default_factory=list)
+    rounds: int = 0
+    hidden_rounds: int = 0
+    searches: int = 0
+    loaded: dict[str, None] = field(default_factory=dict)
+    refusals: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
     token: contextvars.Token[Exchange | None] | None = field(default=None, repr=False)
 
     @property
@@ -67,17 +74,29 @@ class Exchange:
         """``chat`` or ``responses`` for a tool-search route, else ``None``."""
         return _API.get(self.route)
 
+    def add(self, trace: RoundTrace) -> tuple[int, int]:
+        """Count one round; its searches and refusals."""
+        searches = sum(call.name == TOOL_SEARCH_NAME for call in trace.calls)
+        refusals = sum(call.outcome in ("refused", "invalid") for call in trace.calls)
+        self.rounds += 1
+        self.hidden_rounds += trace.hidden
+        self.searches += searches
+        self.loaded.update(dict.fromkeys(trace.loaded))
+        self.refusals += refusals
+        self.input_tokens += trace.prompt_tokens
+        self.output_tokens += trace.output_tokens
+        return searches, refusals
+
     def summary(self) -> dict[str, Any]:
         """What tool search did, summed over the rounds."""
-        loaded = [name for r in self.rounds for name in r.loaded]
         return {
-            "rounds": len(self.rounds),
-            "hidden_rounds": sum(r.hidden for r in self.rounds),
-            "searches": sum(len(r.searches) for r in self.rounds),
-            "loaded": list(dict.fromkeys(loaded)),
-            "refusals": sum(len(r.refusals) for r in self.rounds),
-            "input_tokens": sum(r.prompt_tokens for r in self.rounds),
-            "output_tokens": sum(r.output_tokens for r in self.rounds),
+            "rounds": self.rounds,
+            "hidden_rounds": self.hidden_rounds,
+            "searches": self.searches,
+            "loaded": list(self.loaded),
+            "refusals": self.refusals,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
         }
 
     def headers(self) -> list[tuple[bytes, bytes]]:
@@ -86,11 +105,15 @@ class Exchange:
             return [(b"x-toolsearch-summary", b"sse-comment")] if self.status == 200 else []
         if not self.rounds:
             return []
-        facts = self.summary()
-        out = [(f"x-toolsearch-{k.replace('_', '-')}", str(v)) for k, v in facts.items()]
-        out = [(k, v) for k, v in out if k != "x-toolsearch-loaded"]
-        out.append(("x-toolsearch-loaded", _names(facts["loaded"])))
-        return [(k.encode(), v.encode("ascii")) for k, v in out]
+        return [
+            (b"x-toolsearch-rounds", b"%d" % self.rounds),
+            (b"x-toolsearch-hidden-rounds", b"%d" % self.hidden_rounds),
+            (b"x-toolsearch-searches", b"%d" % self.searches),
+            (b"x-toolsearch-refusals", b"%d" % self.refusals),
+            (b"x-toolsearch-input-tokens", b"%d" % self.input_tokens),
+            (b"x-toolsearch-output-tokens", b"%d" % self.output_tokens),
+            (b"x-toolsearch-loaded", _names(list(self.loaded)).encode("ascii")),
+        ]
 
     def comment(self) -> bytes:
         """The closing SSE comment of a stream."""
@@ -152,18 +175,19 @@ class Observer:
         exchange = _CURRENT.get()
         if exchange is None:
             return
-        exchange.rounds.append(trace)
+        searches, refusals = exchange.add(trace)
         api = exchange.api or "chat"
         metrics = self.metrics
         metrics.rounds.inc(api=api)
         if trace.hidden:
             metrics.hidden_rounds.inc(api=api)
-        if trace.searches:
-            metrics.searches.inc(len(trace.searches), api=api)
+        if searches:
+            metrics.searches.inc(searches, api=api)
         if trace.loaded:
             metrics.loads.inc(len(trace.loaded), api=api)
-        for call in trace.refusals:
-            metrics.refusals.inc(api=api, reason=call.reason or call.outcome)
+        if refusals:
+            for call in trace.refusals:
+                metrics.refusals.inc(api=api, reason=call.reason or call.outcome)
 
     def sender(self, exchange: Exchange, send: _Send) -> _Send:
         """``send`` that adds the tool-search headers (or a stream's closing comment) and

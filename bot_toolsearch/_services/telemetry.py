@@ -12,6 +12,7 @@ configured by the application, nothing is recorded and nothing costs more than a
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from typing import Any
@@ -37,8 +38,13 @@ def round_spans(
     now) under the current span, with an ``execute_tool tool_search`` child per search."""
     if otel_trace is None:
         return
-    tracer = otel_trace.get_tracer(TRACER_NAME)
+    tracer = _tracer()
     end = time.time_ns() if end_ns is None else end_ns
+    name = f"chat {model}" if model else "chat"
+    span = tracer.start_span(name, start_time=start_ns)
+    if not span.is_recording():  # no SDK configured, or sampled out: nothing to build
+        span.end(end_time=end)
+        return
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.request.model": model,
@@ -53,8 +59,7 @@ def round_spans(
     }
     if trace.cached_tokens:
         attributes["gen_ai.usage.cache_read.input_tokens"] = trace.cached_tokens
-    name = f"chat {model}" if model else "chat"
-    span = tracer.start_span(name, start_time=start_ns, attributes=attributes)
+    span.set_attributes(attributes)
     context = otel_trace.set_span_in_context(span)
     for call in trace.calls:
         if call.name == TOOL_SEARCH_NAME:
@@ -66,6 +71,14 @@ def round_spans(
             )
             child.end(end_time=end)
     span.end(end_time=end)
+
+
+@functools.cache
+def _tracer() -> Any:
+    """The package's tracer, got once: before the application sets a tracer provider it is
+    OpenTelemetry's proxy tracer, which follows the provider set later."""
+    assert otel_trace is not None
+    return otel_trace.get_tracer(TRACER_NAME)
 
 
 def _search_attributes(call: CallTrace) -> dict[str, Any]:

@@ -109,7 +109,7 @@ def _loaded(comment: str) -> str:
 def test_the_loaded_header_is_ascii_and_bounded() -> None:
     names = [f"ns.tööl_{i:04d}" for i in range(400)]
     exchange = Exchange("POST", "/v1/chat/completions", route="chat_completions")
-    exchange.rounds.append(RoundTrace(1, (), (), None, loaded=tuple(names), hidden=True))
+    exchange.add(RoundTrace(1, (), (), None, loaded=tuple(names), hidden=True))
     headers = dict(exchange.headers())
     value = headers[b"x-toolsearch-loaded"].decode("ascii")
     assert len(value) <= 1100
