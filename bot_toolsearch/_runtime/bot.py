@@ -125,14 +125,11 @@ class Bot:
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._pipeline_for(self._snapshot())  # fail fast on an unknown plugin
         path = getattr(settings, "path", None) or _FROM_CONFIG.get()  # the config file
-        announce(
-            "Bot",
-            search_mode(
-                self._snapshot(),
-                source=f"config {path}" if path is not None else "settings",
-                plugins=self._explicit is None,
-            ),
+        self._mode_source = f"config {path}" if path is not None else "settings"
+        self._mode = search_mode(
+            self._snapshot(), source=self._mode_source, plugins=self._explicit is None
         )
+        announce("Bot", self._mode)
         subscribe = getattr(settings, "subscribe", None)  # a ConfigReloader
         self._unsubscribe: Callable[[], None] | None = (
             subscribe(self._on_reload) if callable(subscribe) else None
@@ -284,6 +281,10 @@ class Bot:
         # The reloader's watcher thread: an edit of [tools.namespaces] or one that turns tool
         # search on needs another index; asks already running keep their snapshot.
         self._prepare(self._tools.current(), settings)
+        mode = search_mode(settings, source=self._mode_source, plugins=self._explicit is None)
+        if mode.on != self._mode.on:  # said again only when the edit switches it
+            self._mode = mode
+            announce("Bot", mode)
 
     async def ask(
         self,

@@ -81,3 +81,27 @@ def test_the_wrapper_states_the_same_rule(tmp_path: Path, caplog: pytest.LogCapt
         logging.INFO,
         "wrap_openai: tool search on (no config: the defaults, with tool search on)",
     )
+
+
+async def test_an_edit_that_switches_tool_search_is_said_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from bot_toolsearch.config import ConfigReloader
+
+    path = tmp_path / "config.toml"
+    path.write_text(SKILLS_WITHOUT_ENABLED, encoding="utf-8")
+    reloader = ConfigReloader(path)
+    with caplog.at_level(logging.INFO, logger="bot_toolsearch.mode"):
+        bot = Bot(reloader)
+        path.write_text(SKILLS_WITHOUT_ENABLED.replace("3", "4"), encoding="utf-8")
+        assert reloader.reload()  # still off: nothing more said
+        path.write_text("[skills]\ntool_search_enabled = true\n", encoding="utf-8")
+        assert reloader.reload()
+    first, switched = _mode_records(caplog)
+    assert first.getMessage().startswith(
+        f"Bot: tool search off ([skills] tool_search_enabled is not set in the config {path}"
+    )
+    assert switched.getMessage() == (
+        f"Bot: tool search on ([skills] tool_search_enabled = true in the config {path})"
+    )
+    await bot.aclose()
