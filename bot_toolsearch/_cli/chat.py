@@ -227,9 +227,11 @@ def _run(args: argparse.Namespace, body: Callable[[_Session], int]) -> int:
         from bot_toolsearch._demo.catalog import demo_tools
 
         tools = tuple(demo_tools())  # --offline alone: the demo's model and its tools
-    # The CLI states the mode itself, once (`_mode_line`): the Bot's own line would repeat it.
-    logging.getLogger("bot_toolsearch.mode").setLevel(logging.ERROR)
-    with asyncio.Runner() as runner, _model(settings, offline=offline) as client:
+    with (
+        _own_mode_line(),
+        asyncio.Runner() as runner,
+        _model(settings, offline=offline) as client,
+    ):
         try:
             bot = _build_bot(config, tools, agents, client)
         except ToolSearchError as exc:  # CatalogError (a duplicate name), ConfigError
@@ -250,6 +252,25 @@ def _run(args: argparse.Namespace, body: Callable[[_Session], int]) -> int:
             # would wait for at exit: leave now, as the user asked.
             _exit_now(status)
         return status
+
+
+@contextlib.contextmanager
+def _own_mode_line() -> Iterator[None]:
+    """The CLI states the mode itself, once (`_mode_line`): the Bot's own start-up line
+    (logger ``bot_toolsearch.mode``) would repeat it, so it is held back meanwhile."""
+    mode_log = logging.getLogger("bot_toolsearch.mode")
+    hush = _DropAll()
+    mode_log.addFilter(hush)
+    try:
+        yield
+    finally:
+        mode_log.removeFilter(hush)
+
+
+class _DropAll(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        del record  # every record of the logger it filters is dropped
+        return False
 
 
 def _build_bot(
@@ -312,12 +333,14 @@ def _search_by_default(config: CliConfig) -> bool:
 _ENABLED = "skills.tool_search_enabled"
 
 
-def _mode_line(session: _Session) -> str:
-    """Which tool-search mode the bot runs in, and why (said once at start-up)."""
+def _mode_line(session: _Session, *, name_file: bool = True) -> str:
+    """Which tool-search mode the bot runs in, and why (said once at start-up); the config
+    file is named unless the line names it already (``name_file=False``)."""
     if _search_by_default(session.config):
         mode = SearchMode(session.bot.settings.skills.tool_search_enabled, _NO_FILE)
     else:
-        source = f"config {session.config.path}" if session.config.path else "environment"
+        path = session.config.path
+        source = "environment" if path is None else f"config {path}" if name_file else "config"
         mode = search_mode(session.bot.settings, source=source, plugins=True)
     return str(mode)
 
@@ -373,7 +396,7 @@ def _interactive(session: _Session) -> int:
     runner.run(bot.start())  # MCP servers connect now, so the tool count is right
     print(
         f"chat: {session.config.describe()}; {plural(len(bot.toolset.catalog), 'tool')}; "
-        f"{_mode_line(session)}; model: {_model_label(session)}. "
+        f"{_mode_line(session, name_file=False)}; model: {_model_label(session)}. "
         "Ctrl-D quits, Ctrl-C stops an answer.",
         file=sys.stderr,
         flush=True,

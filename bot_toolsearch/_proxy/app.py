@@ -41,7 +41,7 @@ from bot_toolsearch._wrap.caller_tools import Api, ToolsCache
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 
 from .access_log import configure_logging
-from .exchange import Observer, current, note_body
+from .exchange import Observer, note_body, note_route
 from .metrics import CONTENT_TYPE, ProxyMetrics
 from .raw_tools import tools_span
 from .upstream_timing import time_upstream
@@ -231,7 +231,9 @@ class ProxyApp:
         redact_access_log()
         # The SDK's own HTTP client class (httpx or httpx2, by SDK version), for forwarding too.
         self._http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_count_request]})
-        self._observer: Observer | None = None  # set below, once the cache exists
+        self.metrics = ProxyMetrics(lambda: len(self._cache), lambda: self._cache.cached_bytes)
+        """The counters ``GET /metrics`` exposes."""
+        self._observer = Observer(self.metrics)
         time_upstream(
             self._http, lambda api, seconds: self.metrics.upstream.observe(seconds, api=api)
         )
@@ -240,23 +242,17 @@ class ProxyApp:
         inner = openai.AsyncOpenAI(
             base_url=self.upstream, api_key="unset", max_retries=1, http_client=self._http
         )
-        self._client = wrap_openai(inner, config=config, settings=settings, on_round=self._on_round)
+        self._client = wrap_openai(
+            inner, config=config, settings=settings, on_round=self._observer.on_round
+        )
         engine = engine_of(self._client)
         assert engine is not None
         self._engine = engine
         self._cache = engine.cache
-        cache = self._cache
-        self.metrics = ProxyMetrics(lambda: len(cache), lambda: cache.cached_bytes)
-        """The counters ``GET /metrics`` exposes."""
-        self._observer = Observer(self.metrics)
         self._lengths: list[int] = []
         """Byte lengths of the ``tools`` values parsed before, newest first (`_parse_known`)."""
         self.timeout = timeout if timeout is not None else engine.snapshot().model.timeout
         self._client = self._client.with_options(timeout=self.timeout)
-
-    def _on_round(self, trace: Any) -> None:
-        if self._observer is not None:
-            self._observer.on_round(trace)
 
     async def aclose(self) -> None:
         """Close the upstream connections and stop watching ``config.toml``."""
@@ -269,7 +265,6 @@ class ProxyApp:
         if scope["type"] != "http":
             return
         started = False
-        assert self._observer is not None
         exchange = self._observer.begin(scope["method"], redact_query(_target(scope)))
         observed = self._observer.sender(exchange, send)
 
@@ -298,22 +293,18 @@ class ProxyApp:
 
     async def _http_request(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         path = _normalised_path(scope)
-        exchange = current()
         if path == "/healthz":
-            if exchange is not None:
-                exchange.route = "healthz"
+            note_route("healthz")
             await _json(send, 200, {"status": "ok"})
             return
         if path == "/metrics" and scope["method"] == "GET":
-            if exchange is not None:
-                exchange.route = "metrics"
+            note_route("metrics")
             await _raw(send, 200, self.metrics.render(), CONTENT_TYPE)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         rest = path[3:] or "/" if path == "/v1" or path.startswith("/v1/") else path
         if rest in _TOOL_SEARCH_PATHS and scope["method"] == "POST":
-            if exchange is not None:
-                exchange.route = "chat_completions" if rest == "/chat/completions" else "responses"
+            note_route("chat_completions" if rest == "/chat/completions" else "responses")
             await self._create(receive, send, rest == "/chat/completions", headers)
         else:
             await self._forward(receive, send, scope, rest)

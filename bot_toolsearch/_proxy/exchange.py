@@ -34,7 +34,7 @@ from bot_toolsearch._protocol.trace import RoundTrace
 from .access_log import ACCESS_LOGGER
 from .metrics import ProxyMetrics
 
-__all__ = ["Exchange", "Observer", "Route", "current", "note_body"]
+__all__ = ["Exchange", "Observer", "Route", "current", "note_body", "note_route"]
 
 access_log = logging.getLogger(ACCESS_LOGGER)
 
@@ -147,6 +147,13 @@ _CURRENT: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar(
 def current() -> Exchange | None:
     """The exchange of the request being served, if any."""
     return _CURRENT.get()
+
+
+def note_route(route: Route) -> None:
+    """Note which route the current exchange took."""
+    exchange = _CURRENT.get()
+    if exchange is not None:
+        exchange.route = route
 
 
 def note_body(body: dict[str, Any]) -> None:
