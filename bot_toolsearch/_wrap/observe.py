@@ -11,6 +11,7 @@ logger ``bot_toolsearch.rounds`` at INFO with the same facts as flat ``extra`` f
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +26,12 @@ __all__ = ["RoundHook", "Rounds"]
 
 logger = logging.getLogger("bot_toolsearch")
 rounds_log = logging.getLogger("bot_toolsearch.rounds")
+
+ASYNC_HOOK = (
+    "wrap_openai(on_round=...) got a coroutine: the hook is called synchronously, so an "
+    "async function never runs; pass a plain function (it may schedule work of its own)"
+)
+"""The warning for an ``async def`` hook."""
 
 RoundHook = Callable[[RoundTrace], object]
 """``wrap_openai(on_round=...)``: called with each round's `RoundTrace` as soon as the wrapper
@@ -81,9 +88,13 @@ class Rounds:
         round_spans(trace, api=self._api, model=self._model, start_ns=self._started)
         if self._hook is not None:
             try:
-                self._hook(trace)
+                done = self._hook(trace)
             except Exception:
                 logger.warning("the on_round hook failed for round %d", index, exc_info=True)
+            else:
+                if inspect.iscoroutine(done):  # never awaited here: say so, leak no warning
+                    done.close()
+                    logger.warning(ASYNC_HOOK)
         return trace
 
 

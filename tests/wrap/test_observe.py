@@ -138,3 +138,21 @@ async def test_each_round_is_a_structured_log_record(
     assert "round 1 (hidden)" in records[0].getMessage()
     assert all("sk-secret-key" not in repr(r.__dict__) for r in records)
     await client.close()
+
+
+async def test_an_async_hook_is_refused_with_a_warning(
+    server: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.script(text("Hi."))
+    ran: list[RoundTrace] = []
+
+    async def hook(round_: RoundTrace) -> None:
+        ran.append(round_)
+
+    inner = openai.AsyncOpenAI(base_url=server.base_url, api_key="t", max_retries=0)
+    client = wrap_openai(inner, on_round=hook)
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        await client.chat.completions.create(model="m", messages=[USER], tools=chat_tools())
+    assert ran == []
+    assert any("got a coroutine" in r.getMessage() for r in caplog.records)
+    await client.close()
