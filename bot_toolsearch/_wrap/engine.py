@@ -19,7 +19,7 @@ from .caller_tools import ToolsCache
 from .chat import ChatPlan
 from .observe import RoundHook
 from .plan import Pending, Setup, setup
-from .responses import ResponsesPlan
+from .responses import ResponseAliases, ResponsesPlan
 
 __all__ = ["Engine"]
 
@@ -48,6 +48,8 @@ class Engine:
         self._reloader: ConfigReloader | None = None
         self._fixed: BotSettings | None = settings
         self.cache = ToolsCache()
+        self.aliases = ResponseAliases()
+        """Stream ids standing for a later response (`ResponseAliases`), across calls."""
         if config is not None:
             self._reloader = ConfigReloader(config)
             # A reload that changes the namespace descriptions (or turns tool search on)
@@ -96,7 +98,9 @@ class Engine:
             api="responses",
             build=build,
         )
-        return ResponsesPlan(found, kwargs, self.on_round) if isinstance(found, Setup) else found
+        if not isinstance(found, Setup):
+            return found
+        return ResponsesPlan(found, kwargs, self.aliases, on_round=self.on_round)
 
     def close(self) -> None:
         """Stop watching ``config.toml``; the last settings stay in force."""
