@@ -156,3 +156,17 @@ async def test_an_async_hook_is_refused_with_a_warning(
     assert ran == []
     assert any("got a coroutine" in r.getMessage() for r in caplog.records)
     await client.close()
+
+
+async def test_the_sdk_stream_helper_reports_its_rounds_too(server: ScriptedOpenAIServer) -> None:
+    _script_search_then_call(server)
+    rounds: list[RoundTrace] = []
+    inner = openai.AsyncOpenAI(base_url=server.base_url, api_key="t", max_retries=0)
+    client = wrap_openai(inner, on_round=rounds.append)
+    async with client.responses.stream(
+        model="m", input="Weather in Oslo?", tools=responses_tools()
+    ) as stream:
+        async for _ in stream:
+            pass
+    _check_search_then_call(rounds)
+    await client.close()
