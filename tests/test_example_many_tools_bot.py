@@ -175,7 +175,8 @@ def test_hot_editing_skills_while_chat_runs(tmp_path: Path) -> None:
     assert status == 0
     assert "Traceback" not in output
     assert chat.notices[0] == (
-        f"chat: {config}; 201 tools; tool search on; model: the EMBEDDED OFFLINE MODEL "
+        f"chat: {config}; 201 tools; tool search on ([skills] tool_search_enabled = true in the "
+        "config); model: the EMBEDDED OFFLINE MODEL "
         "(a deterministic planner, not an LLM). Ctrl-D quits, Ctrl-C stops an answer."
     )
     reloaded = f"config: {config} reloaded; the next message uses it"

@@ -1,8 +1,10 @@
 """``bot-toolsearch chat`` and ``ask``: talk to the configured bot, interactively or once.
 
 With ``--offline``, or when neither ``[model] base_url`` nor ``OPENAI_API_KEY``/``OPENAI_BASE_URL``
-is set, the bot talks to the embedded offline model (the demo's deterministic planner behind a
-``ScriptedOpenAIServer`` on 127.0.0.1), so a newcomer can try it without a key.
+is set (the same thing), the bot talks to the embedded offline model (the demo's deterministic
+planner behind a ``ScriptedOpenAIServer`` on 127.0.0.1), with the demo's tools when no others
+are given, so a newcomer can try it without a key. Without a config file tool search is on, as
+in every door; each run says once at start-up whether tool search is on and why.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from bot_toolsearch._runtime.bot import Bot
 from bot_toolsearch._runtime.conversations import open_store
 from bot_toolsearch._runtime.endpoint_errors import describe_endpoint_error
 from bot_toolsearch._runtime.toolset import END, SEND_MESSAGE, not_a_tool
+from bot_toolsearch._services.mode import SearchMode, search_mode
 from bot_toolsearch._tools.tool import Agent, Tool
 
 from .options import (
@@ -217,16 +220,20 @@ def _run(args: argparse.Namespace, body: Callable[[_Session], int]) -> int:
     if args.trace:  # once per ask: how many tools the permissions hid (never their names)
         logging.getLogger("bot_toolsearch.permissions").setLevel(logging.INFO)
     settings = config.loaded.settings
-    demo = (
-        args.offline and not args.tools and not (settings.tools.dirs or settings.tools.mcp_servers)
-    )
+    # No endpoint and no key is --offline: the offline model with the demo's tools.
+    offline = args.offline or not _configured(settings)
+    demo = offline and not args.tools and not (settings.tools.dirs or settings.tools.mcp_servers)
     if demo:
         from bot_toolsearch._demo.catalog import demo_tools
 
         tools = tuple(demo_tools())  # --offline alone: the demo's model and its tools
-    with asyncio.Runner() as runner, _model(args, settings) as client:
+    with (
+        _own_mode_line(),
+        asyncio.Runner() as runner,
+        _model(settings, offline=offline) as client,
+    ):
         try:
-            bot = _build_bot(config, tools, agents, client, tool_search=demo)
+            bot = _build_bot(config, tools, agents, client)
         except ToolSearchError as exc:  # CatalogError (a duplicate name), ConfigError
             raise CliError(str(exc)) from None
         except ValueError as exc:  # [conversations] store from the environment, unusable
@@ -247,13 +254,30 @@ def _run(args: argparse.Namespace, body: Callable[[_Session], int]) -> int:
         return status
 
 
+@contextlib.contextmanager
+def _own_mode_line() -> Iterator[None]:
+    """The CLI states the mode itself, once (`_mode_line`): the Bot's own start-up line
+    (logger ``bot_toolsearch.mode``) would repeat it, so it is held back meanwhile."""
+    mode_log = logging.getLogger("bot_toolsearch.mode")
+    hush = _DropAll()
+    mode_log.addFilter(hush)
+    try:
+        yield
+    finally:
+        mode_log.removeFilter(hush)
+
+
+class _DropAll(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        del record  # every record of the logger it filters is dropped
+        return False
+
+
 def _build_bot(
     config: CliConfig,
     tools: Sequence[Tool],
     agents: Sequence[Agent],
     client: openai.AsyncOpenAI | None,
-    *,
-    tool_search: bool = False,
 ) -> Bot:
     if config.path is not None:
         return Bot.from_config(config.path, tools, agents, client=client, instructions=INSTRUCTIONS)
@@ -261,7 +285,7 @@ def _build_bot(
     # them ([conversations] store, SQLite ./bot.db by default), so --conversation ID
     # continues in a later process too.
     settings = config.loaded.settings
-    if tool_search:  # --offline with the demo's tools and no file: tool search on, as the demo
+    if _search_by_default(config):  # no file: tool search on, as in every door (mode.py)
         skills = settings.skills.model_copy(update={"tool_search_enabled": True})
         settings = settings.model_copy(update={"skills": skills})
     store = open_store(settings.conversations.store)
@@ -295,12 +319,39 @@ def _exit_now(status: int) -> NoReturn:
     os._exit(status)
 
 
-@contextlib.contextmanager
-def _model(args: argparse.Namespace, settings: BotSettings) -> Iterator[openai.AsyncOpenAI | None]:
-    """The embedded offline model's client, or ``None`` for the client `Bot` builds itself."""
+def _configured(settings: BotSettings) -> bool:
+    """Whether a model endpoint or key is set (else the CLI runs as ``--offline``)."""
     env = os.environ
-    configured = settings.model.base_url or env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_KEY")
-    if configured and not args.offline:
+    return bool(settings.model.base_url or env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_KEY"))
+
+
+def _search_by_default(config: CliConfig) -> bool:
+    """No config file, and the environment does not set ``tool_search_enabled``: on."""
+    return config.path is None and config.loaded.sources.get(_ENABLED) == "default"
+
+
+_ENABLED = "skills.tool_search_enabled"
+
+
+def _mode_line(session: _Session, *, name_file: bool = True) -> str:
+    """Which tool-search mode the bot runs in, and why (said once at start-up); the config
+    file is named unless the line names it already (``name_file=False``)."""
+    if _search_by_default(session.config):
+        mode = SearchMode(session.bot.settings.skills.tool_search_enabled, _NO_FILE)
+    else:
+        path = session.config.path
+        source = "environment" if path is None else f"config {path}" if name_file else "config"
+        mode = search_mode(session.bot.settings, source=source, plugins=True)
+    return str(mode)
+
+
+_NO_FILE = "no config file: the defaults, with tool search on"
+
+
+@contextlib.contextmanager
+def _model(settings: BotSettings, *, offline: bool) -> Iterator[openai.AsyncOpenAI | None]:
+    """The embedded offline model's client, or ``None`` for the client `Bot` builds itself."""
+    if not offline:
         yield None
         return
     from bot_toolsearch._demo.planner import OFFLINE_MODEL_NAME, OfflinePlanner
@@ -321,8 +372,8 @@ def _model_label(session: _Session) -> str:
 
 
 def _one_shot(session: _Session) -> int:
-    if session.offline:  # said once, on stderr, so stdout holds only the answer
-        print(f"model: {_model_label(session)}", file=sys.stderr)
+    # Said once, on stderr, so stdout holds only the answer.
+    print(f"model: {_model_label(session)}; {_mode_line(session)}", file=sys.stderr)
     session.conversation = session.args.conversation
     try:
         result = session.ask(session.args.text, fatal=True)
@@ -348,11 +399,9 @@ def _interactive(session: _Session) -> int:
     _enable_line_editing()
     bot, runner = session.bot, session.runner
     runner.run(bot.start())  # MCP servers connect now, so the tool count is right
-    settings = session.config.loaded.settings
-    search = settings.skills.tool_search_enabled and "tool_search" in settings.plugins.enabled
     print(
         f"chat: {session.config.describe()}; {plural(len(bot.toolset.catalog), 'tool')}; "
-        f"tool search {'on' if search else 'off'}; model: {_model_label(session)}. "
+        f"{_mode_line(session, name_file=False)}; model: {_model_label(session)}. "
         "Ctrl-D quits, Ctrl-C stops an answer.",
         file=sys.stderr,
         flush=True,

@@ -1,7 +1,9 @@
 """``bot-toolsearch config init|show|get|set|validate``: write, read and edit ``config.toml``.
 
 ``init`` writes the documented example (shipped in the package); ``show`` and ``get`` work
-without a file (the defaults and the environment); ``set`` creates the file when it is missing.
+without a file (the defaults and the environment); ``set`` creates the file when it is
+missing, with ``[skills] tool_search_enabled = true`` (tool search stays on, as it is without
+a file).
 """
 
 from __future__ import annotations
@@ -197,6 +199,10 @@ def _set(args: argparse.Namespace) -> int:
     try:
         table, name = split_key(args.key)
         with _created_if_missing(path) as created:
+            # A new file keeps tool search on, as it was without one (one rule, mode.py).
+            keep_on = created and f"{table}.{name}" != _ENABLED
+            if keep_on:
+                set_value(path, _ENABLED, True)
             set_value(path, args.key, parse_cli_value(args.value))
         value = getattr(getattr(load_cli_config(args).loaded.settings, table), name)
     except ConfigError as err:
@@ -204,8 +210,12 @@ def _set(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"{path}: cannot write: {exc.strerror}")
     shown = render_value(value, mask=name in _SECRET_KEYS)
-    _out(f"{path}: {'created with' if created else 'set'} {table}.{name} = {shown}")
+    also = f"{_ENABLED} = true (tool search on, as without a file) and " if keep_on else ""
+    _out(f"{path}: {'created with ' + also if created else 'set '}{table}.{name} = {shown}")
     return 0
+
+
+_ENABLED = "skills.tool_search_enabled"
 
 
 @contextlib.contextmanager

@@ -123,6 +123,20 @@ def add_serve_subparser(subparsers: argparse._SubParsersAction[argparse.Argument
         "config): requests must carry one, and the upstream key is then [model] api_key or "
         "OPENAI_API_KEY, never the client's",
     )
+    serve.add_argument(
+        "--log-level",
+        choices=("critical", "error", "warning", "info", "debug"),
+        default="info",
+        help="log level of the server and of bot_toolsearch (info: one line per tool-search "
+        "round, logger bot_toolsearch.rounds)",
+    )
+    serve.add_argument(
+        "--access-log",
+        choices=("text", "json", "off"),
+        default="text",
+        help="one line per request on stderr: uvicorn's text line, a JSON object with what "
+        "tool search did (rounds, searches, loaded, refusals, tokens; never a key), or none",
+    )
     serve.set_defaults(func=_serve)
 
 
@@ -132,15 +146,18 @@ def _serve(args: argparse.Namespace) -> int:
     from bot_toolsearch._config.file import load_settings
     from bot_toolsearch._errors import ConfigError
     from bot_toolsearch._proxy.app import (
+        ENV_ACCESS_LOG,
         ENV_API_KEYS,
         ENV_CONFIG,
         ENV_INDEX_BUILDS,
+        ENV_LOG_LEVEL,
         ENV_MAX_BODY,
         ENV_MAX_IN_FLIGHT,
         ENV_MAX_TOOLS,
         ENV_TIMEOUT,
         ENV_UPSTREAM,
     )
+    from bot_toolsearch._services.mode import search_mode
 
     offline = args.upstream == OFFLINE_UPSTREAM
     parts = urlsplit(args.upstream)
@@ -154,9 +171,11 @@ def _serve(args: argparse.Namespace) -> int:
         if any(not key.strip() or any(c.isspace() for c in key) for key in args.api_key):
             fail("--api-key: a key must be non-empty, without spaces", USAGE)
         os.environ[ENV_API_KEYS] = "\n".join(args.api_key)
+    os.environ[ENV_LOG_LEVEL] = args.log_level
+    os.environ[ENV_ACCESS_LOG] = args.access_log
     if args.timeout is not None:
         os.environ[ENV_TIMEOUT] = repr(args.timeout)
-    search = "on (the [skills] defaults)"
+    mode = search_mode(None)
     config = "no config file"
     dot_delimiter: str | None = None
     if args.config:
@@ -167,7 +186,7 @@ def _serve(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
         os.environ[ENV_CONFIG] = str(path)
         config = args.config
-        search = "on" if settings.skills.tool_search_enabled else "off ([skills] in the config)"
+        mode = search_mode(settings, source=f"config {args.config}")
         dot_delimiter = settings.tools.dot_delimiter
     _check_port(args.host, args.port)
     with _upstream(args.upstream, dot_delimiter) as upstream:
@@ -175,7 +194,7 @@ def _serve(args: argparse.Namespace) -> int:
         shown = f"{upstream} (the EMBEDDED OFFLINE MODEL, not an LLM)" if offline else upstream
         sys.stderr.write(
             f"serve: http://{_url_host(args.host)}:{args.port}/v1 -> upstream {shown}; "
-            f"config: {config}; tool search {search}; "
+            f"config: {config}; {mode}; "
             f"{args.workers} worker{'s' * (args.workers > 1)}. Ctrl-C stops.\n"
         )
         sys.stderr.flush()
@@ -185,7 +204,8 @@ def _serve(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             workers=max(1, args.workers),
-            log_level="info",
+            log_level=args.log_level,
+            access_log=args.access_log == "text",
             timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN,
         )
     return 0

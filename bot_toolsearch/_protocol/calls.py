@@ -40,10 +40,10 @@ __all__ = [
 
 logger = logging.getLogger("bot_toolsearch")
 
-CallOutcome = Literal["ran", "answered", "refused", "invalid", "failed"]
+CallOutcome = Literal["ran", "answered", "refused", "invalid", "failed", "returned"]
 """``ran``: the tool was executed; ``answered``: a middleware answered it (``tool_search``);
 ``refused``: not executed, the result says why; ``invalid``: unusable name or arguments;
-``failed``: the handler raised."""
+``failed``: the handler raised; ``returned``: the wrapper handed it to its caller to run."""
 
 RefusalReason = Literal[
     "not_loaded", "loaded_this_round", "blind_call_loaded", "unknown", "end_with_other_calls"

@@ -2,7 +2,9 @@
 
 ``POST /v1/chat/completions`` and ``POST /v1/responses`` go through `wrap_openai` (tool
 search, hidden rounds, SSE streaming for both); ``GET /healthz`` answers ``ok``, or 503 naming
-the pools that are stuck (`bot_toolsearch._services.threads`); every other path
+the pools that are stuck (`bot_toolsearch._services.threads`); ``GET /metrics`` the
+Prometheus metrics (`bot_toolsearch._proxy.metrics`); tool-searched replies carry
+``x-toolsearch-*`` headers (`bot_toolsearch._proxy.exchange`); every other path
 (``GET /v1/models`` ...) is forwarded to the upstream as is. The API key the client sends
 (``Authorization: Bearer``) is the one used upstream, per request, unless the proxy has client
 keys of its own (`keys`); no key is ever logged. A new tool list gets its catalog (what the
@@ -31,6 +33,7 @@ import inspect
 import json
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any, TypeAlias, TypeVar
 from urllib.parse import quote, unquote, urlsplit
@@ -45,16 +48,22 @@ from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 from bot_toolsearch._wrap.native import speaks_native
 
+from .access_log import configure_logging
+from .exchange import Observer, note_body, note_route
 from .keys import ClientKeys, KnownKeys, read_keys
 from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, InFlight
+from .metrics import CONTENT_TYPE, ProxyMetrics
 from .raw_tools import tools_span
+from .upstream_timing import time_upstream
 
 __all__ = [
     "DEFAULT_MAX_BODY",
     "DEFAULT_MAX_TOOLS",
+    "ENV_ACCESS_LOG",
     "ENV_API_KEYS",
     "ENV_CONFIG",
     "ENV_INDEX_BUILDS",
+    "ENV_LOG_LEVEL",
     "ENV_MAX_BODY",
     "ENV_MAX_IN_FLIGHT",
     "ENV_MAX_TOOLS",
@@ -83,6 +92,10 @@ ENV_INDEX_BUILDS = "BOT_TOOLSEARCH_INDEX_BUILDS"
 """Most concurrent index builds per worker for `app_from_env` (``serve --index-builds``)."""
 ENV_API_KEYS = "BOT_TOOLSEARCH_API_KEYS"
 """Client keys of the proxy for `app_from_env`, one a line (``serve --api-key``)."""
+ENV_LOG_LEVEL = "BOT_TOOLSEARCH_LOG_LEVEL"
+"""``serve --log-level`` for the package's loggers in each worker."""
+ENV_ACCESS_LOG = "BOT_TOOLSEARCH_ACCESS_LOG"
+"""``serve --access-log`` (``json``: the JSON access log of `bot_toolsearch._proxy.access_log`)."""
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
 """Largest request body accepted (bytes); a larger one is refused with 413, never cut."""
@@ -282,12 +295,20 @@ class ProxyApp:
         self._http = openai.DefaultAsyncHttpxClient(
             event_hooks={"request": [_count_request], "response": [_accepted]}
         )
+        self.metrics = ProxyMetrics(lambda: len(self._cache), lambda: self._cache.cached_bytes)
+        """The counters ``GET /metrics`` exposes."""
+        self._observer = Observer(self.metrics)
+        time_upstream(
+            self._http, lambda api, seconds: self.metrics.upstream.observe(seconds, api=api)
+        )
         # One retry: a pooled keep-alive connection the upstream closed meanwhile fails once.
         # The whole call stays within ``timeout`` (see `_create`).
         inner = openai.AsyncOpenAI(
             base_url=self.upstream, api_key="unset", max_retries=1, http_client=self._http
         )
-        self._client = wrap_openai(inner, config=config, settings=settings)
+        self._client = wrap_openai(
+            inner, config=config, settings=settings, on_round=self._observer.on_round
+        )
         engine = engine_of(self._client)
         assert engine is not None
         self._engine = engine
@@ -317,11 +338,13 @@ class ProxyApp:
         if scope["type"] != "http":
             return
         started = False
+        exchange = self._observer.begin(scope["method"], redact_query(_target(scope)))
+        observed = self._observer.sender(exchange, send)
 
         async def tracked(message: MutableMapping[str, Any]) -> None:
             nonlocal started
             started = started or message["type"] == "http.response.start"
-            await send(message)
+            await observed(message)
 
         try:
             await self._http_request(scope, receive, tracked)
@@ -344,16 +367,23 @@ class ProxyApp:
                 await _error(send, 500, "internal error in the proxy", "server_error")
             else:
                 await send({"type": "http.response.body", "body": b""})
+        finally:
+            self._observer.finish(exchange)
 
     async def _http_request(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         path = _normalised_path(scope)
         if path == "/healthz":
+            note_route("healthz")
             stuck = POOLS.stuck()
             if stuck:
                 pools = {status.name: status.as_json() for status in stuck}
                 await _json(send, 503, {"status": "stuck", "pools": pools})
             else:
                 await _json(send, 200, {"status": "ok"})
+            return
+        if path == "/metrics" and scope["method"] == "GET":
+            note_route("metrics")
+            await _raw(send, 200, self.metrics.render(), CONTENT_TYPE)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if self._keys is not None and not self._keys.allows(_bearer(headers)):
@@ -370,6 +400,7 @@ class ProxyApp:
         try:
             rest = path[3:] or "/" if path == "/v1" or path.startswith("/v1/") else path
             if rest in _TOOL_SEARCH_PATHS and scope["method"] == "POST":
+                note_route("chat_completions" if rest == "/chat/completions" else "responses")
                 await self._create(receive, send, rest == "/chat/completions", headers)
             else:
                 await self._forward(receive, send, scope, rest)
@@ -401,6 +432,7 @@ class ProxyApp:
             return
         body, known = self._parse_known(raw)
         tools = self._check(body, chat)
+        note_body(body)
         client = self._client.with_options(api_key=key or "unset", default_headers=extra)
         kwargs = _sdk_kwargs(body, _CHAT_PARAMS if chat else _RESPONSES_PARAMS)
         builds = self._cache.builds
@@ -560,7 +592,17 @@ class ProxyApp:
             return
         found = await _until_disconnect(receive, self._index(tools, api, raw))
         if found is not None:
-            _ACCEPT.set(functools.partial(found.accept, self._engine.snapshot()))
+            _ACCEPT.set(functools.partial(self._accept, found, self._engine.snapshot()))
+
+    def _accept(self, found: CallerTools, settings: BotSettings) -> None:
+        """The upstream took a request carrying ``found``: its index build starts (`accept`),
+        and its time, from acceptance to built, goes to ``GET /metrics``."""
+        started = time.perf_counter()
+        future = found.accept(settings)
+        if future is not None:
+            future.add_done_callback(
+                lambda _: self.metrics.index_builds.observe(time.perf_counter() - started)
+            )
 
     async def _index(self, tools: list[Any], api: Api, raw: bytes | None) -> CallerTools | None:
         """The catalog of ``tools`` (built in the ``index`` pool unless cached: what the first
@@ -767,9 +809,24 @@ def _is_json(data: bytes) -> bool:
 
 async def _json_bytes(send: _Send, status: int, raw: bytes) -> None:
     """An upstream's own JSON answer, passed on as it is."""
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    await _raw(send, status, raw, "application/json")
+
+
+async def _raw(send: _Send, status: int, raw: bytes, content_type: str) -> None:
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(raw)).encode()),
+    ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": raw})
+
+
+def _target(scope: _Scope) -> str:
+    """The request target as sent (path and query), for the access log."""
+    raw: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
+    query: bytes = scope.get("query_string") or b""
+    target = raw.decode("latin-1")
+    return f"{target}?{query.decode('latin-1')}" if query else target
 
 
 async def _json(
@@ -926,6 +983,9 @@ def app_from_env() -> ProxyApp:
     in_flight = _env_number(ENV_MAX_IN_FLIGHT, int)
     builds = _env_number(ENV_INDEX_BUILDS, int)
     keys = os.environ.get(ENV_API_KEYS)
+    configure_logging(os.environ.get(ENV_LOG_LEVEL) or None, os.environ.get(ENV_ACCESS_LOG))
+    # ``serve`` states the tool-search mode in its banner, once, not once per worker.
+    logging.getLogger("bot_toolsearch.mode").setLevel(logging.ERROR)
     return ProxyApp(
         upstream,
         config=os.environ.get(ENV_CONFIG) or None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -18,6 +19,7 @@ from bot_toolsearch._protocol.calls import (
 )
 from bot_toolsearch._protocol.loading import BridgedCalls, schema_note
 from bot_toolsearch._protocol.messages import CORRECTION_HINT, INVALID_CALL, end_with_other_calls
+from bot_toolsearch._services.telemetry import round_spans
 from bot_toolsearch._transports.base import TransportState
 from bot_toolsearch._transports.text_calls import recover_text_calls
 from bot_toolsearch._transports.transport import Transport
@@ -65,6 +67,7 @@ async def run_rounds(
         request = RoundRequest(tuple(history), base_tools, ctx.permitted)
         request = await pipeline.prepare_request(ctx, request)
         ctx.exposed = request.exposed
+        started = time.time_ns()
         reply = await transport.complete(
             request.messages,
             request.tools,
@@ -89,6 +92,7 @@ async def run_rounds(
         if not calls:
             history.append({"role": "assistant", "content": reply.text or ""})
             out.trace.append(RoundTrace(index, sent, (), reply.text, *usage))
+            _span(ctx, out.trace[-1], started)
             await report_round(ctx, out.trace[-1])
             if reply.text and reply.text.strip():
                 out.final_text, out.finish = reply.text, "reply"
@@ -97,14 +101,25 @@ async def run_rounds(
             history.append({"role": "user", "content": CORRECTION_HINT})
             continue
         bridged = ctx.unwrap(calls) if ctx.unwrap is not None else None
+        before = len(ctx.stats.loaded)
         results = await run_batch(ctx, pipeline, calls, history, bridged=bridged)
         traced = bridged.calls if bridged is not None else calls
-        out.trace.append(RoundTrace(index, sent, trace_calls(traced, results), None, *usage))
+        loaded = tuple(dict.fromkeys(ctx.stats.loaded[before:]))
+        out.trace.append(
+            RoundTrace(index, sent, trace_calls(traced, results), None, *usage, loaded=loaded)
+        )
+        _span(ctx, out.trace[-1], started)
         await report_round(ctx, out.trace[-1])
         if ctx.ended:
             out.finish = "end"
             return out
     return out
+
+
+def _span(ctx: AskContext, round_: RoundTrace, started: int) -> None:
+    """The round as OpenTelemetry spans, when the ``otel`` extra is installed."""
+    model = ctx.settings.model
+    round_spans(round_, api=model.api, model=model.name, start_ns=started)
 
 
 async def report_round(ctx: AskContext, round_: RoundTrace) -> None:

@@ -6,51 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bot_toolsearch._protocol.calls import CallOutcome, RefusalReason
+from bot_toolsearch._protocol.calls import RefusalReason
+from bot_toolsearch._protocol.trace import CallTrace, RoundTrace
 
 __all__ = ["AskResult", "AskStats", "CallTrace", "FinishReason", "OutboundMessage", "RoundTrace"]
 
 FinishReason = Literal["end", "reply", "max_rounds"]
 """``end``: the model called ``end``; ``reply``: it answered with text and no tool calls;
 ``max_rounds``: the ``[model] max_rounds`` bound stopped the ask."""
-
-
-@dataclass(frozen=True, slots=True)
-class CallTrace:
-    """One tool call of one round and what became of it."""
-
-    id: str
-    """The call id."""
-    name: str
-    """Canonical name (or the raw name when it decodes to none)."""
-    arguments: str
-    """The arguments exactly as the model sent them."""
-    outcome: CallOutcome
-    """What happened to the call."""
-    reason: RefusalReason | None
-    """Why it was refused, if it was."""
-    result: str
-    """The tool result the model read."""
-    source: Literal["native", "text"] = "native"
-    """``text`` when recovered from a plain-text envelope."""
-
-
-@dataclass(frozen=True, slots=True)
-class RoundTrace:
-    """One model round."""
-
-    index: int
-    """1-based round number."""
-    tool_names: tuple[str, ...]
-    """Canonical names of the tools sent, in order."""
-    calls: tuple[CallTrace, ...]
-    """The calls the model made, in response order."""
-    text: str | None
-    """The model's text, when it answered without tool calls."""
-    prompt_tokens: int = 0
-    """Prompt (input) tokens the API reported for this round."""
-    cached_tokens: int = 0
-    """Of those, the tokens served from the provider's prompt cache."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -13,6 +14,7 @@ import openai
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._errors import CatalogError, ConversationStoreError
+from bot_toolsearch._services.mode import announce, search_mode
 from bot_toolsearch._services.registry_follower import RegistryFollower, registry_for
 from bot_toolsearch._tools.registry import ToolRegistry
 from bot_toolsearch._tools.source import ToolSource
@@ -38,6 +40,10 @@ if TYPE_CHECKING:
 __all__ = ["Bot", "SettingsSource"]
 
 logger = logging.getLogger("bot_toolsearch")
+_FROM_CONFIG: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
+    "bot_toolsearch_from_config", default=None
+)
+"""The file `Bot.from_config` is building a bot from (named in the start-up mode line)."""
 permissions_logger = logging.getLogger("bot_toolsearch.permissions")
 """INFO once per ask: how many tools the permissions hid (``--trace`` shows it)."""
 
@@ -118,6 +124,12 @@ class Bot:
         self._owns_store = conversations is None
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._pipeline_for(self._snapshot())  # fail fast on an unknown plugin
+        path = getattr(settings, "path", None) or _FROM_CONFIG.get()  # the config file
+        self._mode_source = f"config {path}" if path is not None else "settings"
+        self._mode = search_mode(
+            self._snapshot(), source=self._mode_source, plugins=self._explicit is None
+        )
+        announce("Bot", self._mode)
         subscribe = getattr(settings, "subscribe", None)  # a ConfigReloader
         self._unsubscribe: Callable[[], None] | None = (
             subscribe(self._on_reload) if callable(subscribe) else None
@@ -171,7 +183,11 @@ class Bot:
             registry = registry_for(
                 settings.tools, tools, watch=settings.bot.hot_reload, base_dir=base_dir
             )
-        bot = cls(source, registry if registry is not None else tools, agents, **kwargs)
+        token = _FROM_CONFIG.set(Path(path))
+        try:
+            bot = cls(source, registry if registry is not None else tools, agents, **kwargs)
+        finally:
+            _FROM_CONFIG.reset(token)
         bot._owns_store = owns_store
         if registry is not None or not isinstance(source, BotSettings):
             bot._follower = RegistryFollower(source, registry, tools, bot._adopt, base_dir=base_dir)
@@ -265,6 +281,10 @@ class Bot:
         # The reloader's watcher thread: an edit of [tools.namespaces] or one that turns tool
         # search on needs another index; asks already running keep their snapshot.
         self._prepare(self._tools.current(), settings)
+        mode = search_mode(settings, source=self._mode_source, plugins=self._explicit is None)
+        if mode.on != self._mode.on:  # said again only when the edit switches it
+            self._mode = mode
+            announce("Bot", mode)
 
     async def ask(
         self,

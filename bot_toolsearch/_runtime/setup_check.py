@@ -1,11 +1,12 @@
 """Setup problems of a valid config: settings that validate one by one but do not fit together.
 
-``config validate`` reports these as warnings, because the bot still runs: tool search switched
-on while its plugin is not enabled, an always-loaded or prefetch name that matches no tool, a
-``[tools] dirs`` folder that does not exist. Only what the config itself names can be checked:
-the built-ins, the tools in its folders (``config.json`` only, no handler is imported) and the
-names you pass (your code's tools). Tools of MCP servers are known only once a server answers,
-so names under a configured server's prefix (``time.``) are not reported.
+``config validate`` reports these as warnings, because the bot still runs: tool search left off
+by an unset ``[skills] tool_search_enabled``, switched on while its plugin is not enabled, an
+always-loaded or prefetch name that matches no tool, a ``[tools] dirs`` folder that does not
+exist. Only what the config itself names can be checked: the built-ins, the tools in its folders
+(``config.json`` only, no handler is imported) and the names you pass (your code's tools). Tools
+of MCP servers are known only once a server answers, so names under a configured server's prefix
+(``time.``) are not reported.
 """
 
 from __future__ import annotations
@@ -52,6 +53,15 @@ def check_setup(settings: BotSettings, *, tool_names: Iterable[str] = ()) -> lis
     """
     warnings: list[SetupWarning] = []
     skills = settings.skills
+    if "tool_search_enabled" not in skills.model_fields_set:
+        warnings.append(
+            SetupWarning(
+                "skills.tool_search_enabled",
+                "not set, so tool search is off (the default is false) and every tool is "
+                "sent on every request; set it to true to turn tool search on, or to false "
+                "to say so",
+            )
+        )
     if skills.tool_search_enabled and "tool_search" not in settings.plugins.enabled:
         warnings.append(
             SetupWarning(

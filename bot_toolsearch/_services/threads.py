@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import itertools
 import threading
 import time
@@ -127,15 +128,18 @@ class Pool:
     async def run(
         self, function: Callable[..., _T], *args: Any, deadline: float | None = None
     ) -> _T:
-        """``function(*args)`` in a worker, awaited for at most ``deadline`` seconds (the
-        pool's own when ``None``; ``0`` waits without end).
+        """``function(*args)`` in a worker, in a copy of the caller's context, awaited for at
+        most ``deadline`` seconds (the pool's own when ``None``; ``0`` waits without end).
 
         Raises:
             PoolBusy: the queue is full.
             TimeoutError: no result within the deadline (the work is cancelled when it has
                 not started; a started one finishes in its thread).
         """
-        future = self.submit(function, *args)
+        # The caller's context variables go along, as with `asyncio.to_thread` (a proxy
+        # request's bookkeeping, a span's parent).
+        context = contextvars.copy_context()
+        future = self.submit(context.run, function, *args)
         wait = self.deadline if deadline is None else deadline
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), wait or None)

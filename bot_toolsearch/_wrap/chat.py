@@ -25,6 +25,7 @@ from bot_toolsearch._protocol.calls import CallRequest, CallResult, history_call
 from bot_toolsearch._protocol.loading import search_messages
 from bot_toolsearch._transports.wire import wire_message, wire_own_message
 
+from .observe import RoundHook, Rounds
 from .plan import Setup, UsageSum, ask_start, given, read_calls
 
 __all__ = ["ChatPlan", "insert_directory"]
@@ -86,14 +87,18 @@ class ChatPlan:
     Args:
         setup: the call's settings, tools and projection.
         kwargs: the caller's keyword arguments to ``create``.
+        on_round: the client's ``on_round`` hook, if any (`bot_toolsearch._wrap.observe`).
     """
 
-    def __init__(self, setup: Setup, kwargs: Mapping[str, Any]) -> None:
+    def __init__(
+        self, setup: Setup, kwargs: Mapping[str, Any], on_round: RoundHook | None = None
+    ) -> None:
         self._setup = setup
         self.offload = setup.offload()
         """Searches may take long (`Setup.offload`): an async door feeds off its loop."""
         self.accept = setup.accept
         """Call when the upstream answered 2xx (`Setup.accept`)."""
+        self._report = Rounds(on_round, "chat", kwargs.get("model"))
         self._kwargs = {k: v for k, v in kwargs.items() if k not in ("messages", "tools")}
         projection = setup.projection
         messages = self._replay(list(kwargs.get("messages") or ()))
@@ -148,12 +153,16 @@ class ChatPlan:
         """The keyword arguments of the next upstream ``create``."""
         self.rounds += 1
         tools = self._setup.projection.round_tools()
+        self._report.sending()
         return {**self._kwargs, "messages": self.messages, "tools": tools}
 
     def feed(self, completion: ChatCompletion) -> ChatCompletion | None:
         """Read one upstream completion: the caller's answer, or ``None`` to send `request`."""
-        self.usage.add(completion.usage, "chat")
+        usage = self.usage.add(completion.usage, "chat")
+        projection = self._setup.projection
+        sent = projection.sent
         if not completion.choices:
+            self._report.report(self.rounds, sent, None, usage, hidden=False)
             return self._finish(completion)
         choice = completion.choices[0]
         message = choice.message
@@ -167,16 +176,18 @@ class ChatPlan:
             for c in message.tool_calls or ()
             if not isinstance(c, ChatCompletionMessageFunctionToolCall)
         ]
-        projection = self._setup.projection
         calls, recovered = read_calls(
             native, message.content, projection.view.names, projection.permitted
         )
         if not calls:
+            self._report.report(self.rounds, sent, None, usage, hidden=False, text=message.content)
             return self._finish(completion)
         answer = projection.answer(calls)
         answered = answer.results
         mine = [call for i, call in enumerate(answer.calls) if i not in answered]
-        if mine or others or self.rounds >= self._setup.settings.model.max_rounds:
+        last = mine or others or self.rounds >= self._setup.settings.model.max_rounds
+        self._report.report(self.rounds, sent, answer, usage, hidden=not last)
+        if last:
             if answered:
                 if mine or others:
                     logger.info(

@@ -24,6 +24,8 @@ import openai.resources.chat.completions as chat_resources
 import openai.resources.responses as responses_resources
 
 from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._protocol.trace import RoundTrace
+from bot_toolsearch._services.mode import announce, search_mode
 from bot_toolsearch._services.threads import POOLS, off_loop
 
 from .chat import ChatPlan
@@ -39,13 +41,6 @@ from .surface import PASSED, Resource, create_parameters, is_public, post_kwargs
 __all__ = ["engine_of", "wrap_openai"]
 
 logger = logging.getLogger("bot_toolsearch")
-
-TOOL_SEARCH_NOT_SET = (
-    "wrap_openai: the %s does not set [skills] tool_search_enabled, so tool search is off "
-    "for this client (only [tools] allow/deny apply); wrap_openai with neither config nor "
-    "settings turns it on. Set tool_search_enabled = true (or false) to silence this."
-)
-"""The warning for settings that leave tool search at its default (off)."""
 
 
 class _Delegate:
@@ -434,6 +429,7 @@ def wrap_openai(
     *,
     config: str | os.PathLike[str] | None = None,
     settings: BotSettings | None = None,
+    on_round: Callable[[RoundTrace], object] | None = None,
 ) -> openai.AsyncOpenAI: ...
 
 
@@ -443,6 +439,7 @@ def wrap_openai(
     *,
     config: str | os.PathLike[str] | None = None,
     settings: BotSettings | None = None,
+    on_round: Callable[[RoundTrace], object] | None = None,
 ) -> openai.OpenAI: ...
 
 
@@ -451,6 +448,7 @@ def wrap_openai(
     *,
     config: str | os.PathLike[str] | None = None,
     settings: BotSettings | None = None,
+    on_round: Callable[[RoundTrace], object] | None = None,
 ) -> openai.AsyncOpenAI | openai.OpenAI:
     """Tool search underneath any framework: a client to hand it instead of ``client``.
 
@@ -481,6 +479,13 @@ def wrap_openai(
             with tool search on. Settings (or a file) that do not set ``[skills]
             tool_search_enabled`` leave it off, as for the `Bot`, and log a warning saying so;
             ``[tools] allow``/``deny`` hold either way.
+        on_round: called with a `RoundTrace` for each upstream round of a tool-searched
+            call, as soon as it is read: ``hidden`` for a round the wrapper answered itself,
+            its ``searches`` (queries), ``loaded`` names, ``refusals`` and tokens. Called
+            synchronously (in a worker thread when the semantic stage is on); one that raises
+            is logged, never fatal. The same facts go to the logger ``bot_toolsearch.rounds``
+            at INFO (structured, ``extra`` fields ``toolsearch_*``) and, with the ``otel``
+            extra, to OpenTelemetry spans.
 
     Returns:
         A client of the same kind, sharing the given one's configuration and connections.
@@ -489,10 +494,10 @@ def wrap_openai(
         TypeError: ``client`` is not an openai client, or both ``config`` and ``settings``.
         ConfigError: ``config`` cannot be read or is invalid.
     """
-    engine = Engine(config=config, settings=settings)
+    engine = Engine(config=config, settings=settings, on_round=on_round)
     given = settings if settings is not None else engine.snapshot() if config is not None else None
-    if given is not None and "tool_search_enabled" not in given.skills.model_fields_set:
-        logger.warning(TOOL_SEARCH_NOT_SET, "config" if config is not None else "settings")
+    source = f"config {os.fspath(config)}" if config is not None else "settings"
+    announce("wrap_openai", search_mode(given, source=source))
     if isinstance(client, openai.AsyncOpenAI):
         wrapped: openai.AsyncOpenAI = _adopt(ToolSearchAsyncOpenAI, client, engine, True)
         return wrapped

@@ -18,6 +18,7 @@ from bot_toolsearch._config.settings import BotSettings, SkillsSettings
 from .caller_tools import Api, CallerTools, ToolsCache
 from .chat import ChatPlan
 from .native import NativeRequest, parse_native
+from .observe import RoundHook
 from .plan import Pending, Setup, setup
 from .responses import ResponseAliases, ResponsesPlan
 
@@ -39,9 +40,12 @@ class Engine:
         *,
         config: str | os.PathLike[str] | None = None,
         settings: BotSettings | None = None,
+        on_round: RoundHook | None = None,
     ) -> None:
         if config is not None and settings is not None:
             raise TypeError("pass config (a config.toml path) or settings, not both")
+        self.on_round = on_round
+        """Called with each upstream round's `RoundTrace` (`bot_toolsearch._wrap.observe`)."""
         self._reloader: ConfigReloader | None = None
         self._fixed: BotSettings | None = settings
         self.cache = ToolsCache()
@@ -117,7 +121,7 @@ class Engine:
             dialect=None if native is None else native.dialect,
             known=known,
         )
-        return ChatPlan(found, kwargs) if isinstance(found, Setup) else found
+        return ChatPlan(found, kwargs, self.on_round) if isinstance(found, Setup) else found
 
     def responses_plan(
         self, kwargs: Mapping[str, Any], *, build: bool = True
@@ -142,7 +146,7 @@ class Engine:
         )
         if not isinstance(found, Setup):
             return found
-        return ResponsesPlan(found, kwargs, self.aliases, native=native)
+        return ResponsesPlan(found, kwargs, self.aliases, native=native, on_round=self.on_round)
 
     def through(self, kwargs: dict[str, Any], api: Api) -> dict[str, Any]:
         """A passed-through call's arguments: a request in the dialect (with no function tool

@@ -182,24 +182,29 @@ class UsageSum:
         self.requests = 0
         self.input = self.output = self.total = self.cached = self.reasoning = 0
 
-    def add(self, usage: object, api: Api) -> None:
-        """Add one response's ``usage`` (absent usage counts zero)."""
+    def add(self, usage: object, api: Api) -> tuple[int, int, int]:
+        """Add one response's ``usage`` (absent usage counts zero); that response's input,
+        cached and output tokens."""
         self.requests += 1
         if usage is None:
-            return
+            return 0, 0, 0
         if api == "chat":
-            self.input += int(getattr(usage, "prompt_tokens", 0) or 0)
-            self.output += int(getattr(usage, "completion_tokens", 0) or 0)
+            prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+            output = int(getattr(usage, "completion_tokens", 0) or 0)
             details = getattr(usage, "prompt_tokens_details", None)
             out_details = getattr(usage, "completion_tokens_details", None)
         else:
-            self.input += int(getattr(usage, "input_tokens", 0) or 0)
-            self.output += int(getattr(usage, "output_tokens", 0) or 0)
+            prompt = int(getattr(usage, "input_tokens", 0) or 0)
+            output = int(getattr(usage, "output_tokens", 0) or 0)
             details = getattr(usage, "input_tokens_details", None)
             out_details = getattr(usage, "output_tokens_details", None)
+        cached = int(getattr(details, "cached_tokens", 0) or 0)
+        self.input += prompt
+        self.output += output
         self.total += int(getattr(usage, "total_tokens", 0) or 0)
-        self.cached += int(getattr(details, "cached_tokens", 0) or 0)
+        self.cached += cached
         self.reasoning += int(getattr(out_details, "reasoning_tokens", 0) or 0)
+        return prompt, cached, output
 
     def chat_usage(self) -> openai.types.CompletionUsage:
         """The sum as a Chat Completions ``usage`` object."""

@@ -61,6 +61,7 @@ class Projection:
         "keep_conversation",
         "permitted",
         "protocol",
+        "sent",
         "view",
     )
 
@@ -107,6 +108,8 @@ class Projection:
         """The directory and the rules, or ``None`` when tool search is off for this call
         (off in the settings, or nothing deferred): then the permitted tools are all sent."""
         self.exposed: frozenset[str] = frozenset()
+        self.sent: tuple[str, ...] = ()
+        """Canonical names of the tools the latest `round_tools` sent, in order."""
 
     @property
     def mode(self) -> str:
@@ -184,14 +187,18 @@ class Projection:
             # Tool search off: every permitted tool, in the caller's order (as the `Bot`).
             out.extend(self.view.entries.values())
             self.exposed = self.permitted
+            self.sent = tuple(self.view.entries)
             return out
+        sent: list[str] = []
         for schema in self.protocol.round_tools():
             name = schema["function"]["name"]
+            sent.append(name)
             if name in (TOOL_SEARCH_NAME, CALL_TOOL_NAME):
                 out.append(schema if tools.api == "chat" else flat_tool(schema))
             else:
                 out.append(self.view.entries[name])
         self.exposed = self.protocol.exposed
+        self.sent = tuple(sent)
         return out
 
     def answer(self, calls: Sequence[CallRequest]) -> Answer:

@@ -37,6 +37,7 @@ from bot_toolsearch._transports.chain import (
 from bot_toolsearch._transports.wire import wire_item
 
 from .native import NativeRequest
+from .observe import RoundHook, Rounds
 from .plan import Setup, UsageSum, ask_start, given, mapping_get, read_calls
 from .projection import Answer
 
@@ -123,6 +124,7 @@ class ResponsesPlan:
         native: the request as a client that speaks tool search itself wrote it (its
             ``kwargs`` are the ones given here): the reply then reports each search as that
             client reads it (`NativeRequest.report`).
+        on_round: the client's ``on_round`` hook, if any (`bot_toolsearch._wrap.observe`).
     """
 
     def __init__(
@@ -132,6 +134,7 @@ class ResponsesPlan:
         aliases: ResponseAliases | None = None,
         *,
         native: NativeRequest | None = None,
+        on_round: RoundHook | None = None,
     ) -> None:
         self._setup = setup
         self._aliases = aliases if aliases is not None else ResponseAliases()
@@ -141,6 +144,7 @@ class ResponsesPlan:
         """Searches may take long (`Setup.offload`): an async door feeds off its loop."""
         self.accept = setup.accept
         """Call when the upstream answered 2xx (`Setup.accept`)."""
+        self._report = Rounds(on_round, "responses", kwargs.get("model"))
         skip = ("input", "tools", "instructions", "previous_response_id")
         self._kwargs = {k: v for k, v in kwargs.items() if k not in skip}
         raw = kwargs.get("input")
@@ -265,6 +269,7 @@ class ResponsesPlan:
         if self._native is not None:
             tools.extend(self._native.extra_tools)
         request = {**self._kwargs, "tools": tools}
+        self._report.sending()
         if given(self._instructions):
             request["instructions"] = self._instructions
         if self._previous is not None:
@@ -279,7 +284,7 @@ class ResponsesPlan:
 
     def feed(self, response: Response) -> Response | None:
         """Read one upstream response: the caller's answer, or ``None`` to send the next `flow`."""
-        self.usage.add(response.usage, "responses")
+        usage = self.usage.add(response.usage, "responses")
         output = list(response.output or ())
         if self._native is not None and self._native.search_tool is not None:
             output = response.output = self._native.client_calls(output)
@@ -297,13 +302,17 @@ class ResponsesPlan:
         )
         projection = self._setup.projection
         calls, recovered = read_calls(native, text, projection.view.names, projection.permitted)
+        sent = projection.sent
         if not calls:
+            self._report.report(self.rounds, sent, None, usage, hidden=False, text=text or None)
             return self._finish(response)
         answer = projection.answer(calls)
         self._searches.extend((answer.calls[i], loaded) for i, loaded in answer.searched.items())
         answered = answer.results
         mine = [call for i, call in enumerate(answer.calls) if i not in answered]
-        if mine or others or self.rounds >= self._setup.settings.model.max_rounds:
+        last = mine or others or self.rounds >= self._setup.settings.model.max_rounds
+        self._report.report(self.rounds, sent, answer, usage, hidden=not last)
+        if last:
             if not (mine or others):
                 logger.warning(
                     "[model] max_rounds (%d) reached with only tool_search calls; "

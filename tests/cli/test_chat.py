@@ -86,7 +86,7 @@ def test_config_may_follow_the_text_and_defaults_to_cwd(folder: Path, tmp_path: 
     on_defaults = run("ask", "Convert 10 km to miles", "--tools", DEMO_TOOLS, cwd=elsewhere)
     assert on_defaults.returncode == 0, on_defaults.stderr
     assert "6.21371" in on_defaults.stdout
-    notes = [line for line in on_defaults.stderr.splitlines() if "config" in line]
+    notes = [line for line in on_defaults.stderr.splitlines() if line.startswith("note:")]
     assert notes == [
         "note: no ./config.toml here: running on the defaults and the environment "
         "(`bot-toolsearch config init` writes one)"
@@ -112,12 +112,32 @@ def test_trace_shows_the_tool_search_round_and_the_loaded_tools_round(folder: Pa
     assert done.stdout.count("\n") == 1
 
 
-def test_without_tools_the_bot_has_only_the_built_ins(folder: Path) -> None:
+def test_without_a_key_ask_is_offline_with_the_demo_tools_and_tool_search(folder: Path) -> None:
+    # Issue 29: no key used to mean the offline model without its tools ("Sorry…", exit 0).
     done = run("ask", "Convert 10 km to miles", "--trace", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines() == ["10 km is 6.21371 mi."]
+    head = done.stderr.splitlines()[0]
+    assert head.startswith("model: the EMBEDDED OFFLINE MODEL")
+    assert "; tool search on ([skills] tool_search_enabled = true in the config " in head
+    assert done.stderr.splitlines()[1] == (
+        "  round 1: sent 3 tools: send_message, end, tool_search"
+    )
+    offline = run("ask", "Convert 10 km to miles", "--offline", cwd=folder)
+    assert (offline.returncode, offline.stdout) == (0, done.stdout)
+
+
+def test_without_tools_the_bot_has_only_the_built_ins(folder: Path) -> None:
+    with ScriptedOpenAIServer() as server:
+        server.script(text("I have no tools."))
+        done = run(
+            "ask", "Convert 10 km to miles", "--trace", cwd=folder,
+            env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "k"},
+        )  # fmt: skip
     assert done.returncode == 0, done.stderr
     # Nothing is deferred, so tool_search is not even offered.
     assert done.stderr.splitlines()[1] == "  round 1: sent 2 tools: send_message, end"
-    assert "units.convert_length" not in done.stdout
+    assert done.stdout == "I have no tools.\n"
 
 
 def test_a_long_tool_list_is_shortened_in_the_trace(tmp_path: Path) -> None:
@@ -408,3 +428,32 @@ def test_a_second_ctrl_c_exits_at_once(folder: Path) -> None:
     _, err = _finish(proc)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
+
+
+# -- issue 29: tool search is never silently off ------------------------------------------
+
+
+def test_chat_offline_without_a_config_says_tool_search_on_and_runs_it(tmp_path: Path) -> None:
+    done = run("chat", "--offline", "--trace", cwd=tmp_path, stdin="Convert 10 km to miles\n")
+    assert done.returncode == 0, done.stderr
+    [banner] = [line for line in done.stderr.splitlines() if line.startswith("chat: ")]
+    assert "; tool search on (no config file: the defaults, with tool search on); " in banner
+    assert "call tool_search(" in done.stderr
+    assert "6.21371" in done.stdout
+
+
+def test_a_config_that_leaves_tool_search_unset_is_said_at_start(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text(
+        "[skills]\ntool_search_max_results = 3\n\n[bot]\nhot_reload = false\n", encoding="utf-8"
+    )
+    done = run("ask", "Convert 10 km to miles", "--trace", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    head, first_round = done.stderr.splitlines()[:2]
+    assert head.endswith(
+        "; tool search off ([skills] tool_search_enabled is not set in the config config.toml "
+        "and defaults to false; set it to true to turn tool search on (or to false to say so))"
+    )
+    assert "tool_search" not in first_round  # off, as said
+    chat = run("chat", cwd=tmp_path, stdin="")
+    assert "; tool search off ([skills] tool_search_enabled is not set" in chat.stderr
+    assert chat.stderr.count("tool_search_enabled is not set") == 1  # said once

@@ -200,3 +200,26 @@ def _key_count() -> int:
     from bot_toolsearch._config.file import TABLES
 
     return sum(len(type(getattr(BotSettings(), t)).model_fields) for t in TABLES)
+
+
+def test_set_in_an_empty_folder_keeps_tool_search_on(tmp_path: Path) -> None:
+    # Issue 29: the new file used to turn tool search off (the key's default) with no word.
+    made = run("config", "set", "model.name", "gpt-4.1", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout == (
+        "config.toml: created with skills.tool_search_enabled = true (tool search on, as "
+        'without a file) and model.name = "gpt-4.1"\n'
+    )
+    text = (tmp_path / "config.toml").read_text(encoding="utf-8")
+    assert text == '[skills]\ntool_search_enabled = true\n\n[model]\nname = "gpt-4.1"\n'
+    again = run("config", "set", "model.name", "gpt-4o", cwd=tmp_path)
+    assert again.stdout == 'config.toml: set model.name = "gpt-4o"\n'
+
+
+def test_validate_warns_when_tool_search_enabled_is_not_set(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("[skills]\ntool_search_max_results = 3\n")
+    done = run("config", "validate", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, "config.toml: OK (1 warning)\n")
+    assert done.stderr.startswith(
+        "config.toml: warning: skills.tool_search_enabled: not set, so tool search is off"
+    )

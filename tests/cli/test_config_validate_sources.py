@@ -14,6 +14,9 @@ from tests._cli_runner import clean_env, run_cli
 
 MCP_SERVER = Path(__file__).parents[1] / "tools" / "data" / "registry" / "mcp_test_server.py"
 
+SKILLS = "[skills]\ntool_search_enabled = true\n"
+"""Said, so `config validate` has no warning about it (issue 29)."""
+
 
 def folder_tool(root: Path, name: str, handler: str) -> None:
     folder = root / "tools" / "ns" / name
@@ -35,7 +38,7 @@ def test_validate_imports_folder_handlers_and_resolves_commands(tmp_path: Path) 
     folder_tool(tmp_path, "noexec", "VALUE = 1\n")
     folder_tool(tmp_path, "fine", "def execute() -> str:\n    return 'ok'\n")
     (tmp_path / "config.toml").write_text(
-        '[tools]\ndirs = ["tools"]\n' + server_entry("ghost", "no-such-mcp-server-here"),
+        SKILLS + '[tools]\ndirs = ["tools"]\n' + server_entry("ghost", "no-such-mcp-server-here"),
         encoding="utf-8",
     )
     for extra in ((), ("--no-connect",)):
@@ -59,7 +62,8 @@ def test_validate_imports_folder_handlers_and_resolves_commands(tmp_path: Path) 
 def test_validate_starts_mcp_servers_unless_no_connect(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(
-        server_entry("quits", sys.executable, "-c", "pass")
+        SKILLS
+        + server_entry("quits", sys.executable, "-c", "pass")
         + server_entry("works", sys.executable, str(MCP_SERVER)),
         encoding="utf-8",
     )
@@ -76,7 +80,9 @@ def test_validate_starts_mcp_servers_unless_no_connect(tmp_path: Path) -> None:
     assert strict.stderr.splitlines()[-1] == "error: config.toml: 1 warning (--strict)"
     skipped = run_cli("config", "validate", "--no-connect", cwd=tmp_path)
     assert (skipped.returncode, skipped.stdout) == (0, "config.toml: OK\n")
-    config.write_text(server_entry("works", sys.executable, str(MCP_SERVER)), encoding="utf-8")
+    config.write_text(
+        SKILLS + server_entry("works", sys.executable, str(MCP_SERVER)), encoding="utf-8"
+    )
     ok = run_cli("config", "validate", cwd=tmp_path)
     assert (ok.returncode, ok.stdout) == (0, "config.toml: OK\n"), ok.stderr
 
@@ -108,7 +114,8 @@ def test_a_handler_syntax_error_is_one_error_line_in_ask(tmp_path: Path) -> None
         server.assert_consumed()
     assert (done.returncode, done.stdout) == (0, "the tool is broken\n"), done.stderr
     assert "Traceback" not in done.stderr
-    lines = done.stderr.splitlines()
+    model, *lines = done.stderr.splitlines()
+    assert model.startswith("model: gpt-4o-mini at http://127.0.0.1:")  # and the mode (#29)
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(
         "ERROR: tool folder handler failed to import: tool 'ns.broken': cannot import"

@@ -215,10 +215,13 @@ def test_chat_goes_on_after_an_endpoint_error_and_uses_the_fixed_base_url(
 
 
 def test_a_chat_without_tools_says_how_to_get_some(tmp_path: Path) -> None:
-    done = run_cli("chat", cwd=tmp_path, stdin="")
+    # With a key (a chat asks nothing before the first message); without one it is --offline.
+    done = run_cli("chat", cwd=tmp_path, stdin="", env={"OPENAI_API_KEY": "k"})
     assert done.returncode == 0, done.stderr
     assert "note: no tools yet, so the bot can only talk: `--offline` brings the demo's tools" in (
         done.stderr
     )
     with_tools = run_cli("chat", "--offline", cwd=tmp_path, stdin="")
     assert "no tools yet" not in with_tools.stderr
+    no_key = run_cli("chat", cwd=tmp_path, stdin="")
+    assert "no tools yet" not in no_key.stderr

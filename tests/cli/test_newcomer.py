@@ -82,7 +82,7 @@ def test_config_validate_prints_warnings_exits_0_and_fails_only_when_strict(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "config.toml").write_text(
-        '[skills]\nprefetch_tools = ["time.nwo"]\n'
+        '[skills]\ntool_search_enabled = true\nprefetch_tools = ["time.nwo"]\n'
         f'[[tools.mcp_servers]]\nname = "quits"\ncommand = "{sys.executable}"\n'
         'args = ["-c", "pass"]\n',
         encoding="utf-8",

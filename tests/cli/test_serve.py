@@ -94,3 +94,42 @@ def test_offline_upstream_through_the_proxy_with_the_openai_sdk(tmp_path: Path) 
     assert "(the EMBEDDED OFFLINE MODEL, not an LLM); config: no config file; tool search on" in (
         banner
     )
+
+
+def test_the_banner_says_why_tool_search_is_off(tmp_path: Path) -> None:
+    # Issue 29: a config that leaves tool_search_enabled unset is said, with the key to set.
+    (tmp_path / "config.toml").write_text("[skills]\ntool_search_max_results = 3\n")
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bot_toolsearch",
+            "serve",
+            "--upstream=offline",
+            f"--port={port}",
+            "--config=config.toml",
+            "--log-level=warning",
+        ],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        while True:
+            assert proc.poll() is None, proc.communicate(timeout=TIMEOUT)[1]
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=TIMEOUT)
+    assert (
+        "; config: config.toml; tool search off ([skills] tool_search_enabled is not set in "
+        in (stderr.splitlines()[0])
+    )
+    assert stderr.count("tool_search_enabled is not set") == 1  # once, not once per worker

@@ -66,7 +66,9 @@ def test_responses_streaming_through_the_proxy(
     raw = httpx.post(f"{proxy_url}/responses", json=body, headers={"authorization": "Bearer k"})
     assert raw.headers["content-type"].startswith("text/event-stream")
     blocks = [b for b in raw.text.split("\n\n") if b.strip()]
-    assert all(b.startswith("event: ") for b in blocks)  # as the real API frames them
+    # As the real API frames them, then the proxy's summary as an SSE comment (exchange.py).
+    assert all(b.startswith("event: ") for b in blocks[:-1])
+    assert blocks[-1].startswith(": x-toolsearch rounds=2 hidden-rounds=1 searches=1 ")
     assert "[DONE]" not in raw.text
     # The SDK reads the same stream.
     client = openai.OpenAI(base_url=proxy_url, api_key="k", max_retries=0)

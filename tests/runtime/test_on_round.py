@@ -54,3 +54,27 @@ async def test_a_failing_hook_is_logged_and_the_ask_goes_on(
     result = await make_bot().ask("hi", context={"on_round": broken})
     assert result.finish_reason == "end"
     assert "the on_round hook failed for round 1" in caplog.text
+
+
+async def test_the_bot_reports_what_each_round_loaded(
+    server: ScriptedOpenAIServer, make_bot: BotFactory
+) -> None:
+    tool = Tool(
+        "weather.forecast",
+        "Weather forecast.",
+        {"type": "object", "properties": {"city": {"type": "string"}}},
+        lambda city: f"{city}: sun",
+    )
+    server.script(
+        call("tool_search", query="select:weather.forecast"),
+        call("weather-_-forecast", city="Oslo"),
+        call("end"),
+    )
+    result = await make_bot([tool]).ask("Oslo?")
+    search, run, end = result.trace
+    assert (search.searches, search.loaded, search.hidden) == (
+        ("select:weather.forecast",),
+        ("weather.forecast",),
+        False,
+    )
+    assert (run.loaded, run.refusals, end.loaded) == ((), (), ())

@@ -4,6 +4,7 @@ its queued work is cancelled, and a pool whose queued work waits too long is stu
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
 
@@ -68,3 +69,12 @@ def test_the_index_pool_can_be_resized_before_use() -> None:
     assert (pools.index.workers, pools.index.queue) == (3, 5)
     with pytest.raises(ValueError, match="workers >= 1"):
         pools.configure(index_builds=0)
+
+
+async def test_run_carries_the_callers_context_variables() -> None:
+    # A proxy request's bookkeeping (and a span's parent) lives in context variables: work
+    # sent to a pool must see them, as with asyncio.to_thread.
+    request: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="none")
+    request.set("req-1")
+    pool = Pool("context", workers=1, queue=1, deadline=30)
+    assert await pool.run(request.get) == "req-1"

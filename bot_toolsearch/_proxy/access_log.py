@@ -1,0 +1,72 @@
+"""The proxy's logging: ``serve --log-level`` and the JSON access log (``--access-log json``).
+
+The JSON access log writes one object per HTTP request on stderr, through the logger
+``bot_toolsearch.access``: time, method, path (secret-looking query values redacted), status,
+duration, route, and for a tool-searched call the model, whether it streamed, and what tool
+search did (rounds, hidden rounds, searches, tools loaded, refusals, tokens). It never holds a
+key, a header, a body or a model's text (search queries are the model's words: they are in the
+``bot_toolsearch.rounds`` records at INFO, not in the access log).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+__all__ = [
+    "ACCESS_FORMATS",
+    "ACCESS_LOGGER",
+    "JsonFormatter",
+    "configure_logging",
+]
+
+ACCESS_LOGGER = "bot_toolsearch.access"
+"""The logger of the JSON access log."""
+ACCESS_FORMATS = ("text", "json", "off")
+"""``serve --access-log``: uvicorn's text lines, one JSON object per request, or none."""
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+"""``serve --log-level``, as uvicorn spells them."""
+
+
+class JsonFormatter(logging.Formatter):
+    """A record as one JSON object: ``time``, ``level``, ``logger``, ``message`` and the
+    record's ``extra`` fields named in ``access``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = getattr(record, "access", None)
+        payload: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
+        if isinstance(fields, dict):
+            payload.update(fields)
+        else:
+            payload["message"] = record.getMessage()
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def configure_logging(level: str | None, access: str | None) -> None:
+    """Give the package's loggers a stderr handler at ``level`` (``serve --log-level``) and,
+    for ``access == "json"``, the JSON access log. Idempotent; nothing for ``None``."""
+    if level is not None:
+        package = logging.getLogger("bot_toolsearch")
+        package.setLevel(level.upper())
+        if not any(getattr(h, "_bot_toolsearch", False) for h in package.handlers):
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+            handler._bot_toolsearch = True  # type: ignore[attr-defined]
+            package.addHandler(handler)
+            package.propagate = False  # one line per record, not one more from the root
+    log = logging.getLogger(ACCESS_LOGGER)
+    if access == "json":
+        log.setLevel(logging.INFO)
+        log.propagate = False
+        if not any(isinstance(h.formatter, JsonFormatter) for h in log.handlers):
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(JsonFormatter())
+            log.addHandler(handler)

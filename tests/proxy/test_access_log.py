@@ -1,0 +1,109 @@
+"""``bot-toolsearch serve --access-log json --log-level info``: one JSON object per request
+with what tool search did, and one log line per round, from a real ``serve`` process."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import openai
+
+from bot_toolsearch._proxy.access_log import JsonFormatter
+from bot_toolsearch.offline import demo_tools
+from tests._cli_runner import clean_env
+from tests.cli.test_serve import TIMEOUT, free_port
+
+
+def _serve(tmp_path: Path, *options: str) -> tuple[str, subprocess.Popen[str]]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bot_toolsearch",
+            "serve",
+            "--upstream=offline",
+            f"--port={port}",
+            *list(options),
+        ],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    while True:  # until it listens (or has died)
+        assert proc.poll() is None, proc.communicate(timeout=TIMEOUT)[1]
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                return f"http://127.0.0.1:{port}", proc
+        except httpx.TransportError:
+            time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=TIMEOUT)[1]
+
+
+def test_json_access_log_and_round_lines(tmp_path: Path) -> None:
+    root, proc = _serve(tmp_path, "--access-log=json", "--log-level=info")
+    try:
+        client = openai.OpenAI(base_url=f"{root}/v1", api_key="sk-do-not-log", max_retries=0)
+        client.chat.completions.create(
+            model="any",
+            messages=[{"role": "user", "content": "Convert 10 km to miles"}],
+            tools=[t.schema() for t in demo_tools()],  # type: ignore[misc]
+        )
+        client.close()
+        httpx.get(f"{root}/metrics?token=s3cret")
+    finally:
+        stderr = _stop(proc)
+    assert "sk-do-not-log" not in stderr
+    assert "s3cret" not in stderr
+    records = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    access = [r for r in records if r["logger"] == "bot_toolsearch.access"]
+    chat = next(r for r in access if r["route"] == "chat_completions")
+    assert (chat["method"], chat["path"], chat["status"]) == ("POST", "/v1/chat/completions", 200)
+    assert chat["model"] == "any"
+    assert chat["stream"] is False
+    assert chat["rounds"] >= 2
+    assert chat["hidden_rounds"] == chat["rounds"] - 1
+    assert chat["searches"] >= 1
+    assert chat["loaded"]
+    assert all(name.startswith("units.") for name in chat["loaded"])
+    assert chat["duration_ms"] >= 0
+    scrape = next(r for r in access if r["route"] == "metrics")
+    assert scrape["path"] == "/metrics?token=REDACTED"
+    # uvicorn's own text access line is off; the rounds are logged at info.
+    assert '"POST /v1/chat/completions HTTP/1.1"' not in stderr
+    assert "bot_toolsearch.rounds: round 1 (hidden)" in stderr
+
+
+def test_log_level_warning_hides_the_round_lines(tmp_path: Path) -> None:
+    root, proc = _serve(tmp_path, "--log-level=warning")
+    try:
+        client = openai.OpenAI(base_url=f"{root}/v1", api_key="k", max_retries=0)
+        client.chat.completions.create(
+            model="any",
+            messages=[{"role": "user", "content": "Convert 10 km to miles"}],
+            tools=[t.schema() for t in demo_tools()],  # type: ignore[misc]
+        )
+        client.close()
+    finally:
+        stderr = _stop(proc)
+    assert "bot_toolsearch.rounds" not in stderr
+    assert "Uvicorn running" not in stderr  # uvicorn's info lines follow --log-level too
+
+
+def test_the_json_formatter_writes_one_object_per_record() -> None:
+    record = logging.LogRecord("bot_toolsearch.x", logging.WARNING, "f", 1, "a %s", ("b",), None)
+    assert json.loads(JsonFormatter().format(record))["message"] == "a b"
+    record.access = {"status": 200}
+    assert json.loads(JsonFormatter().format(record))["status"] == 200

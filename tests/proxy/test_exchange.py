@@ -1,0 +1,119 @@
+"""What tool search did, on every tool-searched reply of the proxy: ``x-toolsearch-*`` headers,
+and a stream's closing SSE comment, read with the real openai SDK over HTTP."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+
+from bot_toolsearch._protocol.trace import RoundTrace
+from bot_toolsearch._proxy.exchange import Exchange
+from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, text
+from tests.wrap._tools import chat_tools, responses_tools
+
+USER = {"role": "user", "content": "Weather in Oslo?"}
+
+
+def _script(server: ScriptedOpenAIServer) -> None:
+    server.script(
+        ToolCallsTurn((call("tool_search", query="weather city"),), usage=Usage(100, 5, 0)),
+        ToolCallsTurn((call("send_email", to="a", body="b"),), usage=Usage(110, 6, 0)),
+        ToolCallsTurn((call("get_weather", city="Oslo"),), usage=Usage(120, 7, 0)),
+    )
+
+
+def test_a_chat_reply_says_what_tool_search_did(
+    server: ScriptedOpenAIServer, proxy_url: str
+) -> None:
+    _script(server)
+    client = openai.OpenAI(base_url=proxy_url, api_key="sk-client-key", max_retries=0)
+    raw = client.chat.completions.with_raw_response.create(
+        model="m", messages=[USER], tools=chat_tools()
+    )
+    headers = raw.headers
+    assert raw.parse().choices[0].message.tool_calls[0].function.name == "get_weather"
+    assert headers["x-toolsearch-rounds"] == "3"
+    assert headers["x-toolsearch-hidden-rounds"] == "2"
+    assert headers["x-toolsearch-searches"] == "1"
+    assert "get_weather" in headers["x-toolsearch-loaded"].split(",")
+    assert headers["x-toolsearch-refusals"] == "1"  # send_email: not loaded yet
+    assert headers["x-toolsearch-input-tokens"] == "330"
+    assert headers["x-toolsearch-output-tokens"] == "18"
+    assert all("sk-client-key" not in value for value in headers.values())
+    client.close()
+
+
+def test_a_responses_reply_says_it_too(server: ScriptedOpenAIServer, proxy_url: str) -> None:
+    server.script(call("tool_search", query="select:get_weather"), text("Sunny."))
+    client = openai.OpenAI(base_url=proxy_url, api_key="k", max_retries=0)
+    raw = client.responses.with_raw_response.create(
+        model="m", input="Weather?", tools=responses_tools()
+    )
+    assert raw.parse().output_text == "Sunny."
+    assert (raw.headers["x-toolsearch-rounds"], raw.headers["x-toolsearch-loaded"]) == (
+        "2",
+        "get_weather",
+    )
+    client.close()
+
+
+def test_a_reply_without_tools_has_no_tool_search_headers(
+    server: ScriptedOpenAIServer, proxy_url: str
+) -> None:
+    server.script(text("Hi."))
+    client = openai.OpenAI(base_url=proxy_url, api_key="k", max_retries=0)
+    raw = client.chat.completions.with_raw_response.create(model="m", messages=[USER])
+    assert not [k for k in raw.headers if k.startswith("x-toolsearch")]
+    client.close()
+
+
+def test_a_stream_ends_with_the_summary_as_an_sse_comment(
+    server: ScriptedOpenAIServer, proxy_url: str
+) -> None:
+    _script(server)
+    body = {
+        "model": "m",
+        "messages": [USER],
+        "tools": chat_tools(),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    with httpx.stream(
+        "POST", f"{proxy_url}/chat/completions", json=body, headers={"authorization": "Bearer k"}
+    ) as response:
+        assert response.headers["x-toolsearch-summary"] == "sse-comment"
+        assert "x-toolsearch-rounds" not in response.headers
+        lines = [line for line in response.iter_lines() if line]
+    assert lines[-1] == "data: [DONE]"
+    assert lines[-2] == (
+        ": x-toolsearch rounds=3 hidden-rounds=2 searches=1 loaded="
+        + _loaded(lines[-2])
+        + " refusals=1 input-tokens=330 output-tokens=18"
+    )
+    assert "get_weather" in _loaded(lines[-2]).split(",")
+    # The SDK reads the same stream and skips the comment.
+    _script(server)
+    client = openai.OpenAI(base_url=proxy_url, api_key="k", max_retries=0)
+    chunks = list(
+        client.chat.completions.create(model="m", messages=[USER], tools=chat_tools(), stream=True)
+    )
+    names = [c.function.name for chunk in chunks for c in (chunk.choices[0].delta.tool_calls or ())]
+    assert names == ["get_weather"]
+    client.close()
+
+
+def _loaded(comment: str) -> str:
+    return comment.partition(" loaded=")[2].partition(" ")[0]
+
+
+def test_the_loaded_header_is_ascii_and_bounded() -> None:
+    names = [f"ns.tööl_{i:04d}" for i in range(400)]
+    exchange = Exchange("POST", "/v1/chat/completions", route="chat_completions")
+    exchange.add(RoundTrace(1, (), (), None, loaded=tuple(names), hidden=True))
+    headers = dict(exchange.headers())
+    value = headers[b"x-toolsearch-loaded"].decode("ascii")
+    assert len(value) <= 1100
+    assert value.startswith("ns.t%C3%B6%C3%B6l_0000,")
+    shown = value.split(",")[:-1]
+    assert value.split(",")[-1] == f"...+{len(names) - len(shown)}"
+    assert len(shown) > 10

@@ -1,0 +1,100 @@
+"""``GET /metrics``: the proxy's counters in the Prometheus text format, after real calls of
+the openai SDK through the proxy."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import httpx
+import openai
+
+from bot_toolsearch._proxy.metrics import ProxyMetrics
+from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, text
+from tests.wrap._tools import chat_tools, responses_tools
+
+USER = {"role": "user", "content": "Weather in Oslo?"}
+_SAMPLE = re.compile(r"^([a-z_]+)(\{[^}]*\})? (\S+)$")
+
+
+def _samples(exposition: str) -> dict[str, float]:
+    """``name{labels}`` -> value; every line a comment or a well-formed sample."""
+    out: dict[str, float] = {}
+    for line in exposition.splitlines():
+        if line.startswith("#"):
+            assert line.startswith(("# HELP bot_toolsearch_", "# TYPE bot_toolsearch_")), line
+            continue
+        match = _SAMPLE.match(line)
+        assert match is not None, line
+        out[match[1] + (match[2] or "")] = float(match[3])
+    return out
+
+
+def test_metrics_count_requests_rounds_searches_loads_refusals_and_builds(
+    server: ScriptedOpenAIServer, proxy_url: str
+) -> None:
+    server.script(
+        ToolCallsTurn((call("tool_search", query="weather city"),), usage=Usage(100, 5, 0)),
+        ToolCallsTurn((call("send_email", to="a", body="b"),), usage=Usage(110, 6, 0)),
+        ToolCallsTurn((call("get_weather", city="Oslo"),), usage=Usage(120, 7, 0)),
+        call("tool_search", query="select:play_music"),
+        text("Playing."),
+    )
+    client = openai.OpenAI(base_url=proxy_url, api_key="sk-secret-key", max_retries=0)
+    client.chat.completions.create(model="m", messages=[USER], tools=chat_tools())
+    client.responses.create(model="m", input="Play", tools=responses_tools())
+    # A list's index is built after the upstream's 2xx, in the index pool: its time is counted
+    # when the build ends, which may come just after the reply.
+    build = "bot_toolsearch_index_build_seconds_count"
+    for _ in range(200):
+        response = httpx.get(proxy_url.removesuffix("/v1") + "/metrics")
+        if _samples(response.text).get(build) == 2:
+            break
+        time.sleep(0.025)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+    exposition = response.text
+    assert "sk-secret-key" not in exposition
+    samples = _samples(exposition)
+    assert samples['bot_toolsearch_requests_total{code="2xx",route="chat_completions"}'] == 1
+    assert samples['bot_toolsearch_requests_total{code="2xx",route="responses"}'] == 1
+    assert samples['bot_toolsearch_upstream_rounds_total{api="chat"}'] == 3
+    assert samples['bot_toolsearch_upstream_rounds_total{api="responses"}'] == 2
+    assert samples['bot_toolsearch_hidden_rounds_total{api="chat"}'] == 2
+    assert samples['bot_toolsearch_hidden_rounds_total{api="responses"}'] == 1
+    assert samples['bot_toolsearch_searches_total{api="chat"}'] == 1
+    assert samples['bot_toolsearch_tools_loaded_total{api="responses"}'] == 1
+    assert samples['bot_toolsearch_refusals_total{api="chat",reason="not_loaded"}'] == 1
+    # Two new tool lists (the Chat and the Responses shapes), each indexed once.
+    assert samples["bot_toolsearch_index_build_seconds_count"] == 2
+    assert samples["bot_toolsearch_tool_lists_cached"] == 2
+    assert samples["bot_toolsearch_tool_lists_cached_bytes"] > 0
+    latency = 'bot_toolsearch_upstream_request_duration_seconds_count{api="chat"}'
+    assert samples[latency] == 3
+    assert samples['bot_toolsearch_upstream_request_duration_seconds_count{api="responses"}'] == 2
+    buckets = [
+        v
+        for k, v in samples.items()
+        if k.startswith('bot_toolsearch_upstream_request_duration_seconds_bucket{api="chat"')
+    ]
+    assert buckets == sorted(buckets)
+    assert buckets[-1] == 3  # le="+Inf"
+    client.close()
+    # The scrape itself is counted by the next one.
+    again = _samples(httpx.get(proxy_url.removesuffix("/v1") + "/metrics").text)
+    assert again['bot_toolsearch_requests_total{code="2xx",route="metrics"}'] == 1
+
+
+def test_label_values_are_escaped_and_names_follow_the_conventions() -> None:
+    metrics = ProxyMetrics(lambda: 0, lambda: 0)
+    metrics.refusals.inc(api="chat", reason='odd"\\\nreason')
+    text_ = metrics.render().decode()
+    assert 'reason="odd\\"\\\\\\nreason"' in text_
+    for name in metrics.names():
+        assert name.startswith("bot_toolsearch_")
+        kind = re.search(rf"^# TYPE {name} (\w+)$", text_, re.MULTILINE)
+        assert kind is not None
+        if kind[1] == "counter":
+            assert name.endswith("_total")
+        if kind[1] == "histogram":
+            assert name.endswith("_seconds")
