@@ -30,6 +30,7 @@ from ._errors import (
     CatalogError,
     ConfigError,
     ConversationStoreError,
+    ToolNotPermittedError,
     ToolSearchError,
     ToolSearchNameCollisionError,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "Tool",
     "ToolDefinitionWarning",
     "ToolImportError",
+    "ToolNotPermittedError",
     "ToolSearchError",
     "ToolSearchNameCollisionError",
     "__version__",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import gc
 import inspect
 import json
@@ -34,9 +35,11 @@ from openai.resources.chat.completions import AsyncCompletions
 from openai.resources.responses import AsyncResponses
 
 from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._errors import ToolNotPermittedError
 from bot_toolsearch._wrap.caller_tools import Api, ToolsCache
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 
+from .passthrough import refusal
 from .raw_tools import tools_span
 
 __all__ = [
@@ -85,6 +88,8 @@ answers; with 50 requests in flight, every full collection walked millions of th
 (1,000 tools, one worker: 29 requests/s before, 43 after, profiled). Cyclic garbage waits
 longer to be freed; reference counting frees everything else at once."""
 _LENGTHS = 8
+_INLINE_CHECK = 64 * 1024
+"""Largest pass-through body checked for tool fields on the event loop (larger: a thread)."""
 """Most tool-list byte lengths `ProxyApp._parse_known` tries before scanning the value."""
 _HOP_HEADERS = frozenset(
     {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "accept-encoding"}
@@ -334,6 +339,8 @@ class ProxyApp:
             ) from None
         except (_Disconnected, _Refused):
             raise
+        except ToolNotPermittedError as exc:
+            raise _Refused(403, str(exc), code="tool_not_permitted", param=exc.param) from None
         except Exception as exc:
             logger.warning("proxy: request failed: %s", type(exc).__name__)
             if calls.count:  # the upstream answered something the wrapper cannot use
@@ -429,6 +436,12 @@ class ProxyApp:
 
     async def _forward(self, receive: _Receive, send: _Send, scope: _Scope, rest: str) -> None:
         body = await _read_body(receive, _headers(scope), self.max_body)
+        tools = self._engine.snapshot().tools
+        if tools.allow or tools.deny:
+            check = functools.partial(refusal, scope["method"], rest, body)
+            why = await asyncio.to_thread(check) if len(body) > _INLINE_CHECK else check()
+            if why is not None:
+                raise _Refused(403, why, code="tool_not_permitted")
         url = self._origin + quote(self._base_path + rest, safe="/:@!$&'()*+,;=~")
         query = scope.get("query_string") or b""
         if query:

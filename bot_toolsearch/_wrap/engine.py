@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
 from typing import Any
 
 from bot_toolsearch._config.reload import ConfigReloader
@@ -17,6 +16,7 @@ from bot_toolsearch._config.settings import BotSettings, SkillsSettings
 
 from .caller_tools import ToolsCache
 from .chat import ChatPlan
+from .permitted import enforce, filter_function_tools
 from .plan import Pending, Setup, setup
 from .responses import ResponsesPlan
 
@@ -61,37 +61,55 @@ class Engine:
         assert self._fixed is not None
         return self._fixed
 
-    def chat_plan(
-        self, kwargs: Mapping[str, Any], *, build: bool = True
-    ) -> ChatPlan | Pending | None:
+    def chat_plan(self, kwargs: dict[str, Any], *, build: bool = True) -> ChatPlan | Pending | None:
         """The plan of a ``chat.completions.create`` call, or ``None`` to pass it through;
-        `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`)."""
+        `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`).
+
+        ``kwargs`` are first held to ``[tools] allow``/``deny`` in place (`enforce`), so what
+        passes through is held to them too.
+
+        Raises:
+            ToolNotPermittedError: ``tool_choice``/``function_call`` names a denied tool.
+        """
+        settings = self.snapshot()
+        enforce(kwargs, settings.tools)
         messages = kwargs.get("messages")
         if not isinstance(messages, list | tuple):
+            filter_function_tools(kwargs, settings.tools)
             return None
         found = setup(
-            self.snapshot(),
+            settings,
             self.cache,
             tools=kwargs.get("tools"),
             tool_choice=kwargs.get("tool_choice"),
             api="chat",
             build=build,
         )
+        if found is None:
+            filter_function_tools(kwargs, settings.tools)
         return ChatPlan(found, kwargs) if isinstance(found, Setup) else found
 
     def responses_plan(
-        self, kwargs: Mapping[str, Any], *, build: bool = True
+        self, kwargs: dict[str, Any], *, build: bool = True
     ) -> ResponsesPlan | Pending | None:
         """The plan of a ``responses.create`` call, or ``None`` to pass it through;
-        `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`)."""
+        `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`).
+
+        Raises:
+            ToolNotPermittedError: ``tool_choice`` names a denied tool (see `chat_plan`).
+        """
+        settings = self.snapshot()
+        enforce(kwargs, settings.tools)
         found = setup(
-            self.snapshot(),
+            settings,
             self.cache,
             tools=kwargs.get("tools"),
             tool_choice=kwargs.get("tool_choice"),
             api="responses",
             build=build,
         )
+        if found is None:
+            filter_function_tools(kwargs, settings.tools)
         return ResponsesPlan(found, kwargs) if isinstance(found, Setup) else found
 
     def close(self) -> None:
