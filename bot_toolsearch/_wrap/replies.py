@@ -36,6 +36,7 @@ from openai.types.responses import Response, ResponseFunctionToolCall
 from bot_toolsearch._transports.base import ModelReplyError, token_count
 
 from .caller_tools import Api
+from .send import post_async, post_sync
 
 __all__ = [
     "check_chat_chunk",
@@ -322,11 +323,12 @@ def _check(parsed: object, api: Api, request: Any) -> Any:
 def guard_async(resource: Any, api: Api) -> Callable[..., Awaitable[Any]]:
     """The SDK resource's ``create``, its reply checked (a stream is checked as it is read).
 
-    Sent through ``with_raw_response`` so an unusable reply's error carries its request.
+    Sent as ``with_raw_response`` sends it, so an unusable reply's error carries its request,
+    but as the plain JSON it is (`bot_toolsearch._wrap.send`).
     """
 
     async def guarded(**kwargs: Any) -> Any:
-        raw = await resource.with_raw_response.create(**kwargs)
+        raw = await post_async(resource, api, kwargs)
         request = raw.http_response.request
         try:
             parsed = raw.parse()
@@ -341,7 +343,7 @@ def guard_sync(resource: Any, api: Api) -> Callable[..., Any]:
     """The SDK resource's ``create``, its reply checked (a stream is checked as it is read)."""
 
     def guarded(**kwargs: Any) -> Any:
-        raw = resource.with_raw_response.create(**kwargs)
+        raw = post_sync(resource, api, kwargs)
         request = raw.http_response.request
         try:
             parsed = raw.parse()
