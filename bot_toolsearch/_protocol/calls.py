@@ -46,7 +46,12 @@ CallOutcome = Literal["ran", "answered", "refused", "invalid", "failed"]
 ``failed``: the handler raised."""
 
 RefusalReason = Literal[
-    "not_loaded", "loaded_this_round", "blind_call_loaded", "unknown", "end_with_other_calls"
+    "not_loaded",
+    "loaded_this_round",
+    "blind_call_loaded",
+    "unknown",
+    "end_with_other_calls",
+    "too_many_searches",
 ]
 """Why a call was refused; keys of ``AskStats.refused_calls``."""
 

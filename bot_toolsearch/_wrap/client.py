@@ -24,7 +24,7 @@ from bot_toolsearch._services.threads import off_loop
 
 from .chat import ChatPlan
 from .engine import Engine
-from .plan import Pending
+from .plan import Pending, busy
 from .raw import AsyncRaw, AsyncStreaming, SyncRaw, SyncStreaming
 from .replies import guard_async, guard_sync
 from .responses import ResponsesPlan, create_round, create_round_async
@@ -129,7 +129,8 @@ class _AsyncCompletions(_AsyncResource):
         if kwargs.get("stream") is True:
             return await AsyncChatStream.start(create, plan)
         while True:
-            done = await off_loop(plan.semantic, plan.feed, await create(**plan.request()))
+            reply = await create(**plan.request())
+            done = await off_loop(plan.semantic or busy(reply), plan.feed, reply)
             if done is not None:
                 return done
 
@@ -145,7 +146,8 @@ class _AsyncResponses(_AsyncResource):
         if kwargs.get("stream") is True:
             return await AsyncResponsesStream.start(create, plan)
         while True:
-            done = await off_loop(plan.semantic, plan.feed, await create_round_async(create, plan))
+            reply = await create_round_async(create, plan)
+            done = await off_loop(plan.semantic or busy(reply), plan.feed, reply)
             if done is not None:
                 return done
 

@@ -28,6 +28,7 @@ __all__ = [
     "Setup",
     "UsageSum",
     "ask_start",
+    "busy",
     "given",
     "mapping_get",
     "read_calls",
@@ -35,6 +36,35 @@ __all__ = [
 ]
 
 logger = logging.getLogger("bot_toolsearch")
+
+
+INLINE_CALLS = 32
+"""Most calls (or output items) of one reply read on an async door's event loop; a larger
+reply is read in a worker thread, so a reply of thousands of calls never stalls the loop."""
+INLINE_TEXT = 64 * 1024
+"""Most characters of reply text read on the event loop (text tool calls are parsed from it)."""
+
+
+def busy(reply: object) -> bool:
+    """Whether reading ``reply`` (a completion or a response) is more than a little work: more
+    than `INLINE_CALLS` calls or output items, or more than `INLINE_TEXT` of text."""
+    choices = getattr(reply, "choices", None)
+    if isinstance(choices, list):
+        message = getattr(choices[0], "message", None) if choices else None
+        calls = getattr(message, "tool_calls", None) or ()
+        text = getattr(message, "content", None)
+        return len(calls) > INLINE_CALLS or (isinstance(text, str) and len(text) > INLINE_TEXT)
+    output = getattr(reply, "output", None)
+    if isinstance(output, list):
+        if len(output) > INLINE_CALLS:
+            return True
+        size = 0
+        for item in output:
+            for part in getattr(item, "content", None) or ():
+                text = getattr(part, "text", None)
+                size += len(text) if isinstance(text, str) else 0
+        return size > INLINE_TEXT
+    return False
 
 
 def given(value: object) -> bool:

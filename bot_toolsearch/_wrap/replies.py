@@ -16,6 +16,7 @@ as 0 with a warning, as in the `Bot`: the reply is not lost for its accounting.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -50,6 +51,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("bot_toolsearch")
+
+INLINE_REPLY_BYTES = 256 * 1024
+"""Largest reply body turned into SDK objects on an async door's event loop (larger: a thread)."""
 
 _CHAT_USAGE = ("prompt_tokens", "completion_tokens", "total_tokens")
 _RESPONSES_USAGE = ("input_tokens", "output_tokens", "total_tokens")
@@ -330,13 +334,25 @@ def guard_async(resource: Any, api: Api) -> Callable[..., Awaitable[Any]]:
     async def guarded(**kwargs: Any) -> Any:
         raw = await post_async(resource, api, kwargs)
         request = raw.http_response.request
+        stream = kwargs.get("stream") is True
         try:
-            parsed = raw.parse()
+            # A large reply (thousands of calls) is turned into SDK objects in a worker thread.
+            parsed = await asyncio.to_thread(raw.parse) if _large(raw, stream) else raw.parse()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise _not_json(exc, request) from None
         return parsed if kwargs.get("stream") is True else _check(parsed, api, request)
 
     return guarded
+
+
+def _large(raw: Any, stream: bool) -> bool:
+    """Whether a non-streamed reply's body is over `INLINE_REPLY_BYTES`."""
+    if stream:
+        return False
+    try:
+        return len(raw.http_response.content) > INLINE_REPLY_BYTES
+    except Exception:  # a body not read: small enough
+        return False
 
 
 def guard_sync(resource: Any, api: Api) -> Callable[..., Any]:

@@ -39,6 +39,7 @@ from openai.types.responses import (
 
 from bot_toolsearch._services.threads import off_loop
 
+from .plan import busy
 from .replies import check_response, iterate_async, iterate_sync, stream_request
 from .responses import ResponsesPlan, create_round, create_round_async
 
@@ -316,7 +317,7 @@ class AsyncResponsesStream:
                 yield _ended_early(caller)
                 return
             response = check_response(round_.response, stream_request(self._upstream))
-            final = await off_loop(self._plan.semantic, self._plan.feed, response)
+            final = await off_loop(self._plan.semantic or busy(response), self._plan.feed, response)
             round_.settle()
             if final is not None:
                 for out in round_.finish(final):
