@@ -39,6 +39,7 @@ from bot_toolsearch._errors import ToolNotPermittedError
 from bot_toolsearch._wrap.caller_tools import Api, ToolsCache
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 
+from .edge import WEBSOCKET_REFUSED, framing_problem, is_websocket_upgrade, refuse_websocket
 from .passthrough import refusal
 from .raw_tools import tools_span
 
@@ -246,6 +247,9 @@ class ProxyApp:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
+        if scope["type"] == "websocket":
+            await refuse_websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             return
         started = False
@@ -272,6 +276,11 @@ class ProxyApp:
                 await send({"type": "http.response.body", "body": b""})
 
     async def _http_request(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        framing = framing_problem(scope["headers"])
+        if framing is not None:
+            raise _Refused(400, framing, code="invalid_framing")
+        if is_websocket_upgrade(scope["headers"]):
+            raise _Refused(400, WEBSOCKET_REFUSED, code="websocket_not_supported")
         path = _normalised_path(scope)
         if path == "/healthz":
             await _json(send, 200, {"status": "ok"})
