@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,14 +126,36 @@ def setup(
         return Pending.INDEXING
     if indexed.catalog is None:
         return None
-    if not build and not indexed.prepared(settings):
+    key = _directory_key(settings)
+    searching = settings.skills.tool_search_enabled
+    if not build and not (
+        indexed.prepared(settings) and (not searching or indexed.directory_built(key))
+    ):
         return Pending.INDEXING
     indexed.prepare(settings)
     forced = requested_tool(tool_choice, api)
+    # The first projection of a list under these settings builds its directory (token counts
+    # of every name, the tokenizer loaded once): in a worker thread for an async door.
     projection = Projection(indexed, settings, forced=forced)
+    indexed.add_directory(key)
     if not projection.active and not projection.filtering:
         return None
     return Setup(settings, indexed, projection)
+
+
+def _directory_key(settings: BotSettings) -> Hashable:
+    """What a list's directory depends on in ``settings`` (the settings of a projection)."""
+    tools, skills = settings.tools, settings.skills
+    return (
+        tools.allow,
+        tools.deny,
+        tuple(tools.namespaces.items()) if tools.namespaces else (),
+        skills.tool_search_enabled,
+        skills.tool_search_always_loaded,
+        skills.prefetch_tools,
+        skills.tool_search_directory_budget,
+        skills.tool_search_loading,
+    )
 
 
 def _as_list(tools: object) -> list[Any] | None:
