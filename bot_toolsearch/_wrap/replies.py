@@ -17,6 +17,7 @@ as 0 with a warning, as in the `Bot`: the reply is not lost for its accounting.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import secrets
@@ -337,12 +338,29 @@ def guard_async(resource: Any, api: Api) -> Callable[..., Awaitable[Any]]:
         stream = kwargs.get("stream") is True
         try:
             # A large reply (thousands of calls) is turned into SDK objects in a worker thread.
-            parsed = await asyncio.to_thread(raw.parse) if _large(raw, stream) else raw.parse()
+            parse = functools.partial(_parse, raw, api, stream)
+            parsed = await asyncio.to_thread(parse) if _large(raw, stream) else parse()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise _not_json(exc, request) from None
         return parsed if kwargs.get("stream") is True else _check(parsed, api, request)
 
     return guarded
+
+
+def _parse(raw: Any, api: Api, stream: bool) -> Any:
+    """The reply as SDK objects: a whole JSON body validated by pydantic in one call (about
+    twenty times faster than the SDK's own ``parse``, which walks the type annotations in
+    Python); anything that does not validate, and every stream, as ``parse`` makes it (which
+    the checks then read)."""
+    if not stream:
+        model = ChatCompletion if api == "chat" else Response
+        try:
+            parsed = model.model_validate_json(raw.http_response.content)
+        except Exception:  # not JSON, or fields of the wrong type: the SDK's lenient way
+            return raw.parse()
+        parsed._request_id = raw.http_response.headers.get("x-request-id")
+        return parsed
+    return raw.parse()
 
 
 def _large(raw: Any, stream: bool) -> bool:
@@ -362,7 +380,7 @@ def guard_sync(resource: Any, api: Api) -> Callable[..., Any]:
         raw = post_sync(resource, api, kwargs)
         request = raw.http_response.request
         try:
-            parsed = raw.parse()
+            parsed = _parse(raw, api, kwargs.get("stream") is True)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise _not_json(exc, request) from None
         return parsed if kwargs.get("stream") is True else _check(parsed, api, request)

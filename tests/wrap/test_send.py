@@ -176,3 +176,20 @@ def test_extra_options_still_reach_the_upstream() -> None:
         )
         body = json.loads(upstream.requests[0])
     assert body["custom_field"] == 7
+
+
+def test_a_reply_that_does_not_validate_is_still_read_the_sdks_lenient_way() -> None:
+    odd = completion({"role": "assistant", "content": "ok"})
+    odd["usage"] = {"prompt_tokens": "lots", "completion_tokens": 1, "total_tokens": 1}
+    with RawUpstream() as upstream:
+        upstream.json(odd)
+        upstream.json(TEXT)
+        client = wrap_openai(
+            openai.OpenAI(base_url=upstream.base_url, api_key="k"), settings=SETTINGS
+        )
+        odd_reply = client.chat.completions.create(model="m", messages=USER, tools=chat_tools())
+        reply = client.chat.completions.with_raw_response.create(
+            model="m", messages=USER, tools=chat_tools()
+        )
+    assert odd_reply.choices[0].message.content == "ok"
+    assert reply.parse().choices[0].message.content == "It is sunny."
