@@ -33,6 +33,7 @@ from ._errors import (
     ToolNotPermittedError,
     ToolSearchError,
     ToolSearchNameCollisionError,
+    UnsupportedCallError,
 )
 
 # Public names are re-exported here; keep ``__all__`` sorted (tests/test_public_api.py).
@@ -56,6 +57,7 @@ __all__ = [
     "ToolNotPermittedError",
     "ToolSearchError",
     "ToolSearchNameCollisionError",
+    "UnsupportedCallError",
     "__version__",
     "tool",
     "wrap_openai",

@@ -8,7 +8,8 @@ results the model reads. Mistakes made by the *developer* or in the *config* rai
     ├── CatalogError (also ValueError)                   a tool catalog cannot be used as given
     ├── ConfigError (also ValueError)                    a config file or value is invalid
     ├── ToolNotPermittedError (also ValueError)          a request names a denied tool
-    └── ConversationStoreError                           a conversation store cannot be used
+    ├── ConversationStoreError                           a conversation store cannot be used
+    └── UnsupportedCallError (also NotImplementedError)  an SDK call a wrapped client refuses
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "ToolNotPermittedError",
     "ToolSearchError",
     "ToolSearchNameCollisionError",
+    "UnsupportedCallError",
 ]
 
 
@@ -122,3 +124,11 @@ class ConversationStoreError(ToolSearchError):
         super().__init__(f"{path}: {message}")
         self.path = path
         self.result = result
+
+
+class UnsupportedCallError(ToolSearchError, NotImplementedError):
+    """A wrapped client's SDK method that would send a model request without tool search.
+
+    Raised instead of sending it (``responses.connect``, or a method of a later ``openai``
+    release the wrapper does not know); the message names the calls that are supported.
+    """

@@ -23,7 +23,7 @@ from bot_toolsearch._config.settings import ToolsSettings
 from bot_toolsearch._errors import ToolNotPermittedError
 from bot_toolsearch._services.permissions import permits
 
-__all__ = ["enforce", "filter_function_tools"]
+__all__ = ["carry", "enforce", "filter_function_tools"]
 
 _MAX_DEPTH = 8
 """How deep a ``tool_choice`` value is walked for names (real ones nest three levels)."""
@@ -147,4 +147,16 @@ def _names(value: object, depth: int, param: str) -> list[str]:
     elif isinstance(value, list | tuple):
         for inner in value:
             out.extend(_names(inner, depth + 1, param))
+    return out
+
+
+def carry(kwargs: dict[str, Any], held: Mapping[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with the tool lists of ``held`` (a copy of them that `enforce` and
+    `filter_function_tools` held to allow/deny): what a passed-through call sends."""
+    out = dict(kwargs)
+    for key in ("tools", "functions"):
+        if key in held:
+            out[key] = held[key]
+        else:
+            out.pop(key, None)
     return out
