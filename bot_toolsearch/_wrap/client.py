@@ -114,7 +114,9 @@ class _AsyncResource(_Resource):
         plan = await self._aplan(plain)
         if plan is None:
             return await self._inner.create(**self._through(carry(kwargs, plain)))
-        return handled(mode, await self._run(plan, plain), is_async=True)
+        done = await self._run(plan, plain)
+        self._engine.share_platform(getattr(self._inner, "_client", None))
+        return handled(mode, done, is_async=True)
 
     async def parse(self, **kwargs: Any) -> Any:
         """The SDK's ``parse()`` helper, its request sent by the wrapped ``create``."""
@@ -374,7 +376,9 @@ class ToolSearchAsyncOpenAI(openai.AsyncOpenAI):
 
     def copy(self, *args: Any, **kwargs: Any) -> Any:
         """A wrapped copy of the given client's ``copy(...)``, sharing the settings."""
-        return _adopt(type(self), self._ts_inner.copy(*args, **kwargs), self._ts_engine, False)
+        copied = self._ts_inner.copy(*args, **kwargs)
+        self._ts_engine.share_platform(self._ts_inner, copied)
+        return _adopt(type(self), copied, self._ts_engine, False)
 
     with_options = copy
 
@@ -409,7 +413,9 @@ class ToolSearchOpenAI(openai.OpenAI):
 
     def copy(self, *args: Any, **kwargs: Any) -> Any:
         """A wrapped copy of the given client's ``copy(...)``, sharing the settings."""
-        return _adopt(type(self), self._ts_inner.copy(*args, **kwargs), self._ts_engine, False)
+        copied = self._ts_inner.copy(*args, **kwargs)
+        self._ts_engine.share_platform(self._ts_inner, copied)
+        return _adopt(type(self), copied, self._ts_engine, False)
 
     with_options = copy
 

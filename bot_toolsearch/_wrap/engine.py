@@ -45,6 +45,10 @@ class Engine:
         self._fixed: BotSettings | None = settings
         self.cache = ToolsCache()
         self.aliases = ResponseAliases()
+        self.platform: object = None
+        """The SDK's platform headers, once a client of this engine has found them: a copy
+        made per call (the proxy makes one per API key) starts with them, instead of looking
+        them up again in a worker thread before its first request (`share_platform`)."""
         """Stream ids standing for a later response (`ResponseAliases`), across calls."""
         if config is not None:
             self._reloader = ConfigReloader(config)
@@ -113,6 +117,16 @@ class Engine:
         if found is None:
             filter_function_tools(kwargs, settings.tools)
         return ResponsesPlan(found, kwargs, self.aliases) if isinstance(found, Setup) else found
+
+    def share_platform(self, source: object, copied: object | None = None) -> None:
+        """Remember ``source``'s platform headers when it found them; give them to ``copied``
+        when it has none yet."""
+        known = getattr(source, "_platform", None)
+        if known is not None:
+            self.platform = known
+        unset = copied is not None and getattr(copied, "_platform", 0) is None
+        if unset and self.platform is not None:
+            copied._platform = self.platform  # type: ignore[union-attr]
 
     def close(self) -> None:
         """Stop watching ``config.toml``; the last settings stay in force."""

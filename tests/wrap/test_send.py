@@ -193,3 +193,23 @@ def test_a_reply_that_does_not_validate_is_still_read_the_sdks_lenient_way() -> 
         )
     assert odd_reply.choices[0].message.content == "ok"
     assert reply.parse().choices[0].message.content == "It is sunny."
+
+
+async def test_a_copy_per_call_starts_with_the_platform_headers_found_once() -> None:
+    """The proxy copies the client per API key; each copy looked up the SDK's platform
+    headers again, in a worker thread, before its first request."""
+    with RawUpstream() as upstream:
+        upstream.json(TEXT)
+        upstream.json(TEXT)
+        root = wrap_openai(
+            openai.AsyncOpenAI(base_url=upstream.base_url, api_key="k"), settings=SETTINGS
+        )
+        first = root.with_options(api_key="a")
+        assert first._platform is None  # nothing found yet
+        await first.chat.completions.create(model="m", messages=USER, tools=chat_tools())
+        second = root.with_options(api_key="b")
+        assert second._platform is not None
+        await second.chat.completions.create(model="m", messages=USER, tools=chat_tools())
+        headers = list(upstream.requests)
+        await root.close()
+    assert len(headers) == 2
