@@ -16,6 +16,7 @@ import openai
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._protocol.calls import CallRequest, from_native, from_text, unique_ids
+from bot_toolsearch._protocol.dialect import CONFIG, Dialect
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch._transports.text_calls import recover_text_calls
 from bot_toolsearch._transports.wire import canonical_calls
@@ -97,6 +98,8 @@ def setup(
     tool_choice: object,
     api: Api,
     build: bool = True,
+    dialect: Dialect | None = None,
+    known: CallerTools | None = None,
 ) -> Setup | Pending | None:
     """The call's tool search, or ``None`` to pass the request through untouched.
 
@@ -109,11 +112,18 @@ def setup(
     A list seen for the first time is indexed, search index included when tool search is on
     (`CallerTools.prepare`), so no keyword search of any call builds it. With ``build=False``
     nothing is indexed: `Pending.INDEXING` says that the call would have to.
+
+    A ``dialect`` (a client that speaks tool search itself, `bot_toolsearch._wrap.native`)
+    is honoured whatever ``tool_search_enabled`` says, and never passes through while its
+    list has a function tool: the request as the client wrote it would fail upstream.
+    ``known``: the indexed form of ``tools``, when the caller looked it up already.
     """
     if not given(tools):
         return None
-    if not settings.skills.tool_search_enabled and not (
-        settings.tools.allow or settings.tools.deny
+    if (
+        dialect is None
+        and not settings.skills.tool_search_enabled
+        and not (settings.tools.allow or settings.tools.deny)
     ):
         return None
     if not isinstance(tools, list | tuple):
@@ -121,13 +131,19 @@ def setup(
         if tools is None:
             return None
     delimiter = settings.tools.dot_delimiter
-    indexed = cache.get(tools, api, delimiter) if build else cache.lookup(tools, api, delimiter)
+    indexed = (
+        known
+        if known is not None
+        else cache.get(tools, api, delimiter)
+        if build
+        else cache.lookup(tools, api, delimiter)
+    )
     if indexed is None:
         return Pending.INDEXING
     if indexed.catalog is None:
         return None
-    key = _directory_key(settings)
-    searching = settings.skills.tool_search_enabled
+    key = (_directory_key(settings), dialect)
+    searching = settings.skills.tool_search_enabled or dialect is not None
     if not build and not (
         indexed.prepared(settings) and (not searching or indexed.directory_built(key))
     ):
@@ -136,9 +152,9 @@ def setup(
     forced = requested_tool(tool_choice, api)
     # The first projection of a list under these settings builds its directory (token counts
     # of every name, the tokenizer loaded once): in a worker thread for an async door.
-    projection = Projection(indexed, settings, forced=forced)
+    projection = Projection(indexed, settings, forced=forced, dialect=dialect or CONFIG)
     indexed.add_directory(key)
-    if not projection.active and not projection.filtering:
+    if dialect is None and not projection.active and not projection.filtering:
         return None
     return Setup(settings, indexed, projection)
 
