@@ -325,8 +325,11 @@ def _check(parsed: object, api: Api, request: Any) -> Any:
         raise ModelReplyError(str(exc), request, _excerpt(parsed)) from None
 
 
-def guard_async(resource: Any, api: Api) -> Callable[..., Awaitable[Any]]:
-    """The SDK resource's ``create``, its reply checked (a stream is checked as it is read).
+def guard_async(
+    resource: Any, api: Api, accepted: Callable[[], object] | None = None
+) -> Callable[..., Awaitable[Any]]:
+    """The SDK resource's ``create``, its reply checked (a stream is checked as it is read);
+    ``accepted`` is called once the upstream answered 2xx (the SDK raises on any other).
 
     Sent as ``with_raw_response`` sends it, so an unusable reply's error carries its request,
     but as the plain JSON it is (`bot_toolsearch._wrap.send`).
@@ -334,6 +337,8 @@ def guard_async(resource: Any, api: Api) -> Callable[..., Awaitable[Any]]:
 
     async def guarded(**kwargs: Any) -> Any:
         raw = await post_async(resource, api, kwargs)
+        if accepted is not None:
+            accepted()
         request = raw.http_response.request
         stream = kwargs.get("stream") is True
         try:
@@ -373,11 +378,16 @@ def _large(raw: Any, stream: bool) -> bool:
         return False
 
 
-def guard_sync(resource: Any, api: Api) -> Callable[..., Any]:
-    """The SDK resource's ``create``, its reply checked (a stream is checked as it is read)."""
+def guard_sync(
+    resource: Any, api: Api, accepted: Callable[[], object] | None = None
+) -> Callable[..., Any]:
+    """The SDK resource's ``create``, its reply checked (a stream is checked as it is read);
+    ``accepted`` is called once the upstream answered 2xx (the SDK raises on any other)."""
 
     def guarded(**kwargs: Any) -> Any:
         raw = post_sync(resource, api, kwargs)
+        if accepted is not None:
+            accepted()
         request = raw.http_response.request
         try:
             parsed = _parse(raw, api, kwargs.get("stream") is True)

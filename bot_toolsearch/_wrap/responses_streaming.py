@@ -359,7 +359,8 @@ class AsyncResponsesStream:
                 yield _ended_early(caller)
                 return
             response = check_response(round_.response, stream_request(self._upstream))
-            final = await off_loop(self._plan.semantic or busy(response), self._plan.feed, response)
+            heavy = self._plan.offload or busy(response)
+            final = await off_loop(heavy, self._plan.feed, response)
             round_.settle()
             if final is not None:
                 for out in round_.finish(final):

@@ -240,7 +240,7 @@ class AsyncChatStream:
             if not round_.finished:
                 raise stream_cut(stream_request(self._upstream))
             completion = round_.completion()
-            heavy = self._plan.semantic or busy(completion)
+            heavy = self._plan.offload or busy(completion)
             final = await off_loop(heavy, self._plan.feed, completion)
             if final is not None:
                 for out in round_.finish(final):
