@@ -7,6 +7,7 @@ results the model reads. Mistakes made by the *developer* or in the *config* rai
     ├── ToolSearchNameCollisionError (also ValueError)  a real tool is named ``tool_search``
     ├── CatalogError (also ValueError)                   a tool catalog cannot be used as given
     ├── ConfigError (also ValueError)                    a config file or value is invalid
+    ├── ToolNotPermittedError (also ValueError)          a request names a denied tool
     ├── ConversationStoreError                           a conversation store cannot be used
     └── UnsupportedCallError (also NotImplementedError)  an SDK call a wrapped client refuses
 """
@@ -17,6 +18,7 @@ __all__ = [
     "CatalogError",
     "ConfigError",
     "ConversationStoreError",
+    "ToolNotPermittedError",
     "ToolSearchError",
     "ToolSearchNameCollisionError",
     "UnsupportedCallError",
@@ -52,6 +54,21 @@ class CatalogError(ToolSearchError, ValueError):
     def __init__(self, message: str, *, name: str | None = None) -> None:
         super().__init__(message)
         self.name = name
+
+
+class ToolNotPermittedError(ToolSearchError, ValueError):
+    """A request to a wrapped client names a tool ``[tools] allow``/``deny`` leave out where
+    it cannot be left out: ``tool_choice``, the legacy ``function_call``.
+
+    Attributes:
+        name: the tool name as the request spells it.
+        param: the request field that names it (``tool_choice``, ``function_call``).
+    """
+
+    def __init__(self, name: str, param: str) -> None:
+        super().__init__(f"{param} names the tool {name!r}, which [tools] allow/deny do not permit")
+        self.name = name
+        self.param = param
 
 
 class ConfigError(ToolSearchError, ValueError):

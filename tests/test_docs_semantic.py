@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bot_toolsearch._demo.catalog import demo_schemas
+from bot_toolsearch._services.semantic import _identity
 from bot_toolsearch.config import load_settings
 from tests._cli_runner import clean_env, run_cli
 from tests.test_readme import python_blocks
@@ -87,7 +88,10 @@ def test_the_offline_semantic_config_runs_as_documented(tmp_path: Path) -> None:
     assert '"POST /v1/embeddings HTTP/1.1" 200' in log  # the proxy forwarded them
     # Every demo tool's vector (+ send_message and end), in one file for this endpoint+model.
     assert header(files[0])["count"] == len(demo_schemas()) + 2
-    assert header(files[0])["identity"].endswith(f"127.0.0.1:{port}/v1\x00offline-hash")
+    # The header names the endpoint and model by a hash, never the URL (issue 27).
+    identity = header(files[0])["identity"]
+    assert identity == _identity(f"http://127.0.0.1:{port}/v1", "offline-hash")
+    assert "127.0.0.1" not in identity
 
 
 def header(path: Path) -> dict[str, Any]:

@@ -144,6 +144,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from bot_toolsearch._config.file import load_settings
+    from bot_toolsearch._config.redact import redact_url
     from bot_toolsearch._errors import ConfigError
     from bot_toolsearch._proxy.app import (
         ENV_ACCESS_LOG,
@@ -162,7 +163,10 @@ def _serve(args: argparse.Namespace) -> int:
     offline = args.upstream == OFFLINE_UPSTREAM
     parts = urlsplit(args.upstream)
     if not offline and (parts.scheme not in ("http", "https") or not parts.hostname):
-        fail(f"--upstream must be an http(s) URL or 'offline', got {args.upstream!r}", USAGE)
+        fail(
+            f"--upstream must be an http(s) URL or 'offline', got {redact_url(args.upstream)!r}",
+            USAGE,
+        )
     os.environ[ENV_MAX_BODY] = str(args.max_body)
     os.environ[ENV_MAX_TOOLS] = str(args.max_tools)
     os.environ[ENV_MAX_IN_FLIGHT] = str(args.max_in_flight)
@@ -191,7 +195,10 @@ def _serve(args: argparse.Namespace) -> int:
     _check_port(args.host, args.port)
     with _upstream(args.upstream, dot_delimiter) as upstream:
         os.environ[ENV_UPSTREAM] = upstream
-        shown = f"{upstream} (the EMBEDDED OFFLINE MODEL, not an LLM)" if offline else upstream
+        # The banner never shows the upstream's userinfo or a key in its query.
+        shown = redact_url(upstream)
+        if offline:
+            shown += " (the EMBEDDED OFFLINE MODEL, not an LLM)"
         sys.stderr.write(
             f"serve: http://{_url_host(args.host)}:{args.port}/v1 -> upstream {shown}; "
             f"config: {config}; {mode}; "

@@ -4,6 +4,12 @@ The watcher thread reads, parses and validates the file off the ask path and onl
 in a new frozen `BotSettings` with the next ``generation``; ``snapshot()`` is a plain attribute
 read. A broken edit, or a deleted or unreadable file, keeps the last good snapshot, is logged
 once with file:line:column and is recorded as ``last_error``.
+
+A change is applied only once the file has been stable for ``settle`` seconds (its modification
+time, size and inode unchanged over that moment): an editor or a script that writes the file
+in several steps, without an atomic rename, can leave a half-written file that happens to
+parse (a ``[tools] deny`` list cut short), and that file would otherwise be live until the next
+event.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +34,12 @@ from .watch import DirectoryWatcher
 __all__ = ["ConfigReloader"]
 
 log = logging.getLogger("bot_toolsearch.config")
+
+SETTLE_SECONDS = 0.5
+"""How long the file must stay unchanged before a watched change is applied."""
+_SETTLE_TRIES = 40
+"""Most settle waits for one batch of events; a file still changing then is left to the
+next event (its writer's next write raises one)."""
 
 ReloadCallback = Callable[[BotSettings], object]
 ReloadErrorCallback = Callable[[ConfigError], object]
@@ -45,6 +58,8 @@ class ConfigReloader:
     Args:
         path: the config file.
         debounce: seconds of quiet after the last file event before reloading.
+        settle: seconds the file must stay unchanged before a watched change is applied
+            (`SETTLE_SECONDS`); 0 applies it at once.
         subscribers: called with each new snapshot, in the watcher thread.
         env: environment for the fallbacks; ``os.environ`` (read at every reload) when omitted.
 
@@ -57,11 +72,16 @@ class ConfigReloader:
         path: str | os.PathLike[str],
         *,
         debounce: float = 0.2,
+        settle: float = SETTLE_SECONDS,
         subscribers: Iterable[ReloadCallback] = (),
         env: dict[str, str] | None = None,
     ) -> None:
+        if settle < 0:
+            raise ValueError("settle must be >= 0")
         self._path = Path(path).absolute()
         self._debounce = debounce
+        self._settle = settle
+        self._stopping = threading.Event()
         self._env = env
         self._lock = threading.Lock()  # guards state changes and the waiter list
         self._reload_lock = threading.Lock()  # one reload at a time
@@ -234,7 +254,35 @@ class ConfigReloader:
     def _on_change(self, paths: frozenset[Path]) -> None:
         del paths  # the watcher only reports the paths of our file's link chain
         self._follow_links()
-        self.reload()
+        if self._settled():
+            self.reload()
+
+    def _settled(self) -> bool:
+        """Whether the file has stayed unchanged for ``settle`` seconds, waiting for it (in the
+        watcher thread); ``False`` when stopping, or when it kept changing."""
+        if not self._settle:
+            return True
+        before = self._signature()
+        if before is not None and 0 <= time.time() - before[0] / 1e9 >= self._settle:
+            return True  # written long enough ago (a clock skew never counts as old)
+        for _ in range(_SETTLE_TRIES):
+            if self._stopping.wait(self._settle):
+                return False
+            after = self._signature()
+            if after == before:
+                return True
+            before = after
+        log.warning("%s keeps changing; not reloaded until it settles", self._path)
+        return False
+
+    def _signature(self) -> tuple[int, int, int] | None:
+        """The file's (modification time in ns, size, inode), through its links; ``None`` when
+        it cannot be read (the reload then reports why)."""
+        try:
+            info = self._path.stat()
+        except OSError:
+            return None
+        return (info.st_mtime_ns, info.st_size, info.st_ino)
 
     def _follow_links(self) -> None:
         """Watch every path the config file's symlinks lead through, as they are now."""
@@ -251,6 +299,7 @@ class ConfigReloader:
         """
         if self._watcher is not None:
             return
+        self._stopping.clear()
         self._follow_links()
         self._watcher = DirectoryWatcher(
             sorted({path.parent for path in self._chain}),
@@ -263,6 +312,7 @@ class ConfigReloader:
 
     def stop(self) -> None:
         """Stop watching; the last snapshot stays readable. Safe to call more than once."""
+        self._stopping.set()
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.stop()

@@ -221,6 +221,10 @@ class SkillsSettings(_Table):
     """Tools exposed from round 1 without a search."""
     tool_search_max_results: StrictInt = Field(default=5, ge=1)
     """Most tools one ``tool_search`` call loads."""
+    tool_search_max_searches: StrictInt = Field(default=8, ge=1)
+    """Most ``tool_search`` calls answered in one model response; each further one gets a short
+    error result (search again next round), so one response cannot make the host run
+    thousands of searches."""
     tool_search_blind_call: BlindCallPolicy = "reject"
     """What a call to a deferred tool that was never loaded does."""
     tool_search_keep_loaded: KeepLoadedPolicy = "ask"

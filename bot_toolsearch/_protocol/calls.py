@@ -46,7 +46,12 @@ CallOutcome = Literal["ran", "answered", "refused", "invalid", "failed", "return
 ``failed``: the handler raised; ``returned``: the wrapper handed it to its caller to run."""
 
 RefusalReason = Literal[
-    "not_loaded", "loaded_this_round", "blind_call_loaded", "unknown", "end_with_other_calls"
+    "not_loaded",
+    "loaded_this_round",
+    "blind_call_loaded",
+    "unknown",
+    "end_with_other_calls",
+    "too_many_searches",
 ]
 """Why a call was refused; keys of ``AskStats.refused_calls``."""
 

@@ -52,6 +52,7 @@ from .messages import (
     LOADED_THIS_ROUND,
     NOT_LOADED_YET,
     NOT_LOADED_YET_BRIDGE,
+    TOO_MANY_SEARCHES,
     no_such_tool,
 )
 
@@ -130,6 +131,7 @@ class ToolSearchProtocol:
         "_blind_call",
         "_declared",
         "_deferred",
+        "_max_searches",
         "api",
         "catalog",
         "dialect",
@@ -162,6 +164,7 @@ class ToolSearchProtocol:
         self.permitted = permitted
         self.dialect = dialect
         self._blind_call: BlindCallPolicy = skills.tool_search_blind_call
+        self._max_searches = skills.tool_search_max_searches
         self.session = ToolSearchSession(
             catalog,
             always_loaded=(
@@ -290,7 +293,8 @@ class ToolSearchProtocol:
 
         Under ``bridge`` each ``call_tool`` call is unwrapped first (unless the host did, with
         ``unwrap=False``); a malformed one is answered. Then every ``tool_search``, in call
-        order (so several build on each other); then a refusal for each call this round does
+        order (so several build on each other), up to ``[skills] tool_search_max_searches``
+        (each further one gets `TOO_MANY_SEARCHES`); then a refusal for each call this round does
         not expose (so each one reflects every load of this response, wherever the search
         stood in it). ``exposed`` is what the round exposed, when the host's pipeline may have
         changed it (default: what `round_tools` exposed).
@@ -301,12 +305,27 @@ class ToolSearchProtocol:
             answer.calls = unwrapped.calls
             answer.results = dict(unwrapped.answered)
             answer.bridged = unwrapped.bridged
+        over = 0
         for i, call in enumerate(answer.calls):
             if i not in answer.results and call.name == TOOL_SEARCH_NAME:
-                before = len(answer.loaded)
-                answer.results[i] = self._search(call, answer)
-                if self.dialect.report_searches:
-                    answer.searched[i] = tuple(answer.loaded[before:])
+                if answer.searches < self._max_searches:
+                    before = len(answer.loaded)
+                    answer.results[i] = self._search(call, answer)
+                    if self.dialect.report_searches:
+                        answer.searched[i] = tuple(answer.loaded[before:])
+                    continue
+                over += 1
+                text = TOO_MANY_SEARCHES.format(limit=self._max_searches)
+                answer.results[i] = CallResult(
+                    call.id, call.name, text, "refused", "too_many_searches"
+                )
+        if over:
+            logger.warning(
+                "a response made %d tool_search calls; answered the first %d "
+                "([skills] tool_search_max_searches)",
+                answer.searches + over,
+                answer.searches,
+            )
         exposed = self.exposed if exposed is None else exposed
         refused = [
             answer.results.setdefault(i, self._refuse(call, answer))
@@ -347,11 +366,13 @@ class ToolSearchProtocol:
         return CallResult(call.id, call.name, content, "answered")
 
     def _refuse(self, call: CallRequest, answer: Answer) -> CallResult:
+        # A blind call that loads is a search: the same cap holds for both together.
+        room = answer.searches + answer.blind_call_loads < self._max_searches
         text, reason = refusal(
             self.session,
             call.name,
             self.permitted,
-            blind_call=self._blind_call,
+            blind_call=self._blind_call if room else "reject",
             bridge=self.mode == "bridge",
         )
         if reason == "blind_call_loaded":

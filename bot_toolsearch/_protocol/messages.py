@@ -55,6 +55,12 @@ NOT_LOADED_YET_BRIDGE = (
 )
 """Refusal in bridge mode: a permitted deferred tool that no search has loaded."""
 
+TOO_MANY_SEARCHES = (
+    "Error: not searched: one response may make at most {limit} tool_search calls "
+    "([skills] tool_search_max_searches). Search again in the next round if still needed."
+)
+"""Result of a ``tool_search`` call beyond the per-response cap."""
+
 LOADED_THIS_ROUND = (
     "Error: tool {name} was not executed: its schema was loaded in this round and becomes "
     "callable in the next round. Call {name} again in the next round; do not search for it again."

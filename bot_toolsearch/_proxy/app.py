@@ -43,16 +43,19 @@ from openai.resources.chat.completions import AsyncCompletions
 from openai.resources.responses import AsyncResponses
 
 from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._errors import ToolNotPermittedError
 from bot_toolsearch._services.threads import POOLS, PoolBusy
 from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 from bot_toolsearch._wrap.native import speaks_native
 
 from .access_log import configure_logging
+from .edge import WEBSOCKET_REFUSED, framing_problem, is_websocket_upgrade, refuse_websocket
 from .exchange import Observer, note_body, note_route
 from .keys import ClientKeys, KnownKeys, read_keys
 from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, InFlight
 from .metrics import CONTENT_TYPE, ProxyMetrics
+from .passthrough import refusal
 from .raw_tools import tools_span
 from .upstream_timing import time_upstream
 
@@ -120,6 +123,8 @@ _KEY_PROBE_BYTES = 1024 * 1024
 """Bodies larger than this are parsed only once the upstream key is known good: else the
 upstream is asked first (``GET /models``), and its 401 or 403 is the answer (`KnownKeys`)."""
 _LENGTHS = 8
+_INLINE_CHECK = 64 * 1024
+"""Largest pass-through body checked for tool fields on the event loop (larger: a thread)."""
 """Most tool-list byte lengths `ProxyApp._parse_known` tries before scanning the value."""
 _HOP_HEADERS = frozenset(
     {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "accept-encoding"}
@@ -335,6 +340,9 @@ class ProxyApp:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
+        if scope["type"] == "websocket":
+            await refuse_websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             return
         started = False
@@ -371,6 +379,11 @@ class ProxyApp:
             self._observer.finish(exchange)
 
     async def _http_request(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        framing = framing_problem(scope["headers"])
+        if framing is not None:
+            raise _Refused(400, framing, code="invalid_framing")
+        if is_websocket_upgrade(scope["headers"]):
+            raise _Refused(400, WEBSOCKET_REFUSED, code="websocket_not_supported")
         path = _normalised_path(scope)
         if path == "/healthz":
             note_route("healthz")
@@ -451,29 +464,10 @@ class ProxyApp:
                 await _json(send, exc.status_code, _error_body(exc))
                 return
             raise _upstream_failed(exc) from None
-        except openai.APIError as exc:  # connection errors, timeouts, unreadable answers
-            raise _upstream_failed(exc) from None
-        except TimeoutError:
-            logger.warning("proxy: upstream timed out after %s s", self.timeout)
-            raise _Refused(
-                502,
-                f"upstream failed: no answer within {self.timeout:g} s (serve --timeout)",
-                "upstream_error",
-                code="upstream_timeout",
-            ) from None
         except (_Disconnected, _Refused):
             raise
-        except PoolBusy as exc:
-            raise _busy(str(exc), "serve --index-builds") from None
         except Exception as exc:
-            logger.warning("proxy: request failed: %s", type(exc).__name__)
-            if calls.count:  # the upstream answered something the wrapper cannot use
-                raise _Refused(
-                    502,
-                    f"the upstream's answer could not be used ({type(exc).__name__})",
-                    "upstream_error",
-                ) from None
-            raise _Refused(400, f"the request could not be used: {exc}") from None
+            raise self._failure(exc, calls) from None
         self._known.accept(key)
         if self._freeze_heap and self._cache.builds != builds:
             self._settle()
@@ -481,6 +475,31 @@ class ProxyApp:
             await _relay(receive, send, result, events=not chat)
         else:
             await _json(send, 200, answer)
+
+    def _failure(self, exc: Exception, calls: _Calls) -> _Refused:
+        """The answer to a ``create`` call that failed other than with an upstream status."""
+        if isinstance(exc, openai.APIError):  # connection errors, timeouts, unreadable answers
+            return _upstream_failed(exc)
+        if isinstance(exc, TimeoutError):
+            logger.warning("proxy: upstream timed out after %s s", self.timeout)
+            return _Refused(
+                502,
+                f"upstream failed: no answer within {self.timeout:g} s (serve --timeout)",
+                "upstream_error",
+                code="upstream_timeout",
+            )
+        if isinstance(exc, ToolNotPermittedError):
+            return _Refused(403, str(exc), code="tool_not_permitted", param=exc.param)
+        if isinstance(exc, PoolBusy):
+            return _busy(str(exc), "serve --index-builds")
+        logger.warning("proxy: request failed: %s", type(exc).__name__)
+        if calls.count:  # the upstream answered something the wrapper cannot use
+            return _Refused(
+                502,
+                f"the upstream's answer could not be used ({type(exc).__name__})",
+                "upstream_error",
+            )
+        return _Refused(400, f"the request could not be used: {exc}")
 
     async def _body(
         self,
@@ -650,6 +669,12 @@ class ProxyApp:
 
     async def _forward(self, receive: _Receive, send: _Send, scope: _Scope, rest: str) -> None:
         body = await _read_body(receive, _headers(scope), self.max_body)
+        tools = self._engine.snapshot().tools
+        if tools.allow or tools.deny:
+            check = functools.partial(refusal, scope["method"], rest, body)
+            why = await asyncio.to_thread(check) if len(body) > _INLINE_CHECK else check()
+            if why is not None:
+                raise _Refused(403, why, code="tool_not_permitted")
         url = self._origin + quote(self._base_path + rest, safe="/:@!$&'()*+,;=~")
         query = scope.get("query_string") or b""
         if query:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Collection, Sequence
 
-__all__ = ["matches", "pattern_filter"]
+__all__ = ["matches", "pattern_filter", "permits"]
 
 
 def pattern_filter(
@@ -34,3 +34,12 @@ def matches(name: str, patterns: Sequence[str]) -> bool:
     """Whether ``name`` matches one of ``patterns`` (case-sensitive on every platform: tool
     names are case-sensitive)."""
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def permits(name: str, allow: Sequence[str], deny: Sequence[str]) -> bool:
+    """Whether ``[tools] allow``/``deny`` leave the one tool ``name``.
+
+    >>> permits("admin.wipe", [], ["admin.*"]), permits("weather.now", ["weather.*"], [])
+    (False, True)
+    """
+    return (not allow or matches(name, allow)) and not (deny and matches(name, deny))

@@ -35,6 +35,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bot_toolsearch._config.redact import redact_url
 from bot_toolsearch._config.settings import BotSettings, EmbeddingsSettings
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.fusion import SemanticRanker
@@ -342,6 +343,12 @@ class _Matrix:
         return [int(d) for d in candidates[order]]
 
 
+def _identity(endpoint: str, model: str) -> str:
+    """What a cache file is for, as stored in its header: a hash of the endpoint and model,
+    never the URL (its userinfo or query may hold a key)."""
+    return "sha256:" + hashlib.sha256(f"{endpoint}\x00{model}".encode()).hexdigest()
+
+
 def _default_folder() -> Path:
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(root) / "bot_toolsearch" / "embeddings"
@@ -414,7 +421,8 @@ class _Embedder:
     def __init__(self, settings: EmbeddingsSettings) -> None:
         self.settings = settings
         self.client = EmbeddingsClient(settings)
-        identity = f"{self.client.endpoint}\x00{settings.model}"
+        # The header names the endpoint by a hash: a base_url may carry credentials.
+        identity = _identity(self.client.endpoint, settings.model)
         self.cache = VectorCache(settings.cache_dir or _default_folder(), identity)
         self.budget = _Budget(settings.max_texts_per_minute)
         self._lock = threading.Lock()
@@ -470,7 +478,7 @@ class _Embedder:
                 "BM25 alone until the endpoint answers again",
                 exc,
                 self.settings.model,
-                self.client.endpoint,
+                redact_url(self.client.endpoint),
             )
 
     def start(

@@ -18,7 +18,7 @@ import json
 import logging
 import operator
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -122,6 +122,7 @@ class CallerTools:
     _checkers: dict[str, Tool | None] = field(default_factory=dict, repr=False)
     _noted: set[str] = field(default_factory=set, repr=False)
     _warmed: set[EmbeddingsSettings] = field(default_factory=set, repr=False)
+    _directories: set[Hashable] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _acceptance: list[concurrent.futures.Future[None] | None] = field(
         default_factory=list, repr=False
@@ -229,6 +230,18 @@ class CallerTools:
                 return
             self._warmed.add(wanted)
         warm_semantic(settings, self.catalog)
+
+    def directory_built(self, key: Hashable) -> bool:
+        """Whether a call under the settings `key` names built this list's directory."""
+        with self._lock:
+            return key in self._directories
+
+    def add_directory(self, key: Hashable) -> None:
+        """Remember that the directory of the settings ``key`` names is built (see `setup`)."""
+        with self._lock:
+            if len(self._directories) >= _CACHE_SIZE:
+                self._directories.clear()
+            self._directories.add(key)
 
     def note_once(self, text: str) -> None:
         """Log a warning about this tool list once (every call with it would repeat it)."""

@@ -28,11 +28,19 @@ from bot_toolsearch._transports.wire import wire_message, wire_own_message
 from .observe import RoundHook, Rounds
 from .plan import Setup, UsageSum, ask_start, given, read_calls
 
-__all__ = ["ChatPlan", "insert_directory"]
+__all__ = ["DROPPED_CALLS", "HIDDEN_CALLS_KEPT", "ChatPlan", "insert_directory"]
 
 logger = logging.getLogger("bot_toolsearch")
 
 _SYSTEM_ROLES = ("system", "developer")
+HIDDEN_CALLS_KEPT = 64
+"""Most calls of one hidden round kept in the messages of the next request (the first ones,
+with their results); the rest are left out, with a note in the last kept result."""
+DROPPED_CALLS = (
+    "\n\n({count} more calls of this response were left out unanswered: at most {kept} calls "
+    "of one response are answered. Make fewer calls per response.)"
+)
+"""The note on the last kept result of a hidden round that had too many calls."""
 
 
 def insert_directory(messages: list[Any], directory: str) -> list[Any]:
@@ -216,8 +224,19 @@ class ChatPlan:
         return None
 
     def _hide(self, calls: Sequence[CallRequest], answered: Mapping[int, CallResult]) -> None:
+        """Append the hidden round to the upstream messages: at most `HIDDEN_CALLS_KEPT` of its
+        calls with their results, so one response cannot grow every later request."""
         view = self._setup.projection.view
         permitted = view.permitted
+        dropped = max(0, len(calls) - HIDDEN_CALLS_KEPT)
+        if dropped:
+            logger.warning(
+                "a response made %d calls the wrapper answered; the next request keeps the "
+                "first %d",
+                len(calls),
+                HIDDEN_CALLS_KEPT,
+            )
+            calls = calls[:HIDDEN_CALLS_KEPT]
         assistant = {
             "role": "assistant",
             "content": None,
@@ -227,6 +246,8 @@ class ChatPlan:
             {"role": "tool", "tool_call_id": call.id, "content": answered[i].content}
             for i, call in enumerate(calls)
         ]
+        if dropped:
+            results[-1]["content"] += DROPPED_CALLS.format(count=dropped, kept=HIDDEN_CALLS_KEPT)
         self.messages = [*self.messages, wire_own_message(assistant, view.names), *results]
 
     def _finish(self, completion: ChatCompletion) -> ChatCompletion:

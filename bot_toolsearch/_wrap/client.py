@@ -30,7 +30,8 @@ from bot_toolsearch._services.threads import POOLS, off_loop
 
 from .chat import ChatPlan
 from .engine import Engine
-from .plan import Pending
+from .permitted import carry
+from .plan import Pending, busy
 from .raw import handled, split_raw
 from .replies import guard_async, guard_sync
 from .responses import ResponsesPlan, create_round, create_round_async
@@ -110,8 +111,10 @@ class _AsyncResource(_Resource):
         mode, plain = split_raw(kwargs)
         plan = await self._aplan(plain)
         if plan is None:
-            return await self._inner.create(**self._through(kwargs))
-        return handled(mode, await self._run(plan, plain), is_async=True)
+            return await self._inner.create(**self._through(carry(kwargs, plain)))
+        done = await self._run(plan, plain)
+        self._engine.share_platform(getattr(self._inner, "_client", None))
+        return handled(mode, done, is_async=True)
 
     async def parse(self, **kwargs: Any) -> Any:
         """The SDK's ``parse()`` helper, its request sent by the wrapped ``create``."""
@@ -156,7 +159,7 @@ class _SyncResource(_Resource):
         mode, plain = split_raw(kwargs)
         plan = self._plan(plain)
         if plan is None:
-            return self._inner.create(**self._through(kwargs))
+            return self._inner.create(**self._through(carry(kwargs, plain)))
         return handled(mode, self._run(plan, plain), is_async=False)
 
     def parse(self, **kwargs: Any) -> Any:
@@ -218,7 +221,8 @@ class _AsyncCompletions(_AsyncResource):
         if kwargs.get("stream") is True:
             return await AsyncChatStream.start(create, plan)
         while True:
-            done = await off_loop(plan.offload, plan.feed, await create(**plan.request()))
+            reply = await create(**plan.request())
+            done = await off_loop(plan.offload or busy(reply), plan.feed, reply)
             if done is not None:
                 return done
 
@@ -240,7 +244,8 @@ class _AsyncResponses(_AsyncResource):
         if kwargs.get("stream") is True:
             return await AsyncResponsesStream.start(create, plan)
         while True:
-            done = await off_loop(plan.offload, plan.feed, await create_round_async(create, plan))
+            reply = await create_round_async(create, plan)
+            done = await off_loop(plan.offload or busy(reply), plan.feed, reply)
             if done is not None:
                 return done
 
@@ -371,7 +376,9 @@ class ToolSearchAsyncOpenAI(openai.AsyncOpenAI):
 
     def copy(self, *args: Any, **kwargs: Any) -> Any:
         """A wrapped copy of the given client's ``copy(...)``, sharing the settings."""
-        return _adopt(type(self), self._ts_inner.copy(*args, **kwargs), self._ts_engine, False)
+        copied = self._ts_inner.copy(*args, **kwargs)
+        self._ts_engine.share_platform(self._ts_inner, copied)
+        return _adopt(type(self), copied, self._ts_engine, False)
 
     with_options = copy
 
@@ -406,7 +413,9 @@ class ToolSearchOpenAI(openai.OpenAI):
 
     def copy(self, *args: Any, **kwargs: Any) -> Any:
         """A wrapped copy of the given client's ``copy(...)``, sharing the settings."""
-        return _adopt(type(self), self._ts_inner.copy(*args, **kwargs), self._ts_engine, False)
+        copied = self._ts_inner.copy(*args, **kwargs)
+        self._ts_engine.share_platform(self._ts_inner, copied)
+        return _adopt(type(self), copied, self._ts_engine, False)
 
     with_options = copy
 

@@ -19,6 +19,7 @@ from .caller_tools import Api, CallerTools, ToolsCache
 from .chat import ChatPlan
 from .native import NativeRequest, parse_native
 from .observe import RoundHook
+from .permitted import enforce, filter_function_tools
 from .plan import Pending, Setup, setup
 from .responses import ResponseAliases, ResponsesPlan
 
@@ -50,6 +51,10 @@ class Engine:
         self._fixed: BotSettings | None = settings
         self.cache = ToolsCache()
         self.aliases = ResponseAliases()
+        self.platform: object = None
+        """The SDK's platform headers, once a client of this engine has found them: a copy
+        made per call (the proxy makes one per API key) starts with them, instead of looking
+        them up again in a worker thread before its first request (`share_platform`)."""
         """Stream ids standing for a later response (`ResponseAliases`), across calls."""
         if config is not None:
             self._reloader = ConfigReloader(config)
@@ -97,13 +102,22 @@ class Engine:
         tables = {"skills": skills, "tools": table}
         return settings.model_copy(update=tables), native, None
 
-    def chat_plan(
-        self, kwargs: Mapping[str, Any], *, build: bool = True
-    ) -> ChatPlan | Pending | None:
+    def chat_plan(self, kwargs: dict[str, Any], *, build: bool = True) -> ChatPlan | Pending | None:
         """The plan of a ``chat.completions.create`` call, or ``None`` to pass it through;
-        `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`)."""
+        `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`).
+
+        ``kwargs`` are first held to ``[tools] allow``/``deny`` in place (`enforce`), so what
+        passes through is held to them too.
+
+        Raises:
+            ToolNotPermittedError: ``tool_choice``/``function_call`` names a denied tool.
+        """
+        given = kwargs
+        permissions = self.snapshot().tools
+        enforce(given, permissions)
         messages = kwargs.get("messages")
         if not isinstance(messages, list | tuple):
+            filter_function_tools(given, permissions)
             return None
         read = self._native(kwargs, "chat")
         if read is None:
@@ -121,13 +135,22 @@ class Engine:
             dialect=None if native is None else native.dialect,
             known=known,
         )
+        if found is None:
+            filter_function_tools(given, permissions)
         return ChatPlan(found, kwargs, self.on_round) if isinstance(found, Setup) else found
 
     def responses_plan(
-        self, kwargs: Mapping[str, Any], *, build: bool = True
+        self, kwargs: dict[str, Any], *, build: bool = True
     ) -> ResponsesPlan | Pending | None:
         """The plan of a ``responses.create`` call, or ``None`` to pass it through;
-        `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`)."""
+        `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`).
+
+        Raises:
+            ToolNotPermittedError: ``tool_choice`` names a denied tool (see `chat_plan`).
+        """
+        given = kwargs
+        permissions = self.snapshot().tools
+        enforce(given, permissions)
         read = self._native(kwargs, "responses")
         if read is None:
             return None
@@ -144,6 +167,8 @@ class Engine:
             dialect=None if native is None else native.dialect,
             known=known,
         )
+        if found is None:
+            filter_function_tools(given, permissions)
         if not isinstance(found, Setup):
             return found
         return ResponsesPlan(found, kwargs, self.aliases, native=native, on_round=self.on_round)
@@ -156,6 +181,16 @@ class Engine:
             return kwargs
         native = parse_native(kwargs, api)
         return kwargs if native is None else native.kwargs
+
+    def share_platform(self, source: object, copied: object | None = None) -> None:
+        """Remember ``source``'s platform headers when it found them; give them to ``copied``
+        when it has none yet."""
+        known = getattr(source, "_platform", None)
+        if known is not None:
+            self.platform = known
+        unset = copied is not None and getattr(copied, "_platform", 0) is None
+        if unset and self.platform is not None:
+            copied._platform = self.platform  # type: ignore[union-attr]
 
     def close(self) -> None:
         """Stop watching ``config.toml``; the last settings stay in force."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ __all__ = [
     "Setup",
     "UsageSum",
     "ask_start",
+    "busy",
     "given",
     "mapping_get",
     "read_calls",
@@ -36,6 +37,35 @@ __all__ = [
 ]
 
 logger = logging.getLogger("bot_toolsearch")
+
+
+INLINE_CALLS = 32
+"""Most calls (or output items) of one reply read on an async door's event loop; a larger
+reply is read in a worker thread, so a reply of thousands of calls never stalls the loop."""
+INLINE_TEXT = 64 * 1024
+"""Most characters of reply text read on the event loop (text tool calls are parsed from it)."""
+
+
+def busy(reply: object) -> bool:
+    """Whether reading ``reply`` (a completion or a response) is more than a little work: more
+    than `INLINE_CALLS` calls or output items, or more than `INLINE_TEXT` of text."""
+    choices = getattr(reply, "choices", None)
+    if isinstance(choices, list):
+        message = getattr(choices[0], "message", None) if choices else None
+        calls = getattr(message, "tool_calls", None) or ()
+        text = getattr(message, "content", None)
+        return len(calls) > INLINE_CALLS or (isinstance(text, str) and len(text) > INLINE_TEXT)
+    output = getattr(reply, "output", None)
+    if isinstance(output, list):
+        if len(output) > INLINE_CALLS:
+            return True
+        size = 0
+        for item in output:
+            for part in getattr(item, "content", None) or ():
+                text = getattr(part, "text", None)
+                size += len(text) if isinstance(text, str) else 0
+        return size > INLINE_TEXT
+    return False
 
 
 def given(value: object) -> bool:
@@ -128,15 +158,37 @@ def setup(
         return Pending.INDEXING
     if indexed.catalog is None:
         return None
+    key = (_directory_key(settings), dialect)
+    searching = settings.skills.tool_search_enabled or dialect is not None
     if indexed.accepted and not indexed.prepared(settings):
         if not build:
             return Pending.INDEXING
         indexed.prepare(settings)
+    if not build and searching and not indexed.directory_built(key):
+        return Pending.INDEXING
     forced = requested_tool(tool_choice, api)
+    # The first projection of a list under these settings builds its directory (token counts
+    # of every name, the tokenizer loaded once): in a worker thread for an async door.
     projection = Projection(indexed, settings, forced=forced, dialect=dialect or CONFIG)
+    indexed.add_directory(key)
     if dialect is None and not projection.active and not projection.filtering:
         return None
     return Setup(settings, indexed, projection)
+
+
+def _directory_key(settings: BotSettings) -> Hashable:
+    """What a list's directory depends on in ``settings`` (the settings of a projection)."""
+    tools, skills = settings.tools, settings.skills
+    return (
+        tools.allow,
+        tools.deny,
+        tuple(tools.namespaces.items()) if tools.namespaces else (),
+        skills.tool_search_enabled,
+        skills.tool_search_always_loaded,
+        skills.prefetch_tools,
+        skills.tool_search_directory_budget,
+        skills.tool_search_loading,
+    )
 
 
 def _as_list(tools: object) -> list[Any] | None:

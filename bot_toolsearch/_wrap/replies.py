@@ -16,6 +16,8 @@ as 0 with a warning, as in the `Bot`: the reply is not lost for its accounting.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import logging
 import secrets
@@ -36,6 +38,7 @@ from openai.types.responses import Response, ResponseFunctionToolCall
 from bot_toolsearch._transports.base import ModelReplyError, token_count
 
 from .caller_tools import Api
+from .send import post_async, post_sync
 
 __all__ = [
     "check_chat_chunk",
@@ -49,6 +52,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("bot_toolsearch")
+
+INLINE_REPLY_BYTES = 256 * 1024
+"""Largest reply body turned into SDK objects on an async door's event loop (larger: a thread)."""
 
 _CHAT_USAGE = ("prompt_tokens", "completion_tokens", "total_tokens")
 _RESPONSES_USAGE = ("input_tokens", "output_tokens", "total_tokens")
@@ -325,21 +331,51 @@ def guard_async(
     """The SDK resource's ``create``, its reply checked (a stream is checked as it is read);
     ``accepted`` is called once the upstream answered 2xx (the SDK raises on any other).
 
-    Sent through ``with_raw_response`` so an unusable reply's error carries its request.
+    Sent as ``with_raw_response`` sends it, so an unusable reply's error carries its request,
+    but as the plain JSON it is (`bot_toolsearch._wrap.send`).
     """
 
     async def guarded(**kwargs: Any) -> Any:
-        raw = await resource.with_raw_response.create(**kwargs)
+        raw = await post_async(resource, api, kwargs)
         if accepted is not None:
             accepted()
         request = raw.http_response.request
+        stream = kwargs.get("stream") is True
         try:
-            parsed = raw.parse()
+            # A large reply (thousands of calls) is turned into SDK objects in a worker thread.
+            parse = functools.partial(_parse, raw, api, stream)
+            parsed = await asyncio.to_thread(parse) if _large(raw, stream) else parse()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise _not_json(exc, request) from None
         return parsed if kwargs.get("stream") is True else _check(parsed, api, request)
 
     return guarded
+
+
+def _parse(raw: Any, api: Api, stream: bool) -> Any:
+    """The reply as SDK objects: a whole JSON body validated by pydantic in one call (about
+    twenty times faster than the SDK's own ``parse``, which walks the type annotations in
+    Python); anything that does not validate, and every stream, as ``parse`` makes it (which
+    the checks then read)."""
+    if not stream:
+        model = ChatCompletion if api == "chat" else Response
+        try:
+            parsed = model.model_validate_json(raw.http_response.content)
+        except Exception:  # not JSON, or fields of the wrong type: the SDK's lenient way
+            return raw.parse()
+        parsed._request_id = raw.http_response.headers.get("x-request-id")
+        return parsed
+    return raw.parse()
+
+
+def _large(raw: Any, stream: bool) -> bool:
+    """Whether a non-streamed reply's body is over `INLINE_REPLY_BYTES`."""
+    if stream:
+        return False
+    try:
+        return len(raw.http_response.content) > INLINE_REPLY_BYTES
+    except Exception:  # a body not read: small enough
+        return False
 
 
 def guard_sync(
@@ -349,12 +385,12 @@ def guard_sync(
     ``accepted`` is called once the upstream answered 2xx (the SDK raises on any other)."""
 
     def guarded(**kwargs: Any) -> Any:
-        raw = resource.with_raw_response.create(**kwargs)
+        raw = post_sync(resource, api, kwargs)
         if accepted is not None:
             accepted()
         request = raw.http_response.request
         try:
-            parsed = raw.parse()
+            parsed = _parse(raw, api, kwargs.get("stream") is True)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise _not_json(exc, request) from None
         return parsed if kwargs.get("stream") is True else _check(parsed, api, request)

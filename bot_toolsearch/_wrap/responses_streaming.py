@@ -43,6 +43,7 @@ from openai.types.responses import (
 
 from bot_toolsearch._services.threads import off_loop
 
+from .plan import busy
 from .replies import check_response, iterate_async, iterate_sync, stream_request
 from .responses import ResponsesPlan, create_round, create_round_async
 from .surface import AsyncStreamResponse, SyncStreamResponse
@@ -358,7 +359,8 @@ class AsyncResponsesStream:
                 yield _ended_early(caller)
                 return
             response = check_response(round_.response, stream_request(self._upstream))
-            final = await off_loop(self._plan.offload, self._plan.feed, response)
+            heavy = self._plan.offload or busy(response)
+            final = await off_loop(heavy, self._plan.feed, response)
             round_.settle()
             if final is not None:
                 for out in round_.finish(final):

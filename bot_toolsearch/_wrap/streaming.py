@@ -33,7 +33,7 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
 from bot_toolsearch._services.threads import off_loop
 
 from .chat import ChatPlan
-from .plan import mapping_get
+from .plan import busy, mapping_get
 from .replies import iterate_async, iterate_sync, stream_cut, stream_request
 from .surface import AsyncStreamResponse, SyncStreamResponse
 
@@ -239,7 +239,9 @@ class AsyncChatStream:
                     yield out
             if not round_.finished:
                 raise stream_cut(stream_request(self._upstream))
-            final = await off_loop(self._plan.offload, self._plan.feed, round_.completion())
+            completion = round_.completion()
+            heavy = self._plan.offload or busy(completion)
+            final = await off_loop(heavy, self._plan.feed, completion)
             if final is not None:
                 for out in round_.finish(final):
                     yield out

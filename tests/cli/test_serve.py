@@ -133,3 +133,43 @@ def test_the_banner_says_why_tool_search_is_off(tmp_path: Path) -> None:
         in (stderr.splitlines()[0])
     )
     assert stderr.count("tool_search_enabled is not set") == 1  # once, not once per worker
+
+
+def test_the_banner_never_shows_the_upstreams_credentials(tmp_path: Path) -> None:
+    """Issue 27: the banner printed ``user:password`` and a key in the query as given."""
+    port = free_port()
+    upstream = "http://operator:s3cret-pw@127.0.0.1:9/v1?api-key=k3y-value&region=eu"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bot_toolsearch",
+            "serve",
+            f"--upstream={upstream}",
+            f"--port={port}",
+        ],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        banner = proc.stderr.readline()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=TIMEOUT)
+    assert banner.startswith(
+        f"serve: http://127.0.0.1:{port}/v1 -> upstream "
+        "http://REDACTED@127.0.0.1:9/v1?api-key=REDACTED&region=eu; "
+    ), banner
+    for secret in ("s3cret-pw", "k3y-value", "operator"):
+        assert secret not in banner + rest
+
+
+def test_a_bad_upstream_with_credentials_is_redacted_in_the_error() -> None:
+    done = run_cli("serve", "--upstream", "ftp://u:s3cret@host/")
+    assert done.returncode == 2
+    assert "s3cret" not in done.stderr
+    assert "ftp://REDACTED@host/" in done.stderr

@@ -348,3 +348,41 @@ async def test_a_configmap_style_update_is_seen(tmp_path: Path) -> None:
             await reloader.wait_for_generation(generation, timeout=TIMEOUT)
             assert max_results(reloader) == value
         assert reloader.last_error is None
+
+
+def write_in_two_steps(path: Path, first: str, rest: str, pause: float) -> None:
+    """A writer that rewrites the file in place, pausing between two writes (no rename)."""
+    import time
+
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write(first)
+        handle.flush()
+        os.fsync(handle.fileno())
+        time.sleep(pause)
+        handle.write(rest)
+
+
+async def test_a_half_written_file_that_parses_is_never_applied(path: Path) -> None:
+    """Issue 27: the first half (no deny list yet) parsed and was live until the rest came."""
+    import asyncio
+
+    denied = '[tools]\ndeny = ["admin.*"]\n'
+    write(path, config_text(5) + denied)
+    seen: list[BotSettings] = []
+    async with ConfigReloader(path, debounce=0.05, settle=1.5, subscribers=[seen.append]) as r:
+        assert r.snapshot().tools.deny == ("admin.*",)
+        # The first half alone parses: every [skills] key, no [tools] table yet.
+        await asyncio.to_thread(write_in_two_steps, path, config_text(7), denied, 0.5)
+        await r.wait_for_generation(2, timeout=TIMEOUT)
+        assert r.generation == 2
+    assert [(s.skills.tool_search_max_results, s.tools.deny) for s in seen] == [(7, ("admin.*",))]
+
+
+async def test_a_settled_edit_still_applies_and_stop_ends_a_wait(path: Path) -> None:
+    reloader = ConfigReloader(path, debounce=0.05, settle=0.2)
+    async with reloader:
+        write(path, config_text(6))
+        await reloader.wait_for_generation(2, timeout=TIMEOUT)
+    assert max_results(reloader) == 6
+    with pytest.raises(ValueError, match="settle"):
+        ConfigReloader(path, settle=-1)

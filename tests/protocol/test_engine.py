@@ -137,3 +137,20 @@ def test_bridge_unwraps_call_tool_and_answers_a_malformed_one() -> None:
     assert answer.bridged == frozenset({0})
     assert list(answer.results) == [1]
     assert answer.results[1].outcome == "invalid"
+
+
+def test_searches_beyond_the_cap_get_a_short_error_and_blind_loads_count() -> None:
+    """Issue 27: one response of thousands of searches made the host run every one."""
+    from bot_toolsearch._protocol.messages import TOO_MANY_SEARCHES
+
+    engine = protocol(tool_search_max_searches=2, tool_search_blind_call="load")
+    calls = [_call(i, TOOL_SEARCH_NAME, query="weather") for i in range(5)]
+    answer = engine.answer(calls)
+    assert answer.searches == 2
+    capped = [r for r in answer.results.values() if r.reason == "too_many_searches"]
+    assert [r.content for r in capped] == [TOO_MANY_SEARCHES.format(limit=2)] * 3
+    # A blind call that would load is a search too: past the cap it is refused, not loaded.
+    blind = protocol(tool_search_max_searches=1, tool_search_blind_call="load")
+    first = blind.answer([_call(0, TOOL_SEARCH_NAME, query="mail"), _call(1, "weather.alerts")])
+    assert first.blind_call_loads == 0
+    assert first.results[1].reason == "not_loaded"

@@ -18,7 +18,12 @@ from bot_toolsearch import Bot, BotSettings, tool, wrap_openai
 from bot_toolsearch._errors import ConfigError
 from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
-from bot_toolsearch._services.semantic import VectorCache, semantic_ranker, warm_semantic
+from bot_toolsearch._services.semantic import (
+    VectorCache,
+    _identity,
+    semantic_ranker,
+    warm_semantic,
+)
 from bot_toolsearch._services.threads import POOLS
 from bot_toolsearch.config import ConfigReloader
 from bot_toolsearch.core import ToolCatalog, ToolSearchSession
@@ -214,7 +219,7 @@ def test_a_cache_file_of_another_model_is_not_trusted(
     other = _settings(embeddings, tmp_path, model="other-model")
     # Even under the other model's own file name, the first model's file is refused.
     endpoint = embeddings.base_url.rstrip("/")
-    target = VectorCache(tmp_path, f"{endpoint}\x00other-model").path
+    target = VectorCache(tmp_path, _identity(endpoint, "other-model")).path
     _cache_file(tmp_path).rename(target)
     _session(other, ToolCatalog(TOOLS)).search("send a letter")
     requests = embeddings.embeddings.requests
@@ -222,6 +227,35 @@ def test_a_cache_file_of_another_model_is_not_trusted(
         ("other-model", 3),
         ("other-model", 1),
     ]
+
+
+def test_credentials_in_the_base_url_reach_no_log_and_no_cache_file(
+    embeddings: ScriptedOpenAIServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27: the cache header held the base URL in clear, and a failure logged it."""
+    secret_url = embeddings.base_url.replace("http://", "http://operator:s3cret-pw@")
+    settings = _settings(embeddings, tmp_path, base_url=secret_url)
+    with caplog.at_level(logging.DEBUG, logger="bot_toolsearch"):
+        _session(settings, ToolCatalog(TOOLS)).search(RAIN)
+    assert len(embeddings.embeddings.requests) == 2  # the endpoint was used
+    data = _cache_file(tmp_path).read_bytes()
+    assert b"s3cret-pw" not in data
+    assert b"operator" not in data
+    assert b"127.0.0.1" not in data  # the identity is a hash
+    down = _settings(
+        embeddings,
+        tmp_path,
+        generation=7,
+        base_url="http://operator:s3cret-pw@127.0.0.1:9/v1?api-key=k3y-value",
+        timeout=0.5,
+    )
+    with caplog.at_level(logging.DEBUG, logger="bot_toolsearch"):
+        _session(down, ToolCatalog(TOOLS)).search(RAIN)
+    (warning,) = _warnings(caplog)
+    assert "http://REDACTED@127.0.0.1:9/v1?api-key=REDACTED" in warning
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "s3cret-pw" not in logged
+    assert "k3y-value" not in logged
 
 
 # -- faults -------------------------------------------------------------------------------------

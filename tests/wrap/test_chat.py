@@ -12,6 +12,7 @@ import pytest
 
 from bot_toolsearch import BotSettings, wrap_openai
 from bot_toolsearch._protocol.messages import LOADED_THIS_ROUND, NOT_LOADED_YET, no_such_tool
+from bot_toolsearch._wrap.chat import HIDDEN_CALLS_KEPT
 from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, error, text
 
 from ._tools import chat_tools, directory_for, loaded
@@ -373,7 +374,8 @@ async def test_a_reply_of_thousands_of_refused_calls_logs_one_summary_line(
     with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
         reply = await client.chat.completions.create(model="m", messages=[USER], tools=chat_tools())
     assert reply.choices[0].message.content == "cannot"
-    assert len(server.requests[1].tool_outputs) == 1501
+    # Issue 27: the next request keeps only the first HIDDEN_CALLS_KEPT calls and results.
+    assert len(server.requests[1].tool_outputs) == HIDDEN_CALLS_KEPT
     lines = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
     assert lines == [
         "refused 1501 call(s) to unknown or unloaded tools (1 not_loaded, 1500 unknown): "

@@ -202,6 +202,25 @@ async def test_a_reload_builds_the_cached_lists_new_index_in_the_reload_thread(
     assert [id(i) for i in indexes(catalog)] == [id(i) for i in before]
 
 
+def test_a_plan_whose_directory_is_not_built_is_made_off_the_loop() -> None:
+    """Issue 27: the first projection of a list built its directory (token counts of every
+    name, the tokenizer loaded once: seconds) on the event loop, after the index was built."""
+    cache = ToolsCache()
+    tools = dotted_tools()
+    cache.get(tools, "chat", SETTINGS.tools.dot_delimiter).prepare(SETTINGS)  # the proxy's way
+
+    def plan(settings: BotSettings, *, build: bool) -> object:
+        return setup(settings, cache, tools=tools, tool_choice=None, api="chat", build=build)
+
+    assert plan(SETTINGS, build=False) is Pending.INDEXING  # index built, directory not
+    assert plan(SETTINGS, build=True) not in (None, Pending.INDEXING)
+    assert plan(SETTINGS, build=False) not in (None, Pending.INDEXING)
+    budget = SETTINGS.model_copy(
+        update={"skills": SETTINGS.skills.model_copy(update={"tool_search_directory_budget": 50})}
+    )
+    assert plan(budget, build=False) is Pending.INDEXING  # another directory
+
+
 def test_a_call_the_upstream_refuses_builds_no_index_and_embeds_nothing(
     server: ScriptedOpenAIServer, tmp_path: Path
 ) -> None:

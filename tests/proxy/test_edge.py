@@ -1,0 +1,106 @@
+"""Framing and upgrades the proxy refuses before routing, over raw sockets (issue 27).
+
+Before: a request with both ``Transfer-Encoding: chunked`` and ``Content-Length`` was
+forwarded (uvicorn's h11 takes the chunked body); a WebSocket upgrade got a plain-text 500
+(with a WebSocket library) or was forwarded to the upstream as a plain GET (without one).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import uvicorn
+
+from bot_toolsearch._proxy.app import ProxyApp
+from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
+from tests.proxy._raw import Reply, Upstream, answer, parse, request
+
+UPGRADE = (
+    b"GET /v1/realtime?model=m HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+    b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    b"Sec-WebSocket-Version: 13\r\n\r\n"
+)
+
+
+@contextmanager
+def served(app: ProxyApp, ws: str) -> Iterator[int]:
+    sock = _bind(None)
+    port: int = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        http="h11",
+        ws=ws,  # type: ignore[arg-type]
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+    )
+    running = _ThreadServer(config)
+    thread = threading.Thread(target=_serve, args=(running, sock), daemon=True)
+    thread.start()
+    assert running.ready.wait(30)
+    try:
+        yield port
+    finally:
+        running.request_exit()
+        thread.join(30)
+
+
+def _raw(port: int, data: bytes) -> Reply:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(data)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+            head, _, body = received.partition(b"\r\n\r\n")
+            length = [
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            ]
+            if length and len(body) >= length[0]:
+                break
+    return parse(received)
+
+
+def _json_error(reply: Reply, code: str) -> None:
+    assert reply.status == 400, reply
+    error = reply.json()["error"]
+    assert error["code"] == code
+    assert error["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("ws", ["none", "websockets-sansio"])
+def test_a_websocket_upgrade_is_a_json_400_and_reaches_no_upstream(ws: str) -> None:
+    upstream = Upstream(answer({"ok": True}))
+    with served(ProxyApp(upstream.url), ws) as port:
+        reply = _raw(port, UPGRADE)
+    _json_error(reply, "websocket_not_supported")
+    assert upstream.received == []
+    upstream.close()
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/embeddings"])
+def test_both_transfer_encoding_and_content_length_is_a_400(path: str) -> None:
+    upstream = Upstream(answer({"ok": True}))
+    body = b'{"model":"m"}'
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nTransfer-Encoding: chunked"
+    ).encode()
+    with served(ProxyApp(upstream.url), "none") as port:
+        reply = request(port, head, b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+        plain = request(
+            port,
+            f"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}".encode(),
+            body,
+        )
+    _json_error(reply, "invalid_framing")
+    assert plain.status == 200  # one framing header is fine
+    assert len(upstream.received) == 1
+    upstream.close()
