@@ -71,7 +71,6 @@ class ToolSearchSession:
         ValueError: ``max_results`` is not a positive integer, or ``directory_budget`` is
             not an integer >= 0.
         TypeError: ``always_loaded`` or ``hidden`` is a single string.
-        ToolSearchNameCollisionError: the schemas contain a tool named ``tool_search``.
     """
 
     __slots__ = (
