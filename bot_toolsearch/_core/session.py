@@ -62,9 +62,10 @@ class ToolSearchSession:
             instructions, folder READMEs): lines of a grouped directory, and text keyword
             search matches. Read when first needed; treat it as read-only.
         semantic: the optional semantic stage over this catalog, ``semantic(text, count)``
-            -> document ids (catalog ranks) best first, or ``None`` when unavailable; it must
-            not raise (`bot_toolsearch._core.fusion.SemanticRanker`). A keyword query's
-            ranking is fused with BM25's (`bot_toolsearch._core.fusion`);
+            -> ``(document id, similarity)`` pairs (ids are catalog ranks) best first, or
+            ``None`` when unavailable; it must not raise
+            (`bot_toolsearch._core.fusion.SemanticRanker`). A keyword query's BM25 scores are
+            fused with the similarities (`bot_toolsearch._core.fusion`);
             ``select:`` and exact names never call it. ``None``: BM25 alone.
 
     Raises:
@@ -82,10 +83,12 @@ class ToolSearchSession:
         "_described",
         "_directory",
         "_excluded",
+        "_excluded_docs",
         "_exposed",
         "_hidden",
         "_initial",
         "_loaded",
+        "_loaded_docs",
         "_max_results",
         "_namespaces",
         "_search_loaded",
@@ -102,7 +105,8 @@ class ToolSearchSession:
         decode_name: NameDecoder | None = None,
         directory_budget: int = DEFAULT_DIRECTORY_BUDGET,
         namespaces: Mapping[str, str] | None = None,
-        semantic: Callable[[str, int], Sequence[int] | None] | None = None,
+        semantic: Callable[[str, int], Sequence[tuple[int, float]] | Sequence[int] | None]
+        | None = None,
     ) -> None:
         if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
             raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
@@ -141,6 +145,9 @@ class ToolSearchSession:
         self._search_loaded: list[str] = []
         self._exposed = frozenset((*self._initial, TOOL_SEARCH_NAME))
         self._excluded = self._hidden | initial
+        self._excluded_docs: frozenset[int] | None = None
+        rank = catalog.rank
+        self._loaded_docs = {rank(name) for name in initial}
         self._deferred: tuple[str, ...] | None = None
         self._catalog_names: tuple[str, ...] | None = None
 
@@ -152,7 +159,9 @@ class ToolSearchSession:
         return self._catalog
 
     @property
-    def semantic(self) -> Callable[[str, int], Sequence[int] | None] | None:
+    def semantic(
+        self,
+    ) -> Callable[[str, int], Sequence[tuple[int, float]] | Sequence[int] | None] | None:
         """The semantic stage keyword searches fuse with BM25, or ``None`` (BM25 alone)."""
         return self._semantic
 
@@ -321,6 +330,8 @@ class ToolSearchSession:
                 break
         # The loaded set only grows within a session.
         self._loaded.update(loaded)
+        rank = self._catalog.rank
+        self._loaded_docs.update(rank(name) for name in loaded)
         self._search_loaded.extend(loaded)
         return self._result(
             loaded=tuple(loaded), already_loaded=tuple(already), truncated=truncated
@@ -391,9 +402,13 @@ class ToolSearchSession:
         index = search_index(self._catalog, self._namespace_items())
         scores = index.scores(parsed.terms, parsed.required)
         # Keyword hits are initially deferred tools only: never hidden or always-loaded ones.
-        rank = self._catalog.rank
-        for name in self._excluded:
-            scores.pop(rank(name), None)
+        excluded = self._excluded_ranks()
+        if excluded:
+            if len(excluded) < len(scores):
+                for doc in excluded:
+                    scores.pop(doc, None)
+            else:
+                scores = {d: v for d, v in scores.items() if d not in excluded}
         if self._semantic is not None:
             fused = self._fused(parsed, scores, limit)
             if fused is not None:
@@ -403,16 +418,34 @@ class ToolSearchSession:
                 return self._take((names[doc] for doc in fused), limit)
         if not scores:
             return self._result(not_found=(parsed.text,))
-        # Enough of the ranking to reach `limit` new tools past every loaded one, plus one.
-        depth = limit + len(self._loaded) + 1
-        if depth < len(scores):
-            # Cut at the depth-th best score first; ties at the cut stay in, so the
-            # (score, doc id) order below is exact.
-            floor = heapq.nlargest(depth, scores.values())[-1]
-            scores = {d: s for d, s in scores.items() if s >= floor}
-        top = sorted(scores, key=lambda d: (-scores[d], d))
+        return self._take(self._ranked(scores, limit), limit)
+
+    def _excluded_ranks(self) -> frozenset[int]:
+        """The document ids of the hidden and always-loaded tools (fixed per session)."""
+        if self._excluded_docs is None:
+            rank = self._catalog.rank
+            self._excluded_docs = frozenset(rank(name) for name in self._excluded)
+        return self._excluded_docs
+
+    def _ranked(self, scores: dict[int, float], limit: int) -> list[str]:
+        """What `_take` needs of the BM25 ranking, in order: the ``limit + 1`` best tools not
+        loaded yet and every loaded tool ranked above the last of them.
+
+        Its cost does not grow with the loaded set: the loaded tools' scores are set aside
+        (one look-up each) instead of deepening the cut by their number.
+        """
         names = self._catalog.sorted_names
-        return self._take((names[doc] for doc in top), limit)
+        held: dict[int, float] = {}
+        if self._loaded_docs:
+            held = {d: scores.pop(d) for d in self._loaded_docs if d in scores}
+        top = heapq.nsmallest(limit + 1, scores, key=lambda d: (-scores[d], d))
+        if held:
+            cut = (-scores[top[-1]], top[-1]) if len(top) > limit else None
+            keys = {d: (-s, d) for d, s in held.items()}
+            above = [d for d, key in keys.items() if cut is None or key < cut]
+            merged = {d: (-scores[d], d) for d in top} | {d: keys[d] for d in above}
+            top = sorted(merged, key=merged.__getitem__)
+        return [names[doc] for doc in top]
 
     def _fused(
         self, parsed: KeywordQuery, scores: dict[int, float], limit: int
@@ -426,9 +459,12 @@ class ToolSearchSession:
         ranked = self._semantic(text, depth + len(self._excluded))
         if ranked is None:
             return None
-        rank = self._catalog.rank
-        excluded = {rank(name) for name in self._excluded}
-        semantic = [doc for doc in ranked if doc not in excluded]
+        excluded = self._excluded_ranks()
+        semantic: list[Any] = [
+            item
+            for item in ranked
+            if (item[0] if isinstance(item, tuple) else item) not in excluded
+        ]
         return fuse(
             scores,
             semantic,

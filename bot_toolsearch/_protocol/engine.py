@@ -21,6 +21,7 @@ from typing import Any
 from bot_toolsearch._config.settings import BlindCallPolicy, BotSettings, ToolSearchLoading
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.directory import DeferredDirectory
+from bot_toolsearch._core.fusion import SemanticRanker
 from bot_toolsearch._core.prompt import (
     CALL_TOOL_NAME,
     GROUPED_DIRECTORY_RULES,
@@ -145,7 +146,7 @@ class ToolSearchProtocol:
         always_loaded: Iterable[str] = (),
         forced: str | None = None,
         report: Report = _log,
-        semantic: Callable[[str, int], Sequence[int] | None] | None = None,
+        semantic: SemanticRanker | None = None,
     ) -> None:
         skills = settings.skills
         self.catalog = catalog
