@@ -435,17 +435,30 @@ class ToolSearchSession:
         (one look-up each) instead of deepening the cut by their number.
         """
         names = self._catalog.sorted_names
+        loaded = self._loaded_docs
         held: dict[int, float] = {}
-        if self._loaded_docs:
-            held = {d: scores.pop(d) for d in self._loaded_docs if d in scores}
-        top = heapq.nsmallest(limit + 1, scores, key=lambda d: (-scores[d], d))
+        if loaded:
+            if len(loaded) < len(scores):
+                held = {d: scores.pop(d) for d in loaded if d in scores}
+            else:
+                held = {d: s for d, s in scores.items() if d in loaded}
+                scores = {d: s for d, s in scores.items() if d not in loaded}
+        depth = limit + 1
+        if depth < len(scores):
+            # Cut at the depth-th best score first (in C); ties at the cut stay in, so the
+            # (score, doc id) order below is exact.
+            floor = heapq.nlargest(depth, scores.values())[-1]
+            top = [d for d, s in scores.items() if s >= floor]
+        else:
+            top = list(scores)
+        top.sort(key=lambda d: (-scores[d], d))
         if held:
-            cut = (-scores[top[-1]], top[-1]) if len(top) > limit else None
+            cut = (-scores[top[limit]], top[limit]) if len(top) > limit else None
             keys = {d: (-s, d) for d, s in held.items()}
             above = [d for d, key in keys.items() if cut is None or key < cut]
-            merged = {d: (-scores[d], d) for d in top} | {d: keys[d] for d in above}
-            top = sorted(merged, key=merged.__getitem__)
-        return [names[doc] for doc in top]
+            merged = {d: (-scores[d], d) for d in top[:depth]} | {d: keys[d] for d in above}
+            return [names[doc] for doc in sorted(merged, key=merged.__getitem__)]
+        return [names[doc] for doc in top[:depth]]
 
     def _fused(
         self, parsed: KeywordQuery, scores: dict[int, float], limit: int
