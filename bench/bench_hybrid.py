@@ -13,8 +13,9 @@ the dev set at 769 tools (the dev catalog) and at 10,000 (``bench/_scale_catalog
 - the catalog's embedding time (cold: no cache, 2 batches at a time) and the per-search
   latency of a hybrid search against BM25 alone (300 dev keyword queries, fresh sessions,
   median; the query's embedding included, its cache defeated);
-- the no-match floor: with each query's expected tools hidden (no right answer), the share
-  of searches answered "no tool matches"; on the normal dev set, the recall@5 it costs.
+- the no-match floor (``no_match_floor``, a cosine): with each query's expected tools removed
+  (no right answer; their similarities dropped from the ranking), the share of searches
+  answered "no tool matches"; on the normal dev set, the recall@5 it costs.
 
 ``python -m bench.bench_hybrid`` prints the rows (and the folds as they are chosen).
 """
@@ -186,6 +187,35 @@ def _cross_validate(
     return rows, chosen
 
 
+FLOORS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
+
+
+def _floor_rows(p: Prepared, queries: list[dict[str, Any]]) -> list[Row]:
+    """The no-match floor at each of `FLOORS`: the share of empty answers with every expected
+    tool removed (hidden from search), and the recall@5 lost on the normal dev set."""
+    rows = []
+    method = _score_fusion(fusion.BM25_WEIGHT, fusion.NORMALISE_TOP)
+    for field, style in STYLES:
+        normal, removed, hit = [], [], []
+        for query, (scores, semantic, tiers, required) in zip(queries, p.rows[field], strict=True):
+            expected = {p.target(n) for n in query["expected"] if n in p.catalog}
+            normal.append(max((s for _, s in semantic), default=-1.0))
+            removed.append(max((s for d, s in semantic if d not in expected), default=-1.0))
+            found = method(scores, semantic, tiers, required)[:CAP]
+            hit.append(p.target(query["expected"][0]) in found)
+        n = len(queries)
+        for floor in FLOORS:
+            empty = sum(best < floor for best in removed) / n
+            lost = sum(h and best < floor for h, best in zip(hit, normal, strict=True)) / n
+            rows.append(
+                Row(SECTION, f"no-match floor {floor} ({p.size:,}), {style}",
+                    f"{empty:.1%} empty / -{lost * 100:.1f} pt",
+                    "expected tools removed: share answered 'no tool matches' / normal dev "
+                    "set: recall@5 lost")
+            )  # fmt: skip
+    return rows
+
+
 def _median_search(rank: Callable[[str], object], texts: list[str]) -> float:
     cycle = itertools.cycle(texts)
     for _ in range(5):
@@ -258,6 +288,10 @@ def run() -> list[Row]:
                     "dev, 1,000 queries: questions r@5 / MRR@5 | keywords r@5 / MRR@5")
             )  # fmt: skip
             print(rows[-1], flush=True)
+    for p in prepared:
+        rows += _floor_rows(p, queries)
+        for row in rows[-len(FLOORS) * 2 :]:
+            print(row, flush=True)
     folds, _ = _cross_validate(prepared, queries)
     rows += folds
     for p in prepared:

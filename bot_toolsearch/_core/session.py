@@ -28,10 +28,12 @@ from .query import (
 )
 from .result import ToolSearchResult, read_arguments
 
-__all__ = ["NAMES_PAGE", "ToolSearchSession"]
+__all__ = ["NAMES_PAGE", "NO_MATCH_HINTS", "ToolSearchSession"]
 
 logger = logging.getLogger("bot_toolsearch")
 
+NO_MATCH_HINTS = 3
+"""Closest tools named as hints when a search falls below the no-match floor."""
 NAMES_PAGE = 50
 """Names per page when ``select:namespace.*`` lists a namespace too large to load."""
 
@@ -67,10 +69,14 @@ class ToolSearchSession:
             (`bot_toolsearch._core.fusion.SemanticRanker`). A keyword query's BM25 scores are
             fused with the similarities (`bot_toolsearch._core.fusion`);
             ``select:`` and exact names never call it. ``None``: BM25 alone.
+        no_match_floor: with ``semantic``, a keyword search whose candidates are all less
+            similar to the query than this (cosine) loads nothing: it answers the query as
+            not found, with the `NO_MATCH_HINTS` closest tools in ``names`` as hints.
+            ``None`` (the default): off.
 
     Raises:
-        ValueError: ``max_results`` is not a positive integer, or ``directory_budget`` is
-            not an integer >= 0.
+        ValueError: ``max_results`` is not a positive integer, ``directory_budget`` is
+            not an integer >= 0, or ``no_match_floor`` is not in [-1, 1].
         TypeError: ``always_loaded`` or ``hidden`` is a single string.
     """
 
@@ -91,6 +97,7 @@ class ToolSearchSession:
         "_loaded_docs",
         "_max_results",
         "_namespaces",
+        "_no_match_floor",
         "_search_loaded",
         "_semantic",
     )
@@ -107,6 +114,7 @@ class ToolSearchSession:
         namespaces: Mapping[str, str] | None = None,
         semantic: Callable[[str, int], Sequence[tuple[int, float]] | Sequence[int] | None]
         | None = None,
+        no_match_floor: float | None = None,
     ) -> None:
         if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
             raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
@@ -118,6 +126,11 @@ class ToolSearchSession:
             raise ValueError(f"directory_budget must be an integer >= 0, got {directory_budget!r}")
         self._budget = directory_budget
         self._semantic = semantic
+        if no_match_floor is not None and not -1.0 <= no_match_floor <= 1.0:
+            raise ValueError(
+                f"no_match_floor must be a similarity in [-1, 1], got {no_match_floor!r}"
+            )
+        self._no_match_floor = no_match_floor
         self._namespaces = namespaces
         self._described: tuple[tuple[str, str], ...] | None = None
         self._directory: DeferredDirectory | None = None
@@ -412,10 +425,19 @@ class ToolSearchSession:
         if self._semantic is not None:
             fused = self._fused(parsed, scores, limit)
             if fused is not None:
-                if not fused:
+                order, best = fused
+                if not order:
                     return self._result(not_found=(parsed.text,))
                 names = self._catalog.sorted_names
-                return self._take((names[doc] for doc in fused), limit)
+                floor = self._no_match_floor
+                if floor is not None and best is not None and best < floor:
+                    # Nothing is close in meaning: no tool rather than five weak ones; the
+                    # closest names are hints the model may select: if one fits after all.
+                    hints = [names[d] for d in order if names[d] not in self._loaded]
+                    return self._result(
+                        not_found=(parsed.text,), names=tuple(hints[:NO_MATCH_HINTS])
+                    )
+                return self._take((names[doc] for doc in order), limit)
         if not scores:
             return self._result(not_found=(parsed.text,))
         return self._take(self._ranked(scores, limit), limit)
@@ -462,8 +484,9 @@ class ToolSearchSession:
 
     def _fused(
         self, parsed: KeywordQuery, scores: dict[int, float], limit: int
-    ) -> list[int] | None:
-        """The BM25 ``scores`` fused with the semantic ranking, or ``None`` without one."""
+    ) -> tuple[list[int], float | None] | None:
+        """The BM25 ``scores`` fused with the semantic ranking, and the best similarity of a
+        candidate (``None`` from a hook that gives bare ids); ``None`` without a ranking."""
         assert self._semantic is not None
         # The text as the model meant it: ``+`` marks dropped, as bounded as the parser's.
         words = parsed.text[:MAX_KEYWORD_CHARS].split()
@@ -478,13 +501,14 @@ class ToolSearchSession:
             for item in ranked
             if (item[0] if isinstance(item, tuple) else item) not in excluded
         ]
-        return fuse(
-            scores,
-            semantic,
-            depth=depth,
-            tiers=len(parsed.terms) == 1,
-            allowed=scores.keys() if parsed.required else None,
-        )
+        allowed = scores.keys() if parsed.required else None
+        similarities = [
+            item[1]
+            for item in semantic
+            if isinstance(item, tuple) and (allowed is None or item[0] in allowed)
+        ]
+        order = fuse(scores, semantic, depth=depth, tiers=len(parsed.terms) == 1, allowed=allowed)
+        return order, max(similarities, default=None)
 
     def execute(self, arguments: object) -> str:
         """Run a model's ``tool_search`` call and return the tool result text.

@@ -162,6 +162,11 @@ class ToolSearchProtocol:
             directory_budget=skills.tool_search_directory_budget,
             namespaces=namespaces,
             semantic=semantic,
+            no_match_floor=(
+                skills.tool_search_embeddings.no_match_floor
+                if semantic is not None and skills.tool_search_embeddings is not None
+                else None
+            ),
         )
         self._deferred = frozenset(self.session.deferred_tool_names)
         self._declared: set[str] = set()

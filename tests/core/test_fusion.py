@@ -206,3 +206,48 @@ def test_always_loaded_and_hidden_tools_never_come_from_the_ranker() -> None:
     ranker = Ranker(["weather.forecast", "music.play", "mail.send"])
     session = _session(ranker, always_loaded=["music.play"], hidden=["weather.forecast"])
     assert session.search("anything at all").loaded == ("mail.send",)
+
+
+class ScoredRanker:
+    """A fixed semantic ranking with similarities, by name."""
+
+    def __init__(self, pairs: Sequence[tuple[str, float]]) -> None:
+        self.pairs = pairs
+        self.session: ToolSearchSession | None = None
+
+    def __call__(self, text: str, count: int) -> list[tuple[int, float]]:
+        assert self.session is not None
+        rank = self.session.catalog.rank
+        return [(rank(n), s) for n, s in self.pairs][:count]
+
+
+def _floored(pairs: Sequence[tuple[str, float]], floor: float | None) -> ToolSearchSession:
+    ranker = ScoredRanker(pairs)
+    session = ToolSearchSession(TOOLS, semantic=ranker, no_match_floor=floor)
+    ranker.session = session
+    return session
+
+
+def test_below_the_no_match_floor_nothing_loads_and_the_closest_are_hints() -> None:
+    weak = [("mail.send", 0.21), ("music.play", 0.2), ("weather.forecast", 0.1)]
+    result = _floored(weak, 0.3).search("book a table for two")
+    assert result.loaded == ()
+    assert result.not_found == ("book a table for two",)
+    assert result.names == ("mail.send", "music.play", "weather.forecast")
+    # Off (the default), or a close enough tool: the usual answer.
+    assert _floored(weak, None).search("book a table for two").loaded[0] == "mail.send"
+    strong = [("mail.send", 0.62), ("music.play", 0.2)]
+    assert _floored(strong, 0.3).search("send an email").loaded[0] == "mail.send"
+
+
+def test_the_floor_counts_only_tools_a_required_term_allows() -> None:
+    # The close tool lacks the required word: what is left is far, so no match.
+    pairs = [("music.play", 0.8), ("mail.send", 0.1)]
+    result = _floored(pairs, 0.3).search("+email anything")
+    assert result.loaded == ()
+    assert result.names == ("mail.send",)
+
+
+def test_the_floor_is_checked() -> None:
+    with pytest.raises(ValueError, match="no_match_floor"):
+        ToolSearchSession(TOOLS, no_match_floor=1.5)
