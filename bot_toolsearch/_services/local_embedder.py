@@ -143,6 +143,8 @@ class LocalEmbedder:
         with self._lock:
             if self._loaded is not None:
                 return self._loaded
+            # The files first: a wrong package name is named even without the extra.
+            model_path, tokenizer_path = find_model_files(self.settings)
             try:
                 import numpy
                 import onnxruntime  # type: ignore[import-untyped]
@@ -151,7 +153,6 @@ class LocalEmbedder:
                 raise EmbeddingsError(
                     f"a local embedding model needs the 'local' extra ({_EXTRA}): {exc}"
                 ) from exc
-            model_path, tokenizer_path = find_model_files(self.settings)
             try:
                 tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_path))
                 tokenizer.enable_truncation(max_length=self.settings.max_tokens)
