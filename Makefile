@@ -1,8 +1,11 @@
 # Two commands for a newcomer: `make demo` and `make test`. Both create .venv on first use.
+# `make demo` installs only what the demo imports (the package and the `tokens` extra, for
+# its o200k_base figures); `make test`, `make bench` and the linters install the `dev` set.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: test lint types pytest demo bench clean
 
@@ -11,6 +14,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+$(DEMO_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[tokens]'
+	touch $(DEMO_STAMP)
 
 test: $(STAMP) lint types pytest
 
@@ -27,7 +36,7 @@ types: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest -n 4 --dist worksteal
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/bot-toolsearch demo
 
 bench: $(STAMP)

@@ -32,6 +32,7 @@ from ._errors import (
     ConversationStoreError,
     ToolSearchError,
     ToolSearchNameCollisionError,
+    UnsupportedCallError,
 )
 
 # Public names are re-exported here; keep ``__all__`` sorted (tests/test_public_api.py).
@@ -54,6 +55,7 @@ __all__ = [
     "ToolImportError",
     "ToolSearchError",
     "ToolSearchNameCollisionError",
+    "UnsupportedCallError",
     "__version__",
     "tool",
     "wrap_openai",

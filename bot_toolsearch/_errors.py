@@ -7,7 +7,8 @@ results the model reads. Mistakes made by the *developer* or in the *config* rai
     ├── ToolSearchNameCollisionError (also ValueError)  kept for old code: no longer raised
     ├── CatalogError (also ValueError)                   a tool catalog cannot be used as given
     ├── ConfigError (also ValueError)                    a config file or value is invalid
-    └── ConversationStoreError                           a conversation store cannot be used
+    ├── ConversationStoreError                           a conversation store cannot be used
+    └── UnsupportedCallError (also NotImplementedError)  an SDK call a wrapped client refuses
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ __all__ = [
     "ConversationStoreError",
     "ToolSearchError",
     "ToolSearchNameCollisionError",
+    "UnsupportedCallError",
 ]
 
 
@@ -108,3 +110,11 @@ class ConversationStoreError(ToolSearchError):
         super().__init__(f"{path}: {message}")
         self.path = path
         self.result = result
+
+
+class UnsupportedCallError(ToolSearchError, NotImplementedError):
+    """A wrapped client's SDK method that would send a model request without tool search.
+
+    Raised instead of sending it (``responses.connect``, or a method of a later ``openai``
+    release the wrapper does not know); the message names the calls that are supported.
+    """

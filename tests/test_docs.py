@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+import typing
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "bot_toolsearch"
@@ -56,13 +59,16 @@ CONFIGURATION_INTRO = """\
 <!-- Generated from the field docstrings of bot_toolsearch/_config/settings.py by
 `.venv/bin/python -m tests.test_docs`; tests/test_docs.py fails when it is stale. -->
 
-Every key is optional. A key in the file wins; the environment variable fills a key the file
-does not set (lists comma-separated); the default fills the rest. Settings built in code follow
-the same rule. Every settings error is a `ConfigError`, in code too. Every key is
+Every key is optional, except the few marked *required* inside an optional table
+(`[skills.tool_search_embeddings]`, each `[[tools.mcp_servers]]` entry). A key in the file
+wins; the environment variable fills a key the file does not set (lists comma-separated); the
+default fills the rest. Settings built in code follow the same rule (the table types are in
+`bot_toolsearch.config`). Every settings error is a `ConfigError`, in code too. Every key is
 hot-reloadable (the next `ask()` sees it) except `[bot] hot_reload` and `[conversations]
 store`, read at start. `bot-toolsearch config init` writes a documented `config.toml`;
 `config show` prints every value and its source, `config set` edits one key and keeps the
-file's comments, `config validate` exits 1 with file:line errors.
+file's comments, `config validate` exits 1 with file:line errors (warnings exit 0, unless
+`--strict`).
 """
 
 
@@ -84,32 +90,82 @@ def field_docs() -> dict[str, dict[str, str]]:
     return docs
 
 
-def render_configuration() -> str:
-    """docs/configuration.md: one table per config table, from the settings models."""
+def nested_tables(annotation: object) -> tuple[type[Any], bool] | None:
+    """``(model, is_array)`` when a field holds a settings table (``X | None``) or an array of
+    them (``tuple[X, ...]``); ``None`` for a plain value."""
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    origin = typing.get_origin(annotation)
+    for arg in typing.get_args(annotation):
+        found = nested_tables(arg)
+        if found is not None:
+            return found[0], found[1] or origin is tuple
+    return None
+
+
+def _rows(prefix: str, model: type[Any], env: dict[tuple[str, str], str]) -> list[str]:
     import json
 
+    docs = field_docs()
+    table = prefix.split(".", maxsplit=1)[0]
+    out = []
+    for key, field in model.model_fields.items():
+        if field.is_required():
+            shown = "required"
+        else:
+            default = field.get_default(call_default_factory=True)
+            if isinstance(default, tuple):
+                default = list(default)
+            if isinstance(default, Mapping):
+                default = dict(default)
+            shown = f"`{json.dumps(default, ensure_ascii=False, default=str)}`"
+        var = f"`{env[table, key]}`" if prefix == table and (table, key) in env else ""
+        meaning = docs[model.__name__].get(key, "").replace("|", "\\|").replace("``", "`")
+        out.append(f"| `{prefix}.{key}` | {shown} | {var} | {meaning} |\n")
+    return out
+
+
+def _doc(model: type[Any]) -> str:
+    return " ".join((model.__doc__ or "").split()).replace("``", "`")
+
+
+HEADER = "\n| key | default | env var | meaning |\n|---|---|---|---|\n"
+
+
+def render_configuration() -> str:
+    """docs/configuration.md: one table per config table, from the settings models, then one
+    per nested table (``[skills.tool_search_embeddings]``, ``[[tools.mcp_servers]]``)."""
     from bot_toolsearch import BotSettings
     from bot_toolsearch._config.env import ENV_FALLBACKS
 
     env = {(table, key): var for var, (table, key, _kind) in ENV_FALLBACKS.items()}
-    docs = field_docs()
     out = [CONFIGURATION_INTRO]
     for table, info in BotSettings.model_fields.items():
         model = info.annotation
         fields = getattr(model, "model_fields", None)
         if not fields or model is None:
             continue
-        doc = " ".join((model.__doc__ or "").split()).replace("``", "`")
-        out.append(f"\n## `[{table}]`\n\n{doc}\n")
-        out.append("\n| key | default | env var | meaning |\n|---|---|---|---|\n")
+        out.append(f"\n## `[{table}]`\n\n{_doc(model)}\n")
+        out.append(HEADER)
+        out += _rows(table, model, env)
         for key, field in fields.items():
-            default = field.get_default(call_default_factory=True)
-            if isinstance(default, tuple):
-                default = list(default)
-            shown = json.dumps(default, ensure_ascii=False, default=str)
-            var = f"`{env[table, key]}`" if (table, key) in env else ""
-            meaning = docs[model.__name__].get(key, "").replace("|", "\\|").replace("``", "`")
-            out.append(f"| `{table}.{key}` | `{shown}` | {var} | {meaning} |\n")
+            nested = nested_tables(field.annotation)
+            if nested is None:
+                continue
+            sub, array = nested
+            name = f"[[{table}.{key}]]" if array else f"[{table}.{key}]"
+            how = (
+                "An array of tables: one `" + name + "` block per entry."
+                if array
+                else "A table (or an inline table, `" + key + " = { ... }`)."
+            )
+            out.append(
+                f"\n### `{name}`\n\n`{sub.__name__}` (`bot_toolsearch.config`): {_doc(sub)} {how}\n"
+            )
+            out.append(HEADER)
+            out += _rows(f"{table}.{key}", sub, env)
     return "".join(out)
 
 
@@ -119,15 +175,53 @@ def test_the_configuration_reference_is_generated_from_the_settings() -> None:
     )
 
 
-def test_every_setting_has_a_documented_meaning() -> None:
+def settings_tables() -> dict[str, type[Any]]:
+    """``{dotted table: model}`` of every table a user writes, nested ones included."""
     from bot_toolsearch import BotSettings
 
-    docs = field_docs()
-    for info in BotSettings.model_fields.values():
+    tables: dict[str, type[Any]] = {}
+    for table, info in BotSettings.model_fields.items():
         model = info.annotation
-        for key in getattr(model, "model_fields", {}):
-            assert model is not None
+        if not isinstance(model, type) or not getattr(model, "model_fields", None):
+            continue
+        tables[table] = model
+        for key, field in model.model_fields.items():
+            nested = nested_tables(field.annotation)
+            if nested is not None:
+                tables[f"{table}.{key}"] = nested[0]
+    return tables
+
+
+def test_every_setting_has_a_documented_meaning() -> None:
+    docs = field_docs()
+    for model in settings_tables().values():
+        for key in model.model_fields:
             assert docs[model.__name__].get(key), f"{model.__name__}.{key} has no docstring"
+
+
+def test_every_key_of_every_table_is_in_the_reference() -> None:
+    page = CONFIGURATION.read_text(encoding="utf-8")
+    tables = settings_tables()
+    assert {"skills.tool_search_embeddings", "tools.mcp_servers"} <= set(tables)
+    missing = [
+        f"{table}.{key}"
+        for table, model in tables.items()
+        for key in model.model_fields
+        if f"| `{table}.{key}` |" not in page
+    ]
+    assert missing == []
+
+
+def test_every_settings_type_the_reference_names_is_exported_from_the_config_door() -> None:
+    import bot_toolsearch
+    import bot_toolsearch.config
+
+    page = CONFIGURATION.read_text(encoding="utf-8")
+    named = set(re.findall(r"`([A-Z][A-Za-z]+(?:Settings|Section|Loading))`", page))
+    named |= {model.__name__ for model in settings_tables().values()}
+    doors = set(bot_toolsearch.config.__all__) | set(bot_toolsearch.__all__)
+    assert "EmbeddingsSettings" in named
+    assert sorted(named - doors) == []
 
 
 if __name__ == "__main__":

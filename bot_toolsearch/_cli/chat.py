@@ -332,6 +332,11 @@ def _one_shot(session: _Session) -> int:
         raise CliError(str(exc)) from None
     if result is None:
         return INTERRUPTED
+    if session.conversation is not None:  # say where the turn went (./bot.db by default)
+        print(
+            f"conversation: {session.conversation} (kept in {session.bot.conversations.location})",
+            file=sys.stderr,
+        )
     if session.args.json:
         print(json.dumps(dataclasses.asdict(result), ensure_ascii=False, indent=2))
     else:
@@ -476,7 +481,11 @@ async def _wait(task: asyncio.Task[AskResult]) -> AskResult:
 
 # -- conversations (issue 15): --conversation, /reset, /history, /tools ----------------------
 
-_COMMANDS = "/reset (forget this conversation), /history, /tools (what is loaded)"
+_COMMANDS = "/reset (forget this conversation), /history, /tools (what is loaded), /help"
+_HELP = (
+    "commands: /reset forgets this conversation; /history shows its turns; /tools shows what "
+    "is loaded; /help shows this. Ctrl-D quits, Ctrl-C stops an answer."
+)
 
 
 def _add_conversation_option(parser: argparse.ArgumentParser, *, chat: bool) -> None:
@@ -531,6 +540,9 @@ class _ChatSession:
     def command(self, runner: asyncio.Runner, bot: Bot, line: str) -> bool:
         """Run ``line`` if it is a slash command; whether it was one."""
         word = line.strip()
+        if word == "/help":
+            print(_HELP, flush=True)
+            return True
         if word not in ("/reset", "/history", "/tools"):
             if word.startswith("/") and word[1:].isalpha():
                 print(f"unknown command {word}; commands: {_COMMANDS}", flush=True)

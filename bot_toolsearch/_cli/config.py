@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 _SECRET_KEYS = frozenset({"api_key"})
+_SDK_FALLBACKS = {"model.base_url": "OPENAI_BASE_URL", "model.api_key": "OPENAI_API_KEY"}
+"""Keys left unset that the openai SDK fills from the environment (`config show` says so)."""
 EXAMPLE_CONFIG = "config.example.toml"
 """The documented example config, shipped inside the package (a copy of the repository's)."""
 
@@ -78,7 +80,9 @@ def add_config_subparser(subparsers: argparse._SubParsersAction[argparse.Argumen
         description="Check a config file: its keys and values, then what it points at: each "
         "tool folder's handler.py is imported (its module code runs) and must define execute, "
         "each MCP server's command must be found, and each MCP server is started once and "
-        "asked for its tools (--no-connect skips starting them). Exit status 1 on any error.",
+        "asked for its tools (--no-connect skips starting them). Exit status 1 on any error; "
+        "warnings (what a running bot also only warns about: a setting that matches nothing, "
+        "an MCP server it cannot reach now) are printed and exit 0, unless --strict.",
     )
     validate.add_argument(
         "path", metavar="PATH", nargs="?", help="file to check (default: --config)"
@@ -87,6 +91,9 @@ def add_config_subparser(subparsers: argparse._SubParsersAction[argparse.Argumen
         "--no-connect",
         action="store_true",
         help="do not start the MCP servers (default: start each one and list its tools)",
+    )
+    validate.add_argument(
+        "--strict", action="store_true", help="exit status 1 on warnings too (for CI)"
     )
     validate.set_defaults(func=_validate)
 
@@ -111,6 +118,10 @@ def render_value(value: object, *, mask: bool = False) -> str:
         return '"********"'
     if isinstance(value, BaseModel):
         value = {k: v for k, v in value.model_dump().items() if v not in (None, (), {})}
+        if "headers" in value:  # an MCP server's: a value written out in full may be a token
+            value["headers"] = {
+                k: v if "${env:" in v else "********" for k, v in value["headers"].items()
+            }
     if isinstance(value, Mapping):
         body = ", ".join(f"{k} = {render_value(v)}" for k, v in value.items())
         return f"{{ {body} }}" if body else "{}"
@@ -155,11 +166,16 @@ def _show(args: argparse.Namespace) -> int:
         section = getattr(loaded.settings, table)
         for name in type(section).model_fields:
             value = getattr(section, name)
+            source = loaded.sources[f"{table}.{name}"]
+            fallback = _SDK_FALLBACKS.get(f"{table}.{name}")
+            if value is None and fallback and os.environ.get(fallback):
+                # What the SDK will use: the variable the key falls back to.
+                value, source = os.environ[fallback], f"env {fallback} (the SDK's fallback)"
             masked = name in _SECRET_KEYS and value is not None
-            lines.append((f"{table}.{name} = {render_value(value, mask=masked)}", table, name))
-    width = max(len(text) for text, _, _ in lines)
-    for text, table, name in lines:
-        _out(f"{text:<{width}}  # {loaded.sources[f'{table}.{name}']}")
+            lines.append((f"{table}.{name} = {render_value(value, mask=masked)}", source))
+    width = max(len(text) for text, _ in lines)
+    for text, source in lines:
+        _out(f"{text:<{width}}  # {source}")
     return 0
 
 
@@ -225,16 +241,18 @@ def _validate(args: argparse.Namespace) -> int:
         )
 
         settings = load_config(path).settings
-        warnings = check_setup(settings)
-        for warning in warnings:
-            _err(f"{path}: warning: {warning}")
-        # What the config points at: folder handlers, MCP commands, then the servers.
+        warnings: list[object] = list(check_setup(settings))
+        # What the config points at: folder handlers, MCP commands, then the servers. A server
+        # that cannot be reached now is a warning, as in a running bot (which retries it).
         errors += [f"{path}: {problem}" for problem in check_tool_sources(settings)]
         if not args.no_connect:
-            connected = asyncio.run(connect_mcp_servers(settings))
-            errors += [f"{path}: {problem}" for problem in connected]
+            warnings += asyncio.run(connect_mcp_servers(settings))
+        for warning in warnings:
+            _err(f"{path}: warning: {warning}")
+        count = len(warnings)
+        if not errors and count and args.strict:
+            raise CliError(f"{path}: {count} warning{'s' * (count > 1)} (--strict)")
         if not errors:
-            count = len(warnings)
             _out(f"{path}: OK" + (f" ({count} warning{'s' * (count > 1)})" if count else ""))
             return 0
     for problem in errors:

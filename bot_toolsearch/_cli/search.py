@@ -15,6 +15,7 @@ from typing import Any
 from bot_toolsearch._core.catalog import ToolCatalog, search_index
 from bot_toolsearch._core.index import split_tier
 from bot_toolsearch._core.query import KeywordQuery, parse_query
+from bot_toolsearch._core.result import ToolSearchResult
 from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._core.tokens import _words, index_terms
 from bot_toolsearch._errors import ToolSearchError
@@ -111,6 +112,17 @@ def explain_search(
         ``(matches, truncated, not_found)``; ``not_found`` lists ``select:`` names that are
         not in the catalog.
     """
+    matches, result = _explain(catalog, query, max_results, namespaces)
+    return matches, result.truncated, result.not_found
+
+
+def _explain(
+    catalog: ToolCatalog,
+    query: str,
+    max_results: int,
+    namespaces: Mapping[str, str] | None,
+) -> tuple[list[Match], ToolSearchResult]:
+    """`explain_search`'s matches, and the whole search result (with a namespace's names)."""
     described = tuple(namespaces.items()) if namespaces else ()
     session = ToolSearchSession(catalog, max_results=max_results, namespaces=namespaces)
     result = session.search(query)
@@ -140,7 +152,7 @@ def explain_search(
         }
         score = scores.get(catalog.rank(name)) if scores else None
         matches.append(Match(rank, name, score, {k: v for k, v in matched.items() if v}))
-    return matches, result.truncated, result.not_found
+    return matches, result
 
 
 def _build_catalog(args: argparse.Namespace) -> tuple[ToolCatalog, Mapping[str, str]]:
@@ -161,14 +173,16 @@ def _build_catalog(args: argparse.Namespace) -> tuple[ToolCatalog, Mapping[str, 
 def _search(args: argparse.Namespace) -> int:
     try:
         catalog, namespaces = _build_catalog(args)
-        matches, truncated, not_found = explain_search(
-            catalog, args.query, args.max_results, namespaces
-        )
+        matches, result = _explain(catalog, args.query, args.max_results, namespaces)
     except (ToolSearchError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    truncated, not_found = result.truncated, result.not_found
     keyword = isinstance(parse_query(args.query), KeywordQuery)
     if not_found and not keyword:  # select: and exact names; keywords simply match nothing
         print(f"not in the catalog: {', '.join(not_found)}")
+    if not matches and result.names:
+        _print_listing(result, args.max_results)
+        return 0
     if not matches:
         searched = plural(len(catalog), "tool")
         print(f"no tool matches {args.query!r} ({searched} searched)")
@@ -186,6 +200,19 @@ def _search(args: argparse.Namespace) -> int:
     if truncated:
         print(f"(more tools match; raise --max-results above {args.max_results} to see them)")
     return 0
+
+
+def _print_listing(result: ToolSearchResult, max_results: int) -> None:
+    """A namespace too large to load at once: the page of names ``tool_search`` returns."""
+    print(
+        f"{plural(len(result.names), 'name')} listed, none loaded: the namespace has more "
+        f"not-yet-loaded tools than --max-results {max_results}, so tool_search returns its "
+        "names for the model to select: exactly"
+    )
+    for rank, name in enumerate(result.names, 1):
+        print(f"{rank:>2}.    -    {name}")
+    if result.next_query:
+        print(f"(next page: {result.next_query!r})")
 
 
 def add_search_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

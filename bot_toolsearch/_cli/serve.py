@@ -47,6 +47,16 @@ def _positive(kind: Callable[[str], _N]) -> Callable[[str], _N]:
     return parse
 
 
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a default where there is one and the help text does not already state it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.required or action.default is None or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
 def add_serve_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``serve`` command."""
     serve = subparsers.add_parser(
@@ -54,7 +64,7 @@ def add_serve_subparser(subparsers: argparse._SubParsersAction[argparse.Argument
         help="an OpenAI-compatible proxy that adds tool search to any client",
         description="An OpenAI-compatible proxy that adds tool search to any client: point "
         "the client's base_url at http://HOST:PORT/v1.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_DefaultsFormatter,
     )
     serve.add_argument(
         "--upstream",

@@ -22,7 +22,14 @@ from pydantic_settings import (
 
 from bot_toolsearch._errors import ConfigError
 
-__all__ = ["ENV_FALLBACKS", "EnvFallbacks", "apply_env", "env_error"]
+__all__ = [
+    "ENV_FALLBACKS",
+    "EnvFallbacks",
+    "apply_env",
+    "env_error",
+    "env_reference_problem",
+    "expand_env_references",
+]
 
 log = logging.getLogger("bot_toolsearch.config")
 
@@ -221,3 +228,38 @@ def _reset_env_log() -> None:
     """Forget which env fallbacks were logged (tests)."""
     with _logged_lock:
         _logged_env.clear()
+
+
+_ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+"""``${env:NAME}`` in a value the file gives (an MCP server's ``headers``): replaced by the
+environment variable when used, so a secret stays out of the file. Linear: no nesting."""
+
+
+def env_reference_problem(text: str) -> str | None:
+    """Why ``text`` holds a malformed ``${...}`` reference, or ``None`` when every one is
+    ``${env:NAME}``.
+
+    >>> env_reference_problem("Bearer ${env:MCP_TOKEN}") is None
+    True
+    >>> env_reference_problem("Bearer ${MCP_TOKEN}")
+    "'${' must start a reference written ${env:NAME} (NAME: letters, digits, '_')"
+    """
+    if "${" in _ENV_REFERENCE.sub("", text):
+        return "'${' must start a reference written ${env:NAME} (NAME: letters, digits, '_')"
+    return None
+
+
+def expand_env_references(text: str, env: Mapping[str, str], *, what: str) -> str:
+    """``text`` with each ``${env:NAME}`` replaced by ``env[NAME]``.
+
+    Raises:
+        ConfigError: a variable is not set or empty; the message names it and ``what``, never
+            a value.
+    """
+    missing = [m.group(1) for m in _ENV_REFERENCE.finditer(text) if not env.get(m.group(1))]
+    if missing:
+        raise ConfigError(
+            f"{what}: environment variable {missing[0]} is not set (the value reads "
+            f"${{env:{missing[0]}}})"
+        )
+    return _ENV_REFERENCE.sub(lambda m: env[m.group(1)], text)

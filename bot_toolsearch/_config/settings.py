@@ -37,7 +37,7 @@ from pydantic._internal._model_construction import ModelMetaclass
 from bot_toolsearch._errors import ConfigError
 
 from .diagnostics import describe
-from .env import apply_env
+from .env import apply_env, env_reference_problem
 
 __all__ = [
     "BlindCallPolicy",
@@ -178,8 +178,8 @@ class EmbeddingsSettings(_Table):
     """``[skills] tool_search_embeddings``: the embedding model of the optional semantic stage
     of keyword search (its similarities fused with BM25's scores). Either an OpenAI-compatible
     endpoint (``model``, with ``base_url``/``api_key_env``) or a local model run in-process on
-    the CPU (``model_dir`` or ``package``; ``pip install 'bot-toolsearch[local]'``), not both.
-    Install the ``semantic`` extra (``pip install 'bot-toolsearch[semantic]'``, numpy) for
+    the CPU (``model_dir`` or ``package``; the ``local`` extra: onnxruntime and tokenizers),
+    not both. Install the ``semantic`` extra (numpy: ``pip install numpy``) for
     large catalogs: it scans 10,000 tools in milliseconds, pure Python in a third of a second."""
 
     model: _Name | None = None
@@ -291,8 +291,24 @@ class SkillsSettings(_Table):
     table, see `EmbeddingsSettings`), whose similarities are fused with BM25's scores for
     keyword queries; ``None`` (the default): BM25 alone. ``select:`` and exact names never
     use it; when the endpoint (or local model) fails, BM25 answers and one warning is logged
-    per reload. With a large catalog, install the ``semantic`` extra (``pip install
-    'bot-toolsearch[semantic]'``, numpy): it scans 10,000 tools in milliseconds."""
+    per reload. With a large catalog, install the ``semantic`` extra (numpy: ``pip install
+    numpy``): it scans 10,000 tools in milliseconds."""
+
+
+_HEADER_NAME = frozenset(
+    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
+"""RFC 9110 token characters: what an HTTP header name may be made of."""
+
+
+def header_problem(name: str, value: str) -> str | None:
+    """Why ``name = value`` cannot be an MCP server's HTTP header, or ``None``."""
+    if not name or not set(name) <= _HEADER_NAME:
+        return f"header name {name!r}: letters, digits and !#$%&'*+-.^_`|~ only"
+    if any(c in value for c in "\r\n\0"):
+        return f"header {name!r}: the value may not contain a line break"
+    problem = env_reference_problem(value)
+    return f"header {name!r}: {problem}" if problem else None
 
 
 class McpServerSettings(_Table):
@@ -308,17 +324,33 @@ class McpServerSettings(_Table):
     """Extra environment variables for ``command`` (read-only)."""
     url: Annotated[StrictStr, Field(pattern=r"^https?://")] | None = None
     """Endpoint of a streamable-HTTP server."""
+    headers: Mapping[StrictStr, StrictStr] = Field(
+        default_factory=lambda: MappingProxyType({}), repr=False
+    )
+    """HTTP headers sent with every request to a ``url`` server, e.g. ``{ Authorization =
+    "Bearer ${env:MCP_TOKEN}" }``. Each ``${env:NAME}`` is replaced by that environment
+    variable when the server is connected (unset: the server is unavailable, the warning names
+    the variable), so a token stays out of the file; header values are never logged."""
     timeout: StrictFloat = Field(default=10.0, gt=0)
     """Seconds to connect and list the tools."""
     call_timeout: StrictFloat = Field(default=60.0, gt=0)
     """Seconds one tool call may take."""
 
-    @field_validator("env")
+    @field_validator("env", "headers")
     @classmethod
     def _read_only(cls, value: Mapping[str, str]) -> Mapping[str, str]:
         return MappingProxyType(dict(value))
 
-    @field_serializer("env")
+    @field_validator("headers")
+    @classmethod
+    def _header_values(cls, value: Mapping[str, str]) -> Mapping[str, str]:
+        for name, text in value.items():
+            problem = header_problem(name, text)
+            if problem:
+                raise ValueError(problem)
+        return value
+
+    @field_serializer("env", "headers")
     def _plain_env(self, value: Mapping[str, str]) -> dict[str, str]:
         return dict(value)
 
@@ -328,6 +360,8 @@ class McpServerSettings(_Table):
             raise ValueError("needs exactly one of 'command' (stdio) or 'url' (streamable HTTP)")
         if self.url is not None and (self.args or self.env):
             raise ValueError("'args' and 'env' apply only to a 'command' server")
+        if self.command is not None and self.headers:
+            raise ValueError("'headers' apply only to a 'url' server")
         return self
 
 
@@ -343,7 +377,8 @@ class ToolsSettings(_Table):
     dirs: tuple[Path, ...] = ()
     """Tool folders; the loader resolves relative paths against the config file's folder."""
     mcp_servers: tuple[McpServerSettings, ...] = ()
-    """MCP servers as tool sources."""
+    """MCP servers as tool sources: one ``[[tools.mcp_servers]]`` table each (its keys below;
+    stdio and HTTP servers end to end in docs/tools.md)."""
     call_timeout: StrictFloat = Field(default=60.0, gt=0)
     """Seconds one tool call may take, unless the tool sets its own ``timeout``; a call that
     runs longer is abandoned and the model reads a timed-out result."""

@@ -55,8 +55,8 @@ class PromptCacheModel:
         min_tokens: the shortest prefix a provider caches (OpenAI: 1,024).
         block_tokens: the cache granularity in tokens (OpenAI: 128).
         tokenizer: ``"auto"`` counts in ``o200k_base`` when the optional ``bpe-openai`` package
-            is installed (``pip install 'bot-toolsearch[tokens]'``) and otherwise estimates one
-            token per four bytes of UTF-8; ``"estimate"`` always estimates.
+            is installed (the ``tokens`` extra: ``pip install bpe-openai``) and otherwise
+            estimates one token per four bytes of UTF-8; ``"estimate"`` always estimates.
 
     Raises:
         ValueError: a size is below 1, or the tokenizer is unknown.

@@ -218,7 +218,7 @@ def _announce(fast: bool) -> None:
         logger.info(
             "tool_search_embeddings: numpy is not installed, so the similarity scan runs in "
             "pure Python (about 0.3 s a search at 10,000 tools of 1,536 dimensions); with "
-            "numpy, pip install 'bot-toolsearch[semantic]', a few milliseconds"
+            "numpy (pip install numpy, the semantic extra), a few milliseconds"
         )
 
 

@@ -18,7 +18,7 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO
 
@@ -262,6 +262,8 @@ class MCPServerConnection:
                 command=config.command, args=list(config.args), env=dict(config.env) or None
             )
             target: Any = stdio_client(params, errlog=errlog)
+        elif config.url is not None and config.headers:
+            target = _http_with_headers(config.url, config.resolved_headers())
         else:
             target = config.url
         return Client(target, read_timeout_seconds=config.timeout)
@@ -357,6 +359,23 @@ class MCPServerConnection:
             outcome = MCPToolError(f"MCP tool {label} reported an error: {text or '(no text)'}")
         if not call.future.done():
             call.future.set_exception(outcome)
+
+
+@contextlib.asynccontextmanager
+async def _http_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """The streamable-HTTP transport to ``url`` on an HTTP client that sends ``headers``.
+
+    The SDK's own client (its timeouts and redirect rule) with the headers set on it; the
+    values reach only the requests, never a log line.
+    """
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
 
 
 def _forwarder(connection: MCPServerConnection, tool: str) -> Callable[..., Any]:

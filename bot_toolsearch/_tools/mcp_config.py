@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
+from bot_toolsearch._config.env import expand_env_references
+from bot_toolsearch._config.settings import header_problem
 from bot_toolsearch._errors import ConfigError
 
 from .folders import valid_segment
@@ -29,6 +32,8 @@ class MCPServerConfig:
         args: its arguments.
         env: extra environment variables for it (merged over the SDK's safe defaults).
         url: the endpoint of a streamable-HTTP server (``http://`` or ``https://``).
+        headers: HTTP headers for a ``url`` server; ``${env:NAME}`` in a value is replaced by
+            that environment variable at connect time (`resolved_headers`). Never logged.
         timeout: seconds to connect and list the tools; a server slower than this is treated
             as failed and retried later with back-off.
         call_timeout: seconds one tool call may take before the model gets a timeout error.
@@ -42,6 +47,7 @@ class MCPServerConfig:
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), repr=False)
     timeout: float = 10.0
     call_timeout: float = 60.0
 
@@ -86,6 +92,21 @@ class MCPServerConfig:
             raise ConfigError(
                 f"MCP server {self.name!r}: 'env' must map strings to strings", key=f"{where}.env"
             )
+        headers = dict(self.headers)
+        if headers and self.url is None:
+            raise ConfigError(
+                f"MCP server {self.name!r}: 'headers' apply only to a 'url' server",
+                key=f"{where}.headers",
+            )
+        for header, text in headers.items():
+            if not isinstance(header, str) or not isinstance(text, str):
+                raise ConfigError(
+                    f"MCP server {self.name!r}: 'headers' must map strings to strings",
+                    key=f"{where}.headers",
+                )
+            problem = header_problem(header, text)
+            if problem:
+                raise ConfigError(f"MCP server {self.name!r}: {problem}", key=f"{where}.headers")
         for attr in ("timeout", "call_timeout"):
             value = getattr(self, attr)
             if (
@@ -100,6 +121,21 @@ class MCPServerConfig:
                 )
         object.__setattr__(self, "args", args)
         object.__setattr__(self, "env", MappingProxyType(env))
+        object.__setattr__(self, "headers", MappingProxyType(headers))
+
+    def resolved_headers(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The headers to send, each ``${env:NAME}`` replaced from ``env`` (``os.environ``).
+
+        Raises:
+            ConfigError: a referenced variable is not set; the message names it, not a value.
+        """
+        env = os.environ if env is None else env
+        return {
+            name: expand_env_references(
+                text, env, what=f"MCP server {self.name!r}: header {name!r}"
+            )
+            for name, text in self.headers.items()
+        }
 
     @property
     def transport(self) -> str:
@@ -115,7 +151,7 @@ class MCPServerConfig:
         """
         if isinstance(entry, MCPServerConfig):
             return entry
-        fields = ("name", "command", "args", "env", "url", "timeout", "call_timeout")
+        fields = ("name", "command", "args", "env", "url", "headers", "timeout", "call_timeout")
         if isinstance(entry, Mapping):
             unknown = sorted(set(entry) - set(fields))
             if unknown:

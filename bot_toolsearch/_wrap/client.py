@@ -1,12 +1,14 @@
-"""`wrap_openai`: an ``openai`` client whose ``create`` calls do tool search, nothing else.
+"""`wrap_openai`: an ``openai`` client whose model requests do tool search, nothing else.
 
 The wrapped client is a real ``openai.AsyncOpenAI`` (or ``openai.OpenAI``) sharing the given
 client's configuration and HTTP connection pool, so ``isinstance`` checks and every other
 resource (``models``, ``files``, ``embeddings`` ...) behave as the given client's. Only
-``chat.completions.create`` and ``responses.create`` are wrapped, with their
-``with_raw_response`` and ``with_streaming_response`` forms (`bot_toolsearch._wrap.raw`);
-``with_options``/``copy`` return wrapped copies. The client-level ``with_raw_response`` and
-``with_streaming_response`` are the given client's own (no tool search).
+``chat.completions`` and ``responses`` are wrapped: ``create`` does tool search, the SDK's
+``parse`` and ``stream`` helpers run over it, and every other method either is the given
+client's (stored objects, no tool list) or refuses (`bot_toolsearch._wrap.surface`), with
+their ``with_raw_response`` and ``with_streaming_response`` forms (`bot_toolsearch._wrap.raw`),
+the client-level ones included (the SDK's own, over the wrapped resources);
+``with_options``/``copy`` return wrapped copies.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections.abc import Callable
 from typing import Any, overload
 
 import anyio
 import openai
+import openai.resources.chat.completions as chat_resources
+import openai.resources.responses as responses_resources
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._services.threads import off_loop
@@ -25,11 +30,12 @@ from bot_toolsearch._services.threads import off_loop
 from .chat import ChatPlan
 from .engine import Engine
 from .plan import Pending
-from .raw import AsyncRaw, AsyncStreaming, SyncRaw, SyncStreaming
+from .raw import handled, split_raw
 from .replies import guard_async, guard_sync
 from .responses import ResponsesPlan, create_round, create_round_async
 from .responses_streaming import AsyncResponsesStream, SyncResponsesStream
 from .streaming import AsyncChatStream, SyncChatStream
+from .surface import PASSED, Resource, create_parameters, is_public, post_kwargs, refusal
 
 __all__ = ["engine_of", "wrap_openai"]
 
@@ -54,15 +60,74 @@ class _Delegate:
         return getattr(self._inner, name)
 
 
-class _AsyncResource(_Delegate):
+class _Resource(_Delegate):
+    """What the async and sync wrapped resources share: the SDK surface (`surface`).
+
+    ``create`` does tool search; the SDK's own ``parse`` and ``stream`` helpers run over it
+    (``stream`` calls ``self.create(stream=True)``, ``parse`` posts through `_post`, which
+    sends the helper's request with the wrapped ``create``); ``with_raw_response`` and
+    ``with_streaming_response`` are the SDK's own classes over this resource. Any other
+    public name is the given client's when `surface.PASSED` lists it, else refused.
+    """
+
+    _name: Resource
+    _sdk: Any  # the SDK's resource class, whose helpers run with this resource as ``self``
+    _raw: Any  # the SDK's ``...WithRawResponse`` class
+    _streaming: Any  # the SDK's ``...WithStreamingResponse`` class
+    _known: frozenset[str]  # the keyword arguments of the SDK's ``create``
+
+    def __getattr__(self, name: str) -> Any:
+        if not is_public(name) or name in PASSED[self._name]:
+            return getattr(self._inner, name)
+        return refusal(self._name, name)
+
+    def _through(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """A passed-through call's arguments: a ``previous_response_id`` naming a stream id
+        that stands for a later response names that response (`ResponseAliases`)."""
+        previous = kwargs.get("previous_response_id")
+        if self._name != "responses" or not isinstance(previous, str):
+            return kwargs
+        return {**kwargs, "previous_response_id": self._engine.aliases.resolve(previous)}
+
+    def stream(self, **kwargs: Any) -> Any:
+        """The SDK's ``stream()`` helper over the wrapped ``create(stream=True)``."""
+        return self._sdk.stream(self, **kwargs)
+
+    @property
+    def with_raw_response(self) -> Any:
+        """The SDK's ``with_raw_response`` over this resource (see `bot_toolsearch._wrap.raw`)."""
+        return self._raw(self)
+
+    @property
+    def with_streaming_response(self) -> Any:
+        """The SDK's ``with_streaming_response`` over this resource."""
+        return self._streaming(self)
+
+
+class _AsyncResource(_Resource):
     """An async ``create`` with tool search: `_plan` decides, `_run` drives the plan."""
 
     async def create(self, **kwargs: Any) -> Any:
         """``create`` with tool search (see `wrap_openai`)."""
-        plan = await self._aplan(kwargs)
+        mode, plain = split_raw(kwargs)
+        plan = await self._aplan(plain)
         if plan is None:
-            return await self._inner.create(**kwargs)
-        return await self._run(plan, kwargs)
+            return await self._inner.create(**self._through(kwargs))
+        return handled(mode, await self._run(plan, plain), is_async=True)
+
+    async def parse(self, **kwargs: Any) -> Any:
+        """The SDK's ``parse()`` helper, its request sent by the wrapped ``create``."""
+        return await self._sdk.parse(self, **kwargs)
+
+    async def _post(self, path: str, **params: Any) -> Any:
+        """A ``parse`` helper's request: through the wrapped ``create``, parsed as the SDK's."""
+        kwargs = post_kwargs(self._name, path, params, self._known)
+        mode, plain = split_raw(kwargs)
+        plan = await self._aplan(plain)
+        if plan is None:
+            return await self._inner._post(path, **params)
+        result = _post_parse(params, await self._run(plan, plain))
+        return handled(mode, result, is_async=True)
 
     async def _aplan(self, kwargs: dict[str, Any]) -> Any:
         """The plan, made on the event loop when the tool list is indexed already, else in a
@@ -82,26 +147,31 @@ class _AsyncResource(_Delegate):
     async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
         raise NotImplementedError
 
-    @property
-    def with_raw_response(self) -> AsyncRaw:
-        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
-        return AsyncRaw(self)
 
-    @property
-    def with_streaming_response(self) -> AsyncStreaming:
-        """``with_streaming_response.create`` with tool search."""
-        return AsyncStreaming(self)
-
-
-class _SyncResource(_Delegate):
+class _SyncResource(_Resource):
     """A sync ``create`` with tool search: `_plan` decides, `_run` drives the plan."""
 
     def create(self, **kwargs: Any) -> Any:
         """``create`` with tool search (see `wrap_openai`)."""
-        plan = self._plan(kwargs)
+        mode, plain = split_raw(kwargs)
+        plan = self._plan(plain)
         if plan is None:
-            return self._inner.create(**kwargs)
-        return self._run(plan, kwargs)
+            return self._inner.create(**self._through(kwargs))
+        return handled(mode, self._run(plan, plain), is_async=False)
+
+    def parse(self, **kwargs: Any) -> Any:
+        """The SDK's ``parse()`` helper, its request sent by the wrapped ``create``."""
+        return self._sdk.parse(self, **kwargs)
+
+    def _post(self, path: str, **params: Any) -> Any:
+        """A ``parse`` helper's request: through the wrapped ``create``, parsed as the SDK's."""
+        kwargs = post_kwargs(self._name, path, params, self._known)
+        mode, plain = split_raw(kwargs)
+        plan = self._plan(plain)
+        if plan is None:
+            return self._inner._post(path, **params)
+        result = _post_parse(params, self._run(plan, plain))
+        return handled(mode, result, is_async=False)
 
     def _plan(self, kwargs: dict[str, Any]) -> Any:
         raise NotImplementedError
@@ -109,17 +179,36 @@ class _SyncResource(_Delegate):
     def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
         raise NotImplementedError
 
-    @property
-    def with_raw_response(self) -> SyncRaw:
-        """``with_raw_response.create`` with tool search (see `bot_toolsearch._wrap.raw`)."""
-        return SyncRaw(self)
 
-    @property
-    def with_streaming_response(self) -> SyncStreaming:
-        """``with_streaming_response.create`` with tool search."""
-        return SyncStreaming(self)
+def _post_parse(params: dict[str, Any], result: Any) -> Any:
+    """``result`` read by the helper's own parser (``options["post_parser"]``), if any."""
+    options = params.get("options") or {}
+    parser = options.get("post_parser")
+    return parser(result) if callable(parser) else result
 
 
+def _sdk_surface(
+    name: Resource, sdk: Any, raw: Any, streaming: Any
+) -> Callable[[type[_Resource]], type[_Resource]]:
+    """Bind a wrapped resource class to the SDK classes it stands for."""
+
+    def bind(cls: type[_Resource]) -> type[_Resource]:
+        cls._name = name
+        cls._sdk = sdk
+        cls._raw = raw
+        cls._streaming = streaming
+        cls._known = create_parameters(sdk.create)
+        return cls
+
+    return bind
+
+
+@_sdk_surface(
+    "chat.completions",
+    chat_resources.AsyncCompletions,
+    chat_resources.AsyncCompletionsWithRawResponse,
+    chat_resources.AsyncCompletionsWithStreamingResponse,
+)
 class _AsyncCompletions(_AsyncResource):
     def _plan(self, kwargs: dict[str, Any], *, build: bool = True) -> ChatPlan | Pending | None:
         return self._engine.chat_plan(kwargs, build=build)
@@ -134,6 +223,12 @@ class _AsyncCompletions(_AsyncResource):
                 return done
 
 
+@_sdk_surface(
+    "responses",
+    responses_resources.AsyncResponses,
+    responses_resources.AsyncResponsesWithRawResponse,
+    responses_resources.AsyncResponsesWithStreamingResponse,
+)
 class _AsyncResponses(_AsyncResource):
     def _plan(
         self, kwargs: dict[str, Any], *, build: bool = True
@@ -150,6 +245,12 @@ class _AsyncResponses(_AsyncResource):
                 return done
 
 
+@_sdk_surface(
+    "chat.completions",
+    chat_resources.Completions,
+    chat_resources.CompletionsWithRawResponse,
+    chat_resources.CompletionsWithStreamingResponse,
+)
 class _SyncCompletions(_SyncResource):
     def _plan(self, kwargs: dict[str, Any], *, build: bool = True) -> ChatPlan | Pending | None:
         return self._engine.chat_plan(kwargs, build=build)
@@ -164,6 +265,12 @@ class _SyncCompletions(_SyncResource):
                 return done
 
 
+@_sdk_surface(
+    "responses",
+    responses_resources.Responses,
+    responses_resources.ResponsesWithRawResponse,
+    responses_resources.ResponsesWithStreamingResponse,
+)
 class _SyncResponses(_SyncResource):
     def _plan(
         self, kwargs: dict[str, Any], *, build: bool = True
@@ -192,6 +299,39 @@ class _SyncChat(_Delegate):
         return _SyncCompletions(self._inner.completions, self._engine)
 
 
+class _BetaResponses(_Delegate):
+    """``beta.responses``: stored responses pass; a model request is refused."""
+
+    def __getattr__(self, name: str) -> Any:
+        if not is_public(name) or name in PASSED["responses"]:
+            return getattr(self._inner, name)
+        return refusal("beta.responses", name)
+
+
+class _AsyncBeta(_Delegate):
+    """``beta``, whose ``chat`` is the wrapped one and whose ``responses`` refuses."""
+
+    @property
+    def chat(self) -> _AsyncChat:
+        return _AsyncChat(self._inner.chat, self._engine)
+
+    @property
+    def responses(self) -> _BetaResponses:
+        return _BetaResponses(self._inner.responses, self._engine)
+
+
+class _SyncBeta(_Delegate):
+    """``beta``, whose ``chat`` is the wrapped one and whose ``responses`` refuses."""
+
+    @property
+    def chat(self) -> _SyncChat:
+        return _SyncChat(self._inner.chat, self._engine)
+
+    @property
+    def responses(self) -> _BetaResponses:
+        return _BetaResponses(self._inner.responses, self._engine)
+
+
 _OWN = ("_ts_inner", "_ts_engine", "_ts_owner")
 
 
@@ -200,7 +340,7 @@ def _adopt(cls: type[Any], client: Any, engine: Engine, owner: bool) -> Any:
     wrapped = object.__new__(cls)
     state = dict(client.__dict__)
     # Resources cached on the given client would hand out its own (unwrapped) ``create``.
-    for name in ("chat", "responses", "with_raw_response", "with_streaming_response"):
+    for name in ("chat", "responses", "beta", "with_raw_response", "with_streaming_response"):
         state.pop(name, None)
     wrapped.__dict__.update(state)
     wrapped.__dict__.update(zip(_OWN, (client, engine, owner), strict=True))
@@ -225,14 +365,9 @@ class ToolSearchAsyncOpenAI(openai.AsyncOpenAI):
         return _AsyncResponses(self._ts_inner.responses, self._ts_engine)
 
     @property
-    def with_raw_response(self) -> Any:
-        """The given client's ``with_raw_response`` (no tool search)."""
-        return self._ts_inner.with_raw_response
-
-    @property
-    def with_streaming_response(self) -> Any:
-        """The given client's ``with_streaming_response`` (no tool search)."""
-        return self._ts_inner.with_streaming_response
+    def beta(self) -> Any:
+        """``beta``, with ``chat.completions`` wrapped and ``responses`` model requests refused."""
+        return _AsyncBeta(self._ts_inner.beta, self._ts_engine)
 
     def copy(self, *args: Any, **kwargs: Any) -> Any:
         """A wrapped copy of the given client's ``copy(...)``, sharing the settings."""
@@ -265,14 +400,9 @@ class ToolSearchOpenAI(openai.OpenAI):
         return _SyncResponses(self._ts_inner.responses, self._ts_engine)
 
     @property
-    def with_raw_response(self) -> Any:
-        """The given client's ``with_raw_response`` (no tool search)."""
-        return self._ts_inner.with_raw_response
-
-    @property
-    def with_streaming_response(self) -> Any:
-        """The given client's ``with_streaming_response`` (no tool search)."""
-        return self._ts_inner.with_streaming_response
+    def beta(self) -> Any:
+        """``beta``, with ``chat.completions`` wrapped and ``responses`` model requests refused."""
+        return _SyncBeta(self._ts_inner.beta, self._ts_engine)
 
     def copy(self, *args: Any, **kwargs: Any) -> Any:
         """A wrapped copy of the given client's ``copy(...)``, sharing the settings."""
@@ -334,7 +464,10 @@ def wrap_openai(
     ``tools``, or with a caller tool named ``tool_search``, is passed through untouched; with
     tool search off in the settings, only the tools ``[tools] allow``/``deny`` leave are sent
     (a call to another is refused as no such tool); upstream errors raise the ``openai``
-    exceptions the client itself raises.
+    exceptions the client itself raises. The SDK's ``stream()`` and ``parse()`` helpers
+    run over the wrapped ``create``; every other method of these resources is the given
+    client's (no model request with tools) or raises `UnsupportedCallError` naming the
+    supported call (``responses.connect``, a method of a later SDK): none skips tool search.
 
     Args:
         client: an ``openai.AsyncOpenAI`` or ``openai.OpenAI``; it stays usable on its own.

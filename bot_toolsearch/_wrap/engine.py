@@ -18,7 +18,7 @@ from bot_toolsearch._config.settings import BotSettings, SkillsSettings
 from .caller_tools import ToolsCache
 from .chat import ChatPlan
 from .plan import Pending, Setup, setup
-from .responses import ResponsesPlan
+from .responses import ResponseAliases, ResponsesPlan
 
 __all__ = ["Engine"]
 
@@ -44,6 +44,8 @@ class Engine:
         self._reloader: ConfigReloader | None = None
         self._fixed: BotSettings | None = settings
         self.cache = ToolsCache()
+        self.aliases = ResponseAliases()
+        """Stream ids standing for a later response (`ResponseAliases`), across calls."""
         if config is not None:
             self._reloader = ConfigReloader(config)
             # A reload that changes the namespace descriptions (or turns tool search on)
@@ -92,7 +94,7 @@ class Engine:
             api="responses",
             build=build,
         )
-        return ResponsesPlan(found, kwargs) if isinstance(found, Setup) else found
+        return ResponsesPlan(found, kwargs, self.aliases) if isinstance(found, Setup) else found
 
     def close(self) -> None:
         """Stop watching ``config.toml``; the last settings stay in force."""

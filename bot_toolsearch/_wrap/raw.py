@@ -1,23 +1,31 @@
-"""``with_raw_response`` and ``with_streaming_response`` of the wrapped ``create`` methods.
+"""``with_raw_response`` and ``with_streaming_response`` of the wrapped resources.
 
 Frameworks reach ``create`` through these too: the OpenAI Agents SDK streams Responses with
 ``responses.with_streaming_response.create``, LangChain asks ``with_raw_response`` for
-headers. A request the wrapper passes through (no tools, tool search off) goes to the given
-client's own ``with_raw_response``/``with_streaming_response``, HTTP details and all. A request
-with tool search may take several upstream requests, so there is no one HTTP response to
-show: ``parse()`` returns what ``create`` returns (the final answer, or the caller's stream),
-``request_id`` is ``None`` and ``headers`` is empty.
+headers. They are the SDK's own classes built over the wrapped resource, so each of their
+methods (``create``, ``parse``, ``retrieve`` ...) is the wrapped resource's method of the same
+name, called with the SDK's raw-response header, which `split_raw` takes off. A request the
+wrapper passes through (no tools, tool search off) goes to the given client with the header,
+HTTP details and all. A request with tool search may take several upstream requests, so there
+is no one HTTP response to show: `handled` gives a stand-in whose ``parse()`` returns what the
+call returns (the final answer, or the caller's stream), ``request_id`` is ``None`` and
+``headers`` is empty.
 """
 
 from __future__ import annotations
 
 import sys
-from types import TracebackType
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any
 
 import openai
 
-__all__ = ["AsyncRaw", "AsyncStreaming", "SyncRaw", "SyncStreaming"]
+__all__ = ["RAW_RESPONSE_HEADER", "handled", "split_raw"]
+
+RAW_RESPONSE_HEADER = "X-Stainless-Raw-Response"
+"""The header the SDK's raw-response wrappers add to a call (``"true"`` or ``"stream"``)."""
+
+_OVERRIDE_CAST_TO = "____stainless_override_cast_to"
 
 # The ``Headers`` class of the HTTP library the installed SDK is built on (httpx for openai 2,
 # httpx2 for openai 3): the package declares only ``openai``, so it imports neither by name.
@@ -28,20 +36,18 @@ _HEADERS: Any = next(
 )
 
 
-class _AsyncResource(Protocol):
-    _inner: Any
-
-    async def _aplan(self, kwargs: dict[str, Any]) -> Any: ...
-
-    async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any: ...
-
-
-class _SyncResource(Protocol):
-    _inner: Any
-
-    def _plan(self, kwargs: dict[str, Any]) -> Any: ...
-
-    def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any: ...
+def split_raw(kwargs: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """The raw-response mode of a call (``None``, ``"true"`` or ``"stream"``) and its
+    keyword arguments without the SDK's raw-response headers."""
+    headers = kwargs.get("extra_headers")
+    if not isinstance(headers, Mapping) or RAW_RESPONSE_HEADER not in headers:
+        return None, dict(kwargs)
+    mode = str(headers[RAW_RESPONSE_HEADER])
+    rest = {k: v for k, v in headers.items() if k not in (RAW_RESPONSE_HEADER, _OVERRIDE_CAST_TO)}
+    plain = {k: v for k, v in kwargs.items() if k != "extra_headers"}
+    if rest:
+        plain["extra_headers"] = rest
+    return mode, plain
 
 
 class _Handled:
@@ -55,115 +61,33 @@ class _Handled:
         self.headers = _HEADERS()
 
     def parse(self) -> Any:
-        """What ``create`` returned."""
+        """What the call returned."""
         return self._result
+
+    def close(self) -> None:
+        """Close the caller's stream, if the call returned one."""
+        close = getattr(self._result, "close", None)
+        if callable(close):
+            close()
 
 
 class _AsyncHandled(_Handled):
     async def parse(self) -> Any:  # async, as AsyncAPIResponse.parse
-        """What ``create`` returned."""
+        """What the call returned."""
         return self._result
 
-
-class AsyncRaw:
-    """``<resource>.with_raw_response`` of an async wrapped resource."""
-
-    def __init__(self, resource: _AsyncResource) -> None:
-        self._resource = resource
-
-    async def create(self, **kwargs: Any) -> Any:
-        """As the SDK's: the response, whose ``parse()`` gives what ``create`` gives."""
-        plan = await self._resource._aplan(kwargs)
-        if plan is None:
-            return await self._resource._inner.with_raw_response.create(**kwargs)
-        return _Handled(await self._resource._run(plan, kwargs))
+    async def close(self) -> None:  # type: ignore[override]  # async, as AsyncAPIResponse
+        """Close the caller's stream, if the call returned one."""
+        close = getattr(self._result, "close", None)
+        if callable(close):
+            await close()
 
 
-class SyncRaw:
-    """``<resource>.with_raw_response`` of a sync wrapped resource."""
-
-    def __init__(self, resource: _SyncResource) -> None:
-        self._resource = resource
-
-    def create(self, **kwargs: Any) -> Any:
-        """As the SDK's: the response, whose ``parse()`` gives what ``create`` gives."""
-        plan = self._resource._plan(kwargs)
-        if plan is None:
-            return self._resource._inner.with_raw_response.create(**kwargs)
-        return _Handled(self._resource._run(plan, kwargs))
-
-
-class AsyncStreaming:
-    """``<resource>.with_streaming_response`` of an async wrapped resource."""
-
-    def __init__(self, resource: _AsyncResource) -> None:
-        self._resource = resource
-
-    def create(self, **kwargs: Any) -> _AsyncContext:
-        """As the SDK's: an async context manager giving the response."""
-        return _AsyncContext(self._resource, kwargs)
-
-
-class _AsyncContext:
-    def __init__(self, resource: _AsyncResource, kwargs: dict[str, Any]) -> None:
-        self._resource = resource
-        self._kwargs = kwargs
-        self._inner: Any = None
-        self._result: Any = None
-
-    async def __aenter__(self) -> Any:
-        plan = await self._resource._aplan(self._kwargs)
-        if plan is None:
-            self._inner = self._resource._inner.with_streaming_response.create(**self._kwargs)
-            return await self._inner.__aenter__()
-        self._result = await self._resource._run(plan, self._kwargs)
-        return _AsyncHandled(self._result)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._inner is not None:
-            await self._inner.__aexit__(exc_type, exc, tb)
-        elif callable(getattr(self._result, "close", None)):
-            await self._result.close()
-
-
-class SyncStreaming:
-    """``<resource>.with_streaming_response`` of a sync wrapped resource."""
-
-    def __init__(self, resource: _SyncResource) -> None:
-        self._resource = resource
-
-    def create(self, **kwargs: Any) -> _SyncContext:
-        """As the SDK's: a context manager giving the response."""
-        return _SyncContext(self._resource, kwargs)
-
-
-class _SyncContext:
-    def __init__(self, resource: _SyncResource, kwargs: dict[str, Any]) -> None:
-        self._resource = resource
-        self._kwargs = kwargs
-        self._inner: Any = None
-        self._result: Any = None
-
-    def __enter__(self) -> Any:
-        plan = self._resource._plan(self._kwargs)
-        if plan is None:
-            self._inner = self._resource._inner.with_streaming_response.create(**self._kwargs)
-            return self._inner.__enter__()
-        self._result = self._resource._run(plan, self._kwargs)
-        return _Handled(self._result)
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._inner is not None:
-            self._inner.__exit__(exc_type, exc, tb)
-        elif callable(getattr(self._result, "close", None)):
-            self._result.close()
+def handled(mode: str | None, result: Any, *, is_async: bool) -> Any:
+    """``result`` as the raw-response ``mode`` asks: itself, or a stand-in response (an async
+    ``with_streaming_response`` gets async ``parse``/``close``, as the SDK's)."""
+    if mode is None:
+        return result
+    if is_async and mode == "stream":
+        return _AsyncHandled(result)
+    return _Handled(result)

@@ -5,7 +5,8 @@ The directory and the rules follow the caller's ``instructions`` (a blank line b
 response with ``previous_response_id`` and only the ``function_call_output`` items, unless
 the caller sent ``store=False`` or the calls were recovered from text (then the whole input is
 resent); when the server has lost the calls (HTTP 400 "No tool call found ..."), the round is
-resent statelessly once, as in the `Bot`.
+resent statelessly once, as in the `Bot`. The answer's ``id`` is the final round's (the one
+to continue from) and its ``previous_response_id`` the caller's own.
 
 The loaded set is derived from the ``function_call`` items of the ``input`` the caller sends.
 A caller that continues a stored conversation with ``previous_response_id`` and only new
@@ -16,6 +17,8 @@ tools: the model reloads what it needs with ``select:``.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +39,7 @@ from bot_toolsearch._transports.wire import wire_item
 from .plan import Setup, UsageSum, ask_start, given, mapping_get, read_calls
 from .projection import Answer
 
-__all__ = ["ResponsesPlan", "create_round", "create_round_async"]
+__all__ = ["ResponseAliases", "ResponsesPlan", "create_round", "create_round_async"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -77,16 +80,50 @@ def _as_dict(item: object) -> Any:
     return item
 
 
+class ResponseAliases:
+    """Stream ids that stand for a later upstream response, for ``previous_response_id``.
+
+    A streamed call keeps one response id from ``response.created`` to its terminal event:
+    the id of the upstream round the caller is first shown something in. That is the final
+    round's id unless a round that streamed text went on to search (the text was out before
+    the search was known); then the stream's id is that round's, and this map sends a later
+    ``previous_response_id`` naming it to the final round's id. Bounded (oldest dropped) and
+    per process: under ``serve --workers N`` such a follow-up must reach the same worker.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._final: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, shown: str, final: str) -> None:
+        """Remember that the stream id ``shown`` stands for the upstream response ``final``."""
+        with self._lock:
+            self._final[shown] = final
+            self._final.move_to_end(shown)
+            while len(self._final) > self._size:
+                self._final.popitem(last=False)
+
+    def resolve(self, response_id: str) -> str:
+        """The upstream response ``response_id`` stands for (itself when it is one)."""
+        with self._lock:
+            return self._final.get(response_id, response_id)
+
+
 class ResponsesPlan:
     """The hidden rounds of one ``responses.create`` call (sans-IO).
 
     Args:
         setup: the call's settings, tools and projection.
         kwargs: the caller's keyword arguments to ``create``.
+        aliases: the stream ids of earlier calls that stand for a later response.
     """
 
-    def __init__(self, setup: Setup, kwargs: Mapping[str, Any]) -> None:
+    def __init__(
+        self, setup: Setup, kwargs: Mapping[str, Any], aliases: ResponseAliases | None = None
+    ) -> None:
         self._setup = setup
+        self._aliases = aliases if aliases is not None else ResponseAliases()
         self.semantic = setup.projection.protocol.session.semantic is not None
         """Searches may call the embeddings endpoint: an async door feeds off its loop."""
         skip = ("input", "tools", "instructions", "previous_response_id")
@@ -101,7 +138,15 @@ class ResponsesPlan:
             items = []
         view = setup.projection.view
         previous = kwargs.get("previous_response_id")
-        self._previous: str | None = previous if given(previous) else None
+        self.caller_previous: str | None = previous if isinstance(previous, str) else None
+        """The ``previous_response_id`` the caller sent: the one its answer shows."""
+        self._previous: str | None = (
+            self._aliases.resolve(previous)
+            if isinstance(previous, str)
+            else previous
+            if given(previous)
+            else None
+        )
         replayed = self._replay(items)
         setup.projection.load_forced()
         changed = len(replayed) != len(items) or any(
@@ -329,6 +374,19 @@ class ResponsesPlan:
     def _finish(self, response: Response) -> Response:
         if self.usage.requests > 1:
             response.usage = self.usage.responses_usage()
+        self.present(response)
+        return response
+
+    def present(self, response: Any, shown: str | None = None) -> Any:
+        """``response`` (the final one, or a stream's opening one) as the caller sees it: its
+        ``previous_response_id`` the caller's own, not a hidden round's, and its ``id`` the
+        stream's ``shown`` one when given (remembered as standing for the upstream id)."""
+        response.previous_response_id = self.caller_previous
+        upstream = getattr(response, "id", None)
+        if shown and upstream != shown:
+            if isinstance(upstream, str) and upstream:
+                self._aliases.add(shown, upstream)
+            response.id = shown
         return response
 
 

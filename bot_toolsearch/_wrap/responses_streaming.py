@@ -1,12 +1,16 @@
 """``stream=True`` for the Responses API: hidden rounds consumed, one well-formed event stream.
 
 Each upstream round is streamed. The caller gets one ``response.created`` and one
-``response.in_progress`` (the first round's), ``sequence_number`` counting from 0 across the
-whole stream, ``output_index`` counting the items the caller was shown, and one terminal event
-(``response.completed``, or ``response.incomplete``/``response.failed`` as the upstream ended)
-whose ``response`` is the final round's as `ResponsesPlan.feed` rewrote it: only the caller's
-calls, canonical names, ``usage`` summed over every round, and an ``output`` that lists exactly
-the items the caller was shown.
+``response.in_progress``, held until the first other event it gets: they are the round it is
+first shown something in (the final round, unless an earlier one streamed text before it
+searched), and that round's response id is the stream's one id, from ``response.created`` to
+the terminal event (`ResponsesPlan.present`; `ResponseAliases` when it is not the final
+round's). Then ``sequence_number`` counting from 0 across the whole stream, ``output_index``
+counting the items the caller was shown, and one terminal event (``response.completed``, or
+``response.incomplete``/``response.failed`` as the upstream ended) whose ``response`` is the
+final round's as `ResponsesPlan.feed` rewrote it: only the caller's calls, canonical names,
+``usage`` summed over every round, and an ``output`` that lists exactly the items the caller
+was shown.
 
 Message text streams through as it arrives, unless it starts like a tool-call envelope (``{``,
 ``<``, a code fence: the plan may read calls from it), which is held until the round ends.
@@ -41,6 +45,7 @@ from bot_toolsearch._services.threads import off_loop
 
 from .replies import check_response, iterate_async, iterate_sync, stream_request
 from .responses import ResponsesPlan, create_round, create_round_async
+from .surface import AsyncStreamResponse, SyncStreamResponse
 
 __all__ = ["AsyncResponsesStream", "SyncResponsesStream"]
 
@@ -52,10 +57,32 @@ _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 class _Caller:
     """What the caller's stream carries across rounds."""
 
-    def __init__(self) -> None:
+    def __init__(self, plan: ResponsesPlan) -> None:
+        self.plan = plan
         self.sequence = 0
-        self.opened: set[str] = set()
+        self.opened = False
+        self.held: dict[str, Any] = {}  # the latest round's opening events, not yet sent
+        self.identity: str | None = None  # the stream's one response id, once opened
         self.items: list[tuple[str, Any]] = []  # (item id, item) in caller order
+
+    def opening(self) -> list[Any]:
+        """The opening events, once, before the first other event the caller gets (unnumbered,
+        the sender numbers them with what follows). They are the latest round's: the first
+        the caller is shown something in, so its response id (the final round's unless an
+        earlier round streamed text) is the stream's, from the first event to the last."""
+        if self.opened:
+            return []
+        self.opened = True
+        out: list[Any] = []
+        for kind in _OPENING:
+            event = self.held.get(kind)
+            if event is None:
+                continue
+            response = event.response.model_copy()
+            self.identity = self.identity or getattr(response, "id", None) or None
+            self.plan.present(response, self.identity)
+            out.append(event.model_copy(update={"response": response}))
+        return out  # numbered by the sender, with what follows them
 
     def send(self, event: Any, index: int | None = None) -> Any:
         """``event`` renumbered for the caller (and moved to caller index ``index``)."""
@@ -96,13 +123,22 @@ class _Round:
 
     def feed(self, event: Any) -> list[Any]:
         """The events to send the caller now for one upstream event."""
+        caller = self._caller
+        start = caller.sequence
+        out = self._feed(event)
+        if not out or caller.opened:
+            return out
+        opening = caller.opening()
+        caller.sequence = start
+        return [caller.send(e) for e in (*opening, *out)]
+
+    def _feed(self, event: Any) -> list[Any]:
         kind = getattr(event, "type", None)
         caller = self._caller
         if kind in _OPENING:
-            if kind in caller.opened:
-                return []
-            caller.opened.add(kind)
-            return [caller.send(event)]
+            if not caller.opened:
+                caller.held[kind] = event
+            return []
         if kind in _TERMINAL:
             self.response = event.response
             self.terminal = kind
@@ -147,7 +183,8 @@ class _Round:
         """The caller's last events: the held items the plan kept, then the terminal one."""
         caller = self._caller
         shown = {lane.item_id for lane in self._lanes.values() if lane.index is not None}
-        out: list[Any] = []
+        out: list[Any] = [caller.send(e) for e in caller.opening()]
+        caller.plan.present(final, caller.identity)
         for item in final.output or ():
             item_id = str(getattr(item, "id", None) or getattr(item, "call_id", "") or "")
             if item_id and item_id in shown:
@@ -297,6 +334,11 @@ class AsyncResponsesStream:
 
     @property
     def response(self) -> Any:
+        """The HTTP response of the current upstream round; closing it closes the stream."""
+        return AsyncStreamResponse(self, self.close)
+
+    @property
+    def upstream_response(self) -> Any:
         """The HTTP response of the current upstream round."""
         return self._upstream.response
 
@@ -304,7 +346,7 @@ class AsyncResponsesStream:
         self._upstream = await create_round_async(self._create, self._plan)
 
     async def _run(self) -> AsyncIterator[Any]:
-        caller = _Caller()
+        caller = _Caller(self._plan)
         while True:
             round_ = _Round(caller)
             async for event in iterate_async(self._upstream, chat=False):
@@ -362,6 +404,11 @@ class SyncResponsesStream:
 
     @property
     def response(self) -> Any:
+        """The HTTP response of the current upstream round; closing it closes the stream."""
+        return SyncStreamResponse(self, self.close)
+
+    @property
+    def upstream_response(self) -> Any:
         """The HTTP response of the current upstream round."""
         return self._upstream.response
 
@@ -369,7 +416,7 @@ class SyncResponsesStream:
         self._upstream = create_round(self._create, self._plan)
 
     def _run(self) -> Iterator[Any]:
-        caller = _Caller()
+        caller = _Caller(self._plan)
         while True:
             round_ = _Round(caller)
             for event in iterate_sync(self._upstream, chat=False):

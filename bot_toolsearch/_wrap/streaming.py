@@ -35,6 +35,7 @@ from bot_toolsearch._services.threads import off_loop
 from .chat import ChatPlan
 from .plan import mapping_get
 from .replies import iterate_async, iterate_sync, stream_cut, stream_request
+from .surface import AsyncStreamResponse, SyncStreamResponse
 
 __all__ = ["AsyncChatStream", "SyncChatStream"]
 
@@ -221,6 +222,11 @@ class AsyncChatStream:
 
     @property
     def response(self) -> Any:
+        """The HTTP response of the current upstream round; closing it closes the stream."""
+        return AsyncStreamResponse(self, self.close)
+
+    @property
+    def upstream_response(self) -> Any:
         """The HTTP response of the current upstream round."""
         return self._upstream.response
 
@@ -278,6 +284,11 @@ class SyncChatStream:
 
     @property
     def response(self) -> Any:
+        """The HTTP response of the current upstream round; closing it closes the stream."""
+        return SyncStreamResponse(self, self.close)
+
+    @property
+    def upstream_response(self) -> Any:
         """The HTTP response of the current upstream round."""
         return self._upstream.response
 

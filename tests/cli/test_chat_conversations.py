@@ -71,7 +71,7 @@ def test_a_conversation_survives_the_process_and_reset_forgets_it(folder: Path) 
 def test_tools_shows_what_is_loaded(tmp_path: Path) -> None:
     text = CONFIG.format(extra='tool_search_keep_loaded = "conversation"', store='"memory"')
     (tmp_path / "config.toml").write_text(text, encoding="utf-8")
-    lines = "/tools\nWhat is the current local time in Tokyo?\n/tools\n/nope\n"
+    lines = "/tools\nWhat is the current local time in Tokyo?\n/tools\n/nope\n/help\n"
     done = run("chat", "--tools", DEMO_TOOLS, cwd=tmp_path, stdin=lines)
     assert done.returncode == 0, done.stderr
     out = done.stdout
@@ -80,6 +80,9 @@ def test_tools_shows_what_is_loaded(tmp_path: Path) -> None:
     assert "kept for this conversation: time.now" in out
     assert "the last message loaded: time.now" in out
     assert "unknown command /nope" in out
+    assert "unknown command /help" not in out
+    assert "commands: /reset forgets this conversation;" in out
+    assert "/help shows this" in out
 
 
 def test_a_corrupt_store_is_named_and_chat_goes_on_without_memory(folder: Path) -> None:

@@ -292,3 +292,34 @@ def test_search_with_a_config_uses_its_namespace_descriptions(tmp_path: Path) ->
     plain = run_cli(*args, cwd=tmp_path)  # no config: no description to match
     assert plain.returncode == 1
     assert "no tool matches 'zorblax'" in plain.stdout
+
+
+def test_a_namespace_too_large_to_load_lists_its_names_not_no_match(tmp_path: Path) -> None:
+    done = run_cli(
+        "search",
+        "select:units.*",
+        "--tools",
+        "bot_toolsearch._demo.catalog:demo_tools",
+        cwd=tmp_path,
+    )
+    units = sorted(
+        s["function"]["name"] for s in demo_schemas() if s["function"]["name"].startswith("units.")
+    )
+    assert len(units) > 5
+    assert done.returncode == 0, done.stdout
+    assert "no tool matches" not in done.stdout
+    assert f"{len(units)} names listed, none loaded" in done.stdout
+    listed = re.findall(r"^\s*\d+\.\s+-\s+(\S+)$", done.stdout, re.M)
+    assert sorted(listed) == units
+    done = run_cli(
+        "search",
+        "select:units.*",
+        "--max-results",
+        "20",
+        "--tools",
+        "bot_toolsearch._demo.catalog:demo_tools",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0
+    assert "none loaded" not in done.stdout
+    assert sorted(re.findall(r"^\s*\d+\.\s+-\s+(\S+)$", done.stdout, re.M)) == units

@@ -109,7 +109,7 @@ def test_the_scan_path_is_logged_once(
     assert len(said) == 2
     assert "with numpy" in said[0]
     assert "numpy is not installed" in said[1]
-    assert "bot-toolsearch[semantic]" in said[1]
+    assert "pip install numpy" in said[1]
     assert all(r.levelno < logging.WARNING for r in caplog.records)
 
 

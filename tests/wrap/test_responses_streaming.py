@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -185,3 +186,118 @@ def _lookup(number: int) -> Any:
         return str(number)
 
     return lookup
+
+
+def _one_identity(events: list[Any]) -> str:
+    """One response id from the first event to the last, sequence numbers strictly
+    increasing, output indexes contiguous; returns the id."""
+    ids = {e.response.id for e in events if getattr(e, "response", None) is not None}
+    assert len(ids) == 1, ids
+    numbers = [e.sequence_number for e in events]
+    assert all(a < b for a, b in itertools.pairwise(numbers))
+    indexes = sorted({e.output_index for e in events if hasattr(e, "output_index")})
+    assert indexes == list(range(len(indexes)))
+    (identity,) = ids
+    return identity
+
+
+async def test_the_sdk_stream_helper_keeps_one_identity_and_the_chain_works(
+    server: ScriptedOpenAIServer,
+) -> None:
+    """The stream's id is the final round's: the one a follow-up can continue from."""
+    tools = responses_tools()
+    server.script(call("tool_search", query="select:get_weather"), call("get_weather", city="Oslo"))
+    client = wrap_openai(openai.AsyncOpenAI(base_url=server.base_url, api_key="t", max_retries=0))
+    async with client.responses.stream(model="m", input="Weather?", tools=tools) as stream:
+        events = [event async for event in stream]
+        final = await stream.get_final_response()
+    identity = _one_identity(events)
+    assert final.id == identity
+    assert events[0].type == "response.created"
+    assert events[0].response.previous_response_id is None  # not the hidden round's
+    hidden_round = server.requests[1].previous_response_id
+    assert hidden_round is not None
+    assert identity != hidden_round
+    (weather,) = [item for item in final.output if item.type == "function_call"]
+
+    server.script(text("Sunny in Oslo."))
+    answer = await client.responses.create(
+        model="m",
+        previous_response_id=identity,
+        input=[{"type": "function_call_output", "call_id": weather.call_id, "output": "sunny"}],
+        tools=tools,
+    )
+    await client.close()
+    assert answer.output_text == "Sunny in Oslo."
+    assert server.requests[-1].previous_response_id == identity  # the server knows the call
+
+
+async def test_a_round_that_streamed_text_then_searched_keeps_its_id_for_the_chain(
+    server: ScriptedOpenAIServer,
+) -> None:
+    """Text was shown before the search was known: the stream keeps that round's id, and a
+    follow-up naming it continues from the final round upstream."""
+    tools = responses_tools()
+    server.script(
+        ToolCallsTurn((call("tool_search", query="select:get_weather"),), text="Looking it up."),
+        call("get_weather", city="Oslo"),
+    )
+    client = wrap_openai(openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0))
+    with client.responses.stream(model="m", input="Weather?", tools=tools) as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    identity = _one_identity(events)
+    assert final.id == identity == server.requests[1].previous_response_id  # the first round
+    assert final.output_text == "Looking it up."
+    (weather,) = [item for item in final.output if item.type == "function_call"]
+
+    server.script(text("Sunny in Oslo."))
+    answer = client.responses.create(
+        model="m",
+        previous_response_id=identity,
+        input=[{"type": "function_call_output", "call_id": weather.call_id, "output": "sunny"}],
+        tools=tools,
+    )
+    client.close()
+    assert answer.output_text == "Sunny in Oslo."
+    assert answer.previous_response_id == identity  # as the caller sent it
+    assert server.requests[-1].previous_response_id not in (None, identity)  # the final round
+
+
+async def test_a_non_streamed_answer_shows_the_callers_previous_id(
+    server: ScriptedOpenAIServer,
+) -> None:
+    tools = responses_tools()
+    server.script(call("tool_search", query="select:get_weather"), call("get_weather", city="x"))
+    client = wrap_openai(openai.AsyncOpenAI(base_url=server.base_url, api_key="t", max_retries=0))
+    response = await client.responses.create(model="m", input="Weather?", tools=tools)
+    assert response.previous_response_id is None  # the hidden round is not the caller's
+    (weather,) = [item for item in response.output if item.type == "function_call"]
+    server.script(text("Sunny."))
+    answer = await client.responses.create(
+        model="m",
+        previous_response_id=response.id,
+        input=[{"type": "function_call_output", "call_id": weather.call_id, "output": "sunny"}],
+        tools=tools,
+    )
+    await client.close()
+    assert answer.output_text == "Sunny."
+    assert answer.previous_response_id == response.id
+
+
+def test_a_passed_through_follow_up_resolves_the_stream_id_too(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.script(
+        ToolCallsTurn((call("tool_search", query="select:get_weather"),), text="Looking it up."),
+        text("Sunny."),
+    )
+    client = wrap_openai(openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0))
+    with client.responses.stream(model="m", input="Weather?", tools=responses_tools()) as stream:
+        final = stream.get_final_response()
+    server.script(text("You are welcome."))
+    answer = client.responses.create(model="m", previous_response_id=final.id, input="Thanks!")
+    client.close()
+    assert answer.output_text == "You are welcome."
+    final_round = server.requests[-1].previous_response_id
+    assert final_round not in (None, final.id)  # no tools: passed through, to the final round
