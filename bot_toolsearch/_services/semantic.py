@@ -1,6 +1,7 @@
 """The semantic stage of tool search: tool vectors cached on disk, the query embedded per search.
 
-``[skills] tool_search_embeddings`` names an OpenAI-compatible embeddings endpoint and model.
+``[skills] tool_search_embeddings`` names an OpenAI-compatible embeddings endpoint and model,
+or a local model that `LocalEmbedder` runs in the process (same interface, same cache).
 `semantic_ranker` gives a door (the `Bot`, the wrapper, hence the proxy) the
 `SemanticRanker` hook of one catalog, which the core session fuses with BM25. Per catalog, in
 the background when a door prepares it (`warm_semantic`), else on the first keyword search,
