@@ -223,8 +223,8 @@ class EmbeddingsSettings(_Table):
     no_match_floor: Annotated[StrictFloat, Field(ge=-1.0, le=1.0)] | None = None
     """A keyword search whose tools are all less similar to the query than this (cosine of
     the model's vectors) answers "no tool matches", naming the closest tools as hints,
-    instead of loading weak ones. ``None`` (the default): off. See docs/benchmarks.md
-    (``hybrid`` rows) for what a value costs in recall."""
+    instead of loading weak ones. ``None`` (the default): off. What a value costs in recall,
+    measured with all-MiniLM-L6-v2: docs/core.md (0.25 costs none, 0.3 up to a point)."""
     max_tokens: StrictInt = Field(default=128, ge=8, le=512)
     """A local model reads at most this many tokens of a tool's text (tool texts are short;
     fewer tokens embed a catalog faster)."""
