@@ -2,9 +2,10 @@
 
 Both hosts run the same tool-search protocol, so for the same tools, settings and model turns
 the upstream requests carry the same ``tools`` (byte for byte), the same directory and rules,
-the same ``additional_tools`` declarations and the same ``tool_search`` answers. The `Bot`
-runs the tools itself; the wrapper's caller is a loop that runs them with the same handlers
-and resends its history, as a framework does. Both APIs, every loading mode, ``[tools]
+the same ``additional_tools`` declarations and the same ``tool_search`` answers. The MCP door
+(``bot-toolsearch mcp``) gives the same search answers, loads and refusals for the same calls.
+The `Bot` runs the tools itself; the wrapper's caller is a loop that runs them with the same
+handlers and resends its history, as a framework does. Both APIs, every loading mode, ``[tools]
 allow``/``deny``, prefetch, keep-loaded and configured namespace descriptions are covered.
 """
 
@@ -313,3 +314,108 @@ async def test_a_denied_tool_never_changes_a_permitted_tools_wire_name(api: str,
     wrapped = await run_wrapper(settings, tools, asks)
     assert_parity(bot, wrapped, ["call_s1"])
     assert "a-_-b_" not in json.dumps([r.body for r in (*bot, *wrapped)])
+
+
+def native_tools(
+    settings: BotSettings, tools: Sequence[Tool], loaded: Sequence[str]
+) -> list[dict[str, Any]]:
+    """What a client that speaks tool search itself passes: every schema the `Bot` has, all
+    but ``loaded`` marked ``defer_loading`` (and, on Responses, a ``tool_search`` tool)."""
+    out: list[dict[str, Any]] = []
+    for schema in caller_tools(settings, tools):
+        name = schema["function"]["name"] if "function" in schema else schema["name"]
+        out.append(schema if name in loaded else {**schema, "defer_loading": True})
+    if settings.model.api == "responses":
+        out.insert(0, {"type": "tool_search"})
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_a_native_request_sends_what_the_bot_sends_with_those_tools_loaded(
+    api: str, mode: str
+) -> None:
+    # The `Bot`-equivalent of a client's own deferred set: ``tool_search_always_loaded`` set
+    # to the tools the client did not defer. The wrapper, given the client's native request
+    # (and no always-loaded setting), must send the very same requests.
+    loaded = ["send_message", "end", "mail.send"]
+    bot_settings = _settings(api, mode, skills={"tool_search_always_loaded": loaded})
+    settings = _settings(api, mode)
+    asks = conversation(mode, api)
+    bot = await run_bot(bot_settings, catalog(), asks)
+    handlers = {t.name: t for t in catalog()}
+    with ScriptedOpenAIServer(refuse_native=True) as server:
+        for ask in asks:
+            server.script(*ask.turns)
+        inner = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        client = wrap_openai(inner, settings=settings)
+        schemas = native_tools(settings, catalog(), loaded)
+        if api == "responses":
+            await _responses_caller(client, schemas, handlers, asks)
+        else:
+            await _chat_caller(client, schemas, handlers, asks)
+        await client.close()
+        server.assert_consumed()
+        wrapped = list(server.requests)
+    assert_parity(bot, wrapped, ["call_s1", "call_s2"])
+    assert '"defer_loading"' not in json.dumps([r.body for r in wrapped])
+
+
+# -- the MCP door: the same catalog and the same calls give the same loads and refusals ------
+
+
+async def run_mcp_door(
+    settings: BotSettings, tools: Sequence[Tool], turns: Sequence[Any]
+) -> dict[str, str]:
+    """The MCP door's answer to each scripted call (by call id), made by an official ``mcp``
+    client in one session, in order."""
+    from mcp import Client, types
+
+    from bot_toolsearch._mcp.door import McpDoor
+    from bot_toolsearch._mcp.server import build_server
+
+    answers: dict[str, str] = {}
+    door = McpDoor(settings, tools)
+    async with door, Client(build_server(door), mode="legacy") as client:
+        for entry in turns:
+            # An MCP client names tools canonically (dots), not in the wire spelling.
+            name = entry.name.replace("-_-", ".")
+            result = await client.call_tool(name, dict(entry.arguments))
+            block = result.content[0]
+            assert isinstance(block, types.TextContent)
+            answers[entry.id] = block.text
+    return answers
+
+
+MCP_CASES = ["plain", "deny", "allow", "always_loaded", "namespaces"]
+
+
+@pytest.mark.parametrize("case", MCP_CASES)
+@pytest.mark.parametrize("mode", ["append", "bridge"])
+async def test_the_mcp_door_loads_and_refuses_as_the_bot_does(mode: str, case: str) -> None:
+    tables = json.loads(json.dumps(CASES[case]))
+    settings = _settings("chat_completions", mode, **tables)
+    query = "select:weather.forecast,mail.send" if case == "deny" else "weather forecast"
+    ids = ["call_s1", "call_x1", "call_x2", "call_s2", "call_t1"]
+    turns = [
+        # A search, then calls of a deferred tool never loaded and of a maybe-denied one,
+        # then a select: search and a call of the loaded tool (one call per response, as
+        # an MCP client makes them).
+        call("tool_search", id="call_s1", query=query),
+        call("stock-_-item_03", id="call_x1"),
+        call("mail-_-send", id="call_x2", to="a@b.c", body="hi"),
+        call("tool_search", id="call_s2", query="select:weather.alerts,clock.now"),
+        _target_call(mode, "chat_completions", "call_t1", "weather.forecast", city="Oslo"),
+    ]
+    bot = await run_bot(settings, catalog(), [Ask("Weather in Oslo?", [*turns, text("ok")])])
+    from_bot = searches(bot, ids)
+    assert sorted(from_bot) == sorted(ids)
+    from_door = await run_mcp_door(settings, catalog(), turns)
+    # A refusal echoes the name as the client wrote it: the model's wire spelling at the
+    # `Bot` for a name it may not decode (a denied tool), the canonical one at the door.
+    assert from_door == {k: v.replace("-_-", ".") for k, v in from_bot.items()}
+    if case == "deny":
+        assert json.loads(from_door["call_s1"])["not_found"] == ["mail.send"]
+        assert "no tool named mail.send" in from_door["call_x2"]
+    else:
+        assert "tool_search" in from_door["call_x1"]  # not loaded yet: search first

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from .chat import add_chat_subparsers
 from .config import add_config_subparser
 from .eval import add_eval_subparser
+from .mcp import add_mcp_subparser
 from .options import INTERRUPTED, USAGE, CliError, CliParser, report_error
 from .search import add_catalog_subparser, add_search_subparser
 from .serve import add_serve_subparser
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_subparser(subparsers)
     add_catalog_subparser(subparsers)
     add_serve_subparser(subparsers)
+    add_mcp_subparser(subparsers)
     return parser
 
 

@@ -48,7 +48,16 @@ NOT_FOUND = "config file not found (`bot-toolsearch config init` writes one)"
 
 
 PLUGIN_GROUP = "bot_toolsearch.plugins"
-TABLES = ("model", "plugins", "skills", "tools", "easter_egg", "bot", "conversations")
+TABLES = (
+    "model",
+    "plugins",
+    "skills",
+    "tools",
+    "easter_egg",
+    "bot",
+    "conversations",
+    "proxy",
+)
 
 Source = str
 """``default``, ``file`` or ``env NAME``."""

@@ -51,7 +51,9 @@ __all__ = [
     "McpServerSettings",
     "ModelApi",
     "ModelSettings",
+    "NativeToolSearch",
     "PluginSettings",
+    "ProxySettings",
     "SkillsSettings",
     "ToolSearchLoading",
     "ToolsSettings",
@@ -439,6 +441,19 @@ class BotSection(_Table):
     """Watch ``config.toml`` and apply edits to later asks."""
 
 
+NativeToolSearch = Literal["emulate", "pass"]
+"""``[proxy] native_tool_search``: what a request that speaks tool search itself gets."""
+
+
+class ProxySettings(_Table):
+    """``[proxy]``: the wrapper and the proxy in front of a backend (``bot-toolsearch serve``)."""
+
+    native_tool_search: NativeToolSearch = "emulate"
+    """A request carrying its own ``tool_search`` tool or ``defer_loading`` keys (Codex, the
+    openai SDK): ``"emulate"`` runs that tool search here, on any backend; ``"pass"`` forwards
+    it untouched, for a backend that supports it natively."""
+
+
 STORE_PATTERN = r"^(memory|sqlite:///.+)$"
 """``[conversations] store``: ``memory``, or ``sqlite:///<path>`` (a relative path is relative to
 the config file's folder; ``sqlite:////abs/bot.db`` is absolute, as in SQLAlchemy URLs)."""
@@ -465,6 +480,7 @@ class BotSettings(_Table):
     easter_egg: EasterEggSettings = EasterEggSettings()
     bot: BotSection = BotSection()
     conversations: ConversationSettings = ConversationSettings()
+    proxy: ProxySettings = ProxySettings()
     generation: StrictInt = Field(default=0, ge=0)
     """Increases by one with every successful reload; 0 for settings built in code."""
 
@@ -491,6 +507,7 @@ _TABLES: dict[type[BaseModel], str] = {
     ToolsSettings: "tools",
     EasterEggSettings: "easter_egg",
     BotSection: "bot",
+    ProxySettings: "proxy",
 }
 """The table each model is, so an error in one built alone names its full key."""
 _ROOTS: dict[type[BaseModel], type[BaseModel]] = dict.fromkeys(_TABLES, BotSettings)

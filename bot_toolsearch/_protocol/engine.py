@@ -36,6 +36,7 @@ from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._transports.names import WireNames
 
 from .calls import CallRequest, CallResult, RefusalReason, log_refusals
+from .dialect import CONFIG, Dialect
 from .loading import (
     FALLBACK_TO_APPEND,
     BridgedCalls,
@@ -102,6 +103,9 @@ class Answer:
     """Tools newly loaded by this response (searches and blind calls), in order."""
     blind_call_loads: int = 0
     """Calls of unloaded tools that loaded them (``tool_search_blind_call = "load"``)."""
+    searched: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Under a dialect that reports searches: position of each answered ``tool_search`` call
+    -> the tools it newly loaded, in order."""
 
 
 class ToolSearchProtocol:
@@ -119,6 +123,8 @@ class ToolSearchProtocol:
         forced: a tool the caller forces (``tool_choice``): a fixed-tools mode falls back to
             ``append`` when it is deferred, since it must be in ``tools``.
         report: how to report a mode fallback (default: log every time).
+        dialect: how the caller speaks tool search (`Dialect`): whether it fixed the deferred
+            set itself, and whether its reply reports each search.
     """
 
     __slots__ = (
@@ -127,6 +133,7 @@ class ToolSearchProtocol:
         "_deferred",
         "api",
         "catalog",
+        "dialect",
         "mode",
         "names",
         "permitted",
@@ -147,16 +154,22 @@ class ToolSearchProtocol:
         forced: str | None = None,
         report: Report = _log,
         semantic: SemanticRanker | None = None,
+        dialect: Dialect = CONFIG,
     ) -> None:
         skills = settings.skills
         self.catalog = catalog
         self.api = api
         self.names = names
         self.permitted = permitted
+        self.dialect = dialect
         self._blind_call: BlindCallPolicy = skills.tool_search_blind_call
         self.session = ToolSearchSession(
             catalog,
-            always_loaded=(*skills.tool_search_always_loaded, *always_loaded),
+            always_loaded=(
+                *skills.tool_search_always_loaded,
+                *always_loaded,
+                *dialect.always_loaded(n for n in catalog.names if n in permitted),
+            ),
             max_results=skills.tool_search_max_results,
             hidden=hidden,
             directory_budget=skills.tool_search_directory_budget,
@@ -296,7 +309,10 @@ class ToolSearchProtocol:
             answer.bridged = unwrapped.bridged
         for i, call in enumerate(answer.calls):
             if i not in answer.results and call.name == TOOL_SEARCH_NAME:
+                before = len(answer.loaded)
                 answer.results[i] = self._search(call, answer)
+                if self.dialect.report_searches:
+                    answer.searched[i] = tuple(answer.loaded[before:])
         exposed = self.exposed if exposed is None else exposed
         refused = [
             answer.results.setdefault(i, self._refuse(call, answer))

@@ -36,6 +36,7 @@ from openai.resources.responses import AsyncResponses
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._wrap.caller_tools import Api, ToolsCache
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
+from bot_toolsearch._wrap.native import speaks_native
 
 from .raw_tools import tools_span
 
@@ -304,9 +305,11 @@ class ProxyApp:
         client = self._client.with_options(api_key=key or "unset", default_headers=extra)
         kwargs = _sdk_kwargs(body, _CHAT_PARAMS if chat else _RESPONSES_PARAMS)
         builds = self._cache.builds
-        if tools:
-            # A new tool list is indexed in a thread, so the event loop keeps serving.
-            api: Api = "chat" if chat else "responses"
+        api: Api = "chat" if chat else "responses"
+        if tools and not speaks_native(tools, api):
+            # A new tool list is indexed in a thread, so the event loop keeps serving. A list
+            # in a client's own tool-search dialect is indexed as the wrapper makes it
+            # ordinary (also in a thread: `bot_toolsearch._wrap.client`), never as sent.
             await _until_disconnect(receive, self._index(tools, api, None if known else raw))
         calls = _Calls()
         _CALLS.set(calls)

@@ -13,6 +13,7 @@ import openai
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._errors import CatalogError, ConversationStoreError
+from bot_toolsearch._services.registry_follower import RegistryFollower, registry_for
 from bot_toolsearch._tools.registry import ToolRegistry
 from bot_toolsearch._tools.source import ToolSource
 from bot_toolsearch._tools.tool import Agent, HandlerThreads, Tool
@@ -27,7 +28,6 @@ from .executor import execute_calls
 from .middleware import Middleware, Pipeline
 from .plugins import build_middlewares
 from .prefetch import run_prefetch
-from .registry_follower import RegistryFollower, registry_for
 from .toolset import ToolFilter, ToolSet, permitted_names
 from .turns import record_turn, replay_turns
 from .warm import prepare_toolset

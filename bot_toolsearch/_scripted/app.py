@@ -17,6 +17,7 @@ from .turns import ErrorTurn, ScriptEntry, TextTurn, ToolCallsTurn, Turn, as_tur
 from .wire import (
     chat_completion,
     check_chat_tool_messages,
+    check_native,
     check_responses_call_ids,
     common_prefix_len,
     estimate_tokens,
@@ -48,10 +49,12 @@ class ScriptState:
         models: Iterable[str],
         validate: bool,
         prompt_cache: PromptCacheModel | None = None,
+        refuse_native: bool = False,
     ) -> None:
         self.responder = responder
         self.models = list(models)
         self.validate = validate
+        self.refuse_native = refuse_native
         self.prompt_cache = PromptCache(prompt_cache) if prompt_cache is not None else None
         self.lock = threading.RLock()
         self.embeddings = ScriptedEmbeddings()
@@ -162,6 +165,10 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
             f"Previous response with id '{request.previous_response_id}' not found.",
             param="previous_response_id",
         )
+    if state.refuse_native:
+        refused = check_native(request)
+        if refused is not None:  # a backend with no native tool search: no scripted turn used
+            return refused.status, refused.body(), list(_NO_RETRY)
     if state.validate:
         problem = (
             check_chat_tool_messages(request)

@@ -145,6 +145,10 @@ class ScriptedOpenAIServer:
         validate: answer the API's 400s for unpaired tool results.
         prompt_cache: ``True`` for the OpenAI prefix-cache model, a `PromptCacheModel` for
             other sizes or the byte estimate, ``False`` for the default estimate.
+        refuse_native: answer HTTP 400 as a backend with no native tool search does, for a
+            ``tool_search`` or ``namespace`` tool type, a ``defer_loading`` key, a
+            ``tool_search_call``/``tool_search_output`` input item or a ``function_call``'s
+            ``namespace`` (the request is recorded; no scripted turn is used).
 
     Raises:
         TypeError: ``prompt_cache`` is neither a bool nor a `PromptCacheModel`.
@@ -157,8 +161,11 @@ class ScriptedOpenAIServer:
         models: Iterable[str] = ("scripted-model",),
         validate: bool = True,
         prompt_cache: bool | PromptCacheModel = False,
+        refuse_native: bool = False,
     ) -> None:
-        self._state = ScriptState(responder, models, validate, _cache_model(prompt_cache))
+        self._state = ScriptState(
+            responder, models, validate, _cache_model(prompt_cache), refuse_native
+        )
         self._server: _ThreadServer | None = None
         self._thread: threading.Thread | None = None
         self._port: int | None = None

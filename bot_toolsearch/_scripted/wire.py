@@ -222,6 +222,52 @@ def check_responses_call_ids(
     return None
 
 
+NATIVE_TOOL_TYPES = frozenset({"tool_search", "namespace"})
+"""Tool types a backend without native tool search refuses (``refuse_native=True``)."""
+NATIVE_ITEM_TYPES = frozenset({"tool_search_call", "tool_search_output"})
+"""Input item types a backend without native tool search refuses."""
+
+
+def check_native(request: ModelRequest) -> ErrorTurn | None:
+    """The 400s of a backend with no native tool search (vLLM, SGLang, most hosted APIs):
+    a ``tool_search`` or ``namespace`` tool type, a ``defer_loading`` key on a tool (or inside
+    its ``function``), a ``tool_search_call``/``tool_search_output`` input item, or a
+    ``namespace`` key on a ``function_call`` input item."""
+    tools = request.body.get("tools")
+    for index, tool in enumerate(tools if isinstance(tools, list) else ()):
+        if not isinstance(tool, dict):
+            continue
+        kind = tool.get("type")
+        if kind in NATIVE_TOOL_TYPES:
+            return ErrorTurn(
+                400,
+                f"Invalid value: '{kind}'. Unsupported tool type.",
+                param=f"tools[{index}].type",
+            )
+        function = tool.get("function")
+        if "defer_loading" in tool or (isinstance(function, dict) and "defer_loading" in function):
+            return ErrorTurn(
+                400,
+                "Unrecognized request argument supplied: defer_loading",
+                param=f"tools[{index}].defer_loading",
+            )
+    if request.api != "responses":
+        return None
+    for index, item in enumerate(input_items(request.body)):
+        kind = item.get("type")
+        if kind in NATIVE_ITEM_TYPES:
+            return ErrorTurn(
+                400, f"Invalid value: '{kind}'. Unsupported input item type.", param="input"
+            )
+        if kind == "function_call" and "namespace" in item:
+            return ErrorTurn(
+                400,
+                "Unrecognized request argument supplied: namespace",
+                param=f"input[{index}].namespace",
+            )
+    return None
+
+
 def check_chat_tool_messages(request: ModelRequest) -> ErrorTurn | None:
     """The API's 400s for tool messages that do not pair up with an assistant's tool calls."""
     pending: dict[str, int] = {}  # tool_call_id -> index of the assistant message

@@ -6,7 +6,9 @@ lists the tools, then serves calls that arrive through a queue (each call in its
 so calls run in parallel); results travel back through futures. When the session fails — the
 server does not start, dies, or does not answer within ``timeout`` — its tools are withdrawn
 (the registry drops them from the next snapshot), calls fail at once with a clear "unavailable"
-error, and the task reconnects after an exponential back-off.
+error, and the task reconnects after an exponential back-off. A server's
+``notifications/tools/list_changed`` re-lists its tools in the same session, and the registry
+re-indexes them.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ class _Call:
     tool: str
     arguments: dict[str, Any]
     future: asyncio.Future[str]
+
+
+_RELIST = "relist"
+"""Queued when the server announces ``notifications/tools/list_changed``."""
 
 
 @contextlib.contextmanager
@@ -147,7 +153,7 @@ class MCPServerConnection:
         """Connection attempts so far (tests and ``catalog list`` read it)."""
         self._on_change = on_change
         self._backoff = backoff
-        self._queue: asyncio.Queue[_Call | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Call | str | None] = asyncio.Queue()
         self._settled = asyncio.Event()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -221,7 +227,7 @@ class MCPServerConnection:
     def _fail_queued(self) -> None:
         while not self._queue.empty():
             call = self._queue.get_nowait()
-            if call is not None and not call.future.done():
+            if isinstance(call, _Call) and not call.future.done():
                 call.future.set_exception(self._unavailable(call.tool))
 
     async def _supervise(self) -> None:
@@ -266,7 +272,25 @@ class MCPServerConnection:
             target = _http_with_headers(config.url, config.resolved_headers())
         else:
             target = config.url
-        return Client(target, read_timeout_seconds=config.timeout)
+        return Client(target, read_timeout_seconds=config.timeout, message_handler=self._on_message)
+
+    async def _on_message(self, message: Any) -> None:
+        """A server's ``notifications/tools/list_changed``: re-list in the session's task."""
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            self._queue.put_nowait(_RELIST)
+
+    async def _listen(self, client: Any) -> None:
+        """On the 2026-07-28 protocol a server announces changes on a ``subscriptions/listen``
+        stream instead: follow it while the session lasts (nothing to do for older servers,
+        whose notifications reach `_on_message`)."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                if not subscription.honored.tools_list_changed:
+                    return
+                async for _ in subscription:
+                    self._queue.put_nowait(_RELIST)
+        except Exception as exc:  # not served, not that era, or the stream dropped
+            log.debug("MCP server %r: no change stream: %s", self.config.name, _describe(exc))
 
     async def _session(self) -> bool:
         """Run one session until it fails or the connection is closed; True if it got ready."""
@@ -286,8 +310,12 @@ class MCPServerConnection:
                 log.info("MCP server %r ready with %d tools", self.config.name, len(tools))
                 self._on_change()
                 async with anyio.create_task_group() as group:
+                    group.start_soon(self._listen, client)
                     while (call := await self._queue.get()) is not None:
-                        group.start_soon(self._serve, client, call)
+                        if isinstance(call, _Call):
+                            group.start_soon(self._serve, client, call)
+                        else:
+                            group.start_soon(self._relist, client)
                     group.cancel_scope.cancel()
         if scope.cancelled_caught and not ready:
             raise TimeoutError(f"no answer within {self.config.timeout:g} s")
@@ -318,6 +346,20 @@ class MCPServerConnection:
             if cursor is None:
                 break
         return tuple(tools)
+
+    async def _relist(self, client: Any) -> None:
+        """Re-list the tools after the server said they changed; the registry re-indexes."""
+        try:
+            with anyio.fail_after(self.config.timeout):
+                tools = await self._list_tools(client)
+        except Exception as exc:  # the session's own failure handling ends it if it is gone
+            log.warning("MCP server %r: re-listing its tools failed: %s", self.config.name, exc)
+            return
+        if self.state != "ready":
+            return
+        self.tools = tools
+        log.info("MCP server %r changed its tools: now %d", self.config.name, len(tools))
+        self._on_change()
 
     async def _serve(self, client: Any, call: _Call) -> None:
         label = f"{self.config.name}.{call.tool}"

@@ -83,7 +83,11 @@ class _Resource(_Delegate):
 
     def _through(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """A passed-through call's arguments: a ``previous_response_id`` naming a stream id
-        that stands for a later response names that response (`ResponseAliases`)."""
+        that stands for a later response names that response (`ResponseAliases`); a request
+        in a client's own tool-search dialect made ordinary (`Engine.through`)."""
+        kwargs = self._engine.through(
+            kwargs, "chat" if self._name == "chat.completions" else "responses"
+        )
         previous = kwargs.get("previous_response_id")
         if self._name != "responses" or not isinstance(previous, str):
             return kwargs

@@ -15,8 +15,9 @@ from typing import Any
 from bot_toolsearch._config.reload import ConfigReloader
 from bot_toolsearch._config.settings import BotSettings, SkillsSettings
 
-from .caller_tools import ToolsCache
+from .caller_tools import Api, CallerTools, ToolsCache
 from .chat import ChatPlan
+from .native import NativeRequest, parse_native
 from .plan import Pending, Setup, setup
 from .responses import ResponseAliases, ResponsesPlan
 
@@ -63,6 +64,35 @@ class Engine:
         assert self._fixed is not None
         return self._fixed
 
+    def _native(
+        self, kwargs: Mapping[str, Any], api: Api
+    ) -> tuple[BotSettings, NativeRequest | None, CallerTools | None] | None:
+        """The call's settings, and its request in OpenAI's tool-search dialect made ordinary
+        (``None`` when it does not speak it); ``None`` for a request in the dialect under
+        ``[proxy] native_tool_search = "pass"``: it goes to the upstream untouched.
+
+        A client's explicit request is honoured whatever ``tool_search_enabled`` says, and
+        its namespace descriptions join the configured ones (the client's own win). A tool
+        list indexed before is ordinary (only ordinary lists are indexed): found in the cache
+        (returned, so it is looked up once), it is not scanned again."""
+        settings = self.snapshot()
+        tools = kwargs.get("tools")
+        known = (
+            self.cache.lookup(tools, api, settings.tools.dot_delimiter)
+            if isinstance(tools, list | tuple) and tools
+            else None
+        )
+        native = parse_native(kwargs, api, plain_tools=known is not None)
+        if native is None:
+            return settings, None, known
+        if settings.proxy.native_tool_search == "pass":
+            return None
+        skills = settings.skills.model_copy(update={"tool_search_enabled": True})
+        namespaces = {**settings.tools.namespaces, **native.namespaces}
+        table = settings.tools.model_copy(update={"namespaces": namespaces})
+        tables = {"skills": skills, "tools": table}
+        return settings.model_copy(update=tables), native, None
+
     def chat_plan(
         self, kwargs: Mapping[str, Any], *, build: bool = True
     ) -> ChatPlan | Pending | None:
@@ -71,13 +101,21 @@ class Engine:
         messages = kwargs.get("messages")
         if not isinstance(messages, list | tuple):
             return None
+        read = self._native(kwargs, "chat")
+        if read is None:
+            return None
+        settings, native, known = read
+        if native is not None:
+            kwargs = native.kwargs
         found = setup(
-            self.snapshot(),
+            settings,
             self.cache,
             tools=kwargs.get("tools"),
             tool_choice=kwargs.get("tool_choice"),
             api="chat",
             build=build,
+            dialect=None if native is None else native.dialect,
+            known=known,
         )
         return ChatPlan(found, kwargs) if isinstance(found, Setup) else found
 
@@ -86,15 +124,34 @@ class Engine:
     ) -> ResponsesPlan | Pending | None:
         """The plan of a ``responses.create`` call, or ``None`` to pass it through;
         `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`)."""
+        read = self._native(kwargs, "responses")
+        if read is None:
+            return None
+        settings, native, known = read
+        if native is not None:
+            kwargs = native.kwargs
         found = setup(
-            self.snapshot(),
+            settings,
             self.cache,
             tools=kwargs.get("tools"),
             tool_choice=kwargs.get("tool_choice"),
             api="responses",
             build=build,
+            dialect=None if native is None else native.dialect,
+            known=known,
         )
-        return ResponsesPlan(found, kwargs, self.aliases) if isinstance(found, Setup) else found
+        if not isinstance(found, Setup):
+            return found
+        return ResponsesPlan(found, kwargs, self.aliases, native=native)
+
+    def through(self, kwargs: dict[str, Any], api: Api) -> dict[str, Any]:
+        """A passed-through call's arguments: a request in the dialect (with no function tool
+        left to index, say a lone ``tool_search`` tool) goes upstream made ordinary, never as
+        the client wrote it, unless ``[proxy] native_tool_search = "pass"``."""
+        if self.snapshot().proxy.native_tool_search == "pass":
+            return kwargs
+        native = parse_native(kwargs, api)
+        return kwargs if native is None else native.kwargs
 
     def close(self) -> None:
         """Stop watching ``config.toml``; the last settings stay in force."""

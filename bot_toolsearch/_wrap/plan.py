@@ -16,6 +16,7 @@ import openai
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._protocol.calls import CallRequest, from_native, from_text, unique_ids
+from bot_toolsearch._protocol.dialect import CONFIG, Dialect
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch._transports.text_calls import recover_text_calls
 from bot_toolsearch._transports.wire import canonical_calls
@@ -67,6 +68,8 @@ def setup(
     tool_choice: object,
     api: Api,
     build: bool = True,
+    dialect: Dialect | None = None,
+    known: CallerTools | None = None,
 ) -> Setup | Pending | None:
     """The call's tool search, or ``None`` to pass the request through untouched.
 
@@ -79,11 +82,18 @@ def setup(
     A list seen for the first time is indexed, search index included when tool search is on
     (`CallerTools.prepare`), so no keyword search of any call builds it. With ``build=False``
     nothing is indexed: `Pending.INDEXING` says that the call would have to.
+
+    A ``dialect`` (a client that speaks tool search itself, `bot_toolsearch._wrap.native`)
+    is honoured whatever ``tool_search_enabled`` says, and never passes through while its
+    list has a function tool: the request as the client wrote it would fail upstream.
+    ``known``: the indexed form of ``tools``, when the caller looked it up already.
     """
     if not given(tools):
         return None
-    if not settings.skills.tool_search_enabled and not (
-        settings.tools.allow or settings.tools.deny
+    if (
+        dialect is None
+        and not settings.skills.tool_search_enabled
+        and not (settings.tools.allow or settings.tools.deny)
     ):
         return None
     if not isinstance(tools, list | tuple):
@@ -91,7 +101,13 @@ def setup(
         if tools is None:
             return None
     delimiter = settings.tools.dot_delimiter
-    indexed = cache.get(tools, api, delimiter) if build else cache.lookup(tools, api, delimiter)
+    indexed = (
+        known
+        if known is not None
+        else cache.get(tools, api, delimiter)
+        if build
+        else cache.lookup(tools, api, delimiter)
+    )
     if indexed is None:
         return Pending.INDEXING
     if indexed.catalog is None:
@@ -100,8 +116,8 @@ def setup(
         return Pending.INDEXING
     indexed.prepare(settings)
     forced = requested_tool(tool_choice, api)
-    projection = Projection(indexed, settings, forced=forced)
-    if not projection.active and not projection.filtering:
+    projection = Projection(indexed, settings, forced=forced, dialect=dialect or CONFIG)
+    if dialect is None and not projection.active and not projection.filtering:
         return None
     return Setup(settings, indexed, projection)
 

@@ -25,6 +25,7 @@ from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._core.prompt import CALL_TOOL_NAME
 from bot_toolsearch._core.result import ToolSearchResult
 from bot_toolsearch._protocol.calls import CallRequest, CallResult, parse_arguments
+from bot_toolsearch._protocol.dialect import CONFIG, Dialect
 from bot_toolsearch._protocol.engine import Answer, ToolSearchProtocol
 from bot_toolsearch._protocol.messages import no_such_tool
 from bot_toolsearch._services.arguments import invalid_arguments, rejected_arguments
@@ -49,6 +50,7 @@ class Projection:
         forced: a tool the caller's ``tool_choice`` forces, if any (loaded, and it must be in
             ``tools``, so a fixed-tools mode falls back to ``append`` for this call when the
             tool is deferred).
+        dialect: how the caller speaks tool search (`Dialect`; the config's by default).
     """
 
     __slots__ = (
@@ -63,7 +65,12 @@ class Projection:
     )
 
     def __init__(
-        self, tools: CallerTools, settings: BotSettings, *, forced: str | None = None
+        self,
+        tools: CallerTools,
+        settings: BotSettings,
+        *,
+        forced: str | None = None,
+        dialect: Dialect = CONFIG,
     ) -> None:
         assert tools.catalog is not None
         skills = settings.skills
@@ -90,6 +97,7 @@ class Projection:
             forced=forced,
             report=report,
             semantic=semantic_ranker(settings, tools.catalog),
+            dialect=dialect,
         )
         self.keep_conversation = skills.tool_search_keep_loaded == "conversation"
         """Tools called before this ask's user message stay loaded (else only this ask's)."""

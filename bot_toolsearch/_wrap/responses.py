@@ -36,6 +36,7 @@ from bot_toolsearch._transports.chain import (
 )
 from bot_toolsearch._transports.wire import wire_item
 
+from .native import NativeRequest
 from .plan import Setup, UsageSum, ask_start, given, mapping_get, read_calls
 from .projection import Answer
 
@@ -51,9 +52,11 @@ CALLER_ITEMS = frozenset(
         "shell_call",
         "apply_patch_call",
         "mcp_approval_request",
+        "tool_search_call",
     }
 )
-"""Output items other than function calls that the caller must act on."""
+"""Output items other than function calls that the caller must act on (a
+``tool_search_call`` only under a client's own execution, `NativeRequest.client_calls`)."""
 
 
 _RUN_TYPES = frozenset({"function_call", "reasoning"})
@@ -117,13 +120,23 @@ class ResponsesPlan:
         setup: the call's settings, tools and projection.
         kwargs: the caller's keyword arguments to ``create``.
         aliases: the stream ids of earlier calls that stand for a later response.
+        native: the request as a client that speaks tool search itself wrote it (its
+            ``kwargs`` are the ones given here): the reply then reports each search as that
+            client reads it (`NativeRequest.report`).
     """
 
     def __init__(
-        self, setup: Setup, kwargs: Mapping[str, Any], aliases: ResponseAliases | None = None
+        self,
+        setup: Setup,
+        kwargs: Mapping[str, Any],
+        aliases: ResponseAliases | None = None,
+        *,
+        native: NativeRequest | None = None,
     ) -> None:
         self._setup = setup
         self._aliases = aliases if aliases is not None else ResponseAliases()
+        self._native = native
+        self._searches: list[tuple[CallRequest, tuple[str, ...]]] = []
         self.semantic = setup.projection.protocol.session.semantic is not None
         """Searches may call the embeddings endpoint: an async door feeds off its loop."""
         skip = ("input", "tools", "instructions", "previous_response_id")
@@ -246,7 +259,10 @@ class ResponsesPlan:
     def flow(self) -> Round[Any]:
         """The next upstream round: `chain_round` over this call's chain (count in `rounds`)."""
         self.rounds += 1
-        request = {**self._kwargs, "tools": self._setup.projection.round_tools()}
+        tools = self._setup.projection.round_tools()
+        if self._native is not None:
+            tools.extend(self._native.extra_tools)
+        request = {**self._kwargs, "tools": tools}
         if given(self._instructions):
             request["instructions"] = self._instructions
         if self._previous is not None:
@@ -263,6 +279,8 @@ class ResponsesPlan:
         """Read one upstream response: the caller's answer, or ``None`` to send the next `flow`."""
         self.usage.add(response.usage, "responses")
         output = list(response.output or ())
+        if self._native is not None and self._native.search_tool is not None:
+            output = response.output = self._native.client_calls(output)
         native = [
             (item.call_id, item.name or "", item.arguments or "")
             for item in output
@@ -280,6 +298,7 @@ class ResponsesPlan:
         if not calls:
             return self._finish(response)
         answer = projection.answer(calls)
+        self._searches.extend((answer.calls[i], loaded) for i, loaded in answer.searched.items())
         answered = answer.results
         mine = [call for i, call in enumerate(answer.calls) if i not in answered]
         if mine or others or self.rounds >= self._setup.settings.model.max_rounds:
@@ -374,6 +393,12 @@ class ResponsesPlan:
     def _finish(self, response: Response) -> Response:
         if self.usage.requests > 1:
             response.usage = self.usage.responses_usage()
+        if self._native is not None:
+            response.output = self._native.report(
+                list(response.output or ()),
+                self._searches,
+                self._setup.projection.protocol.canonical,
+            )
         self.present(response)
         return response
 

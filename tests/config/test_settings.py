@@ -181,3 +181,17 @@ def test_dirs_are_paths_and_empty_entries_are_refused() -> None:
     assert ToolsSettings.model_validate({"dirs": ["tools"]}).dirs == (Path("tools"),)
     with pytest.raises(ConfigError, match="non-empty folder paths"):
         ToolsSettings.model_validate({"dirs": [""]})
+
+
+def test_the_proxy_table_reads_native_tool_search_from_a_file(tmp_path: Path) -> None:
+    from bot_toolsearch._config.file import load_settings
+
+    path = tmp_path / "config.toml"
+    path.write_text('[proxy]\nnative_tool_search = "pass"\n', encoding="utf-8")
+    assert load_settings(path).proxy.native_tool_search == "pass"
+    assert BotSettings().proxy.native_tool_search == "emulate"
+    path.write_text('[proxy]\nnative_tool_search = "forward"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_settings(path)
+    assert raised.value.key == "proxy.native_tool_search"
+    assert "config.toml:2" in str(raised.value)

@@ -1,4 +1,4 @@
-"""The `Bot`'s tool registry, kept in step with ``[tools]`` edits of a hot-reloaded config."""
+"""A door's tool registry, kept in step with ``[tools]`` edits of a hot-reloaded config."""
 
 from __future__ import annotations
 

@@ -1,0 +1,100 @@
+"""``bot-toolsearch mcp``: the config's tool catalog as an MCP server with tool search in front.
+
+Over stdio (the default: a desktop or IDE client launches it) or streamable HTTP
+(``--http --port N``, on 127.0.0.1 unless ``--host`` says otherwise). Without ``--config`` (and
+no ``./config.toml``) tool search is on with the ``[skills]`` defaults, as for ``serve``; with
+one, ``[skills]``, ``[tools]`` and hot reload apply as for the `Bot`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from .options import CliError, add_config_option, load_cli_config
+
+__all__ = ["add_mcp_subparser"]
+
+
+def add_mcp_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``mcp`` command."""
+    parser = subparsers.add_parser(
+        "mcp",
+        help="an MCP server: tool search in front of the config's tools, for any MCP client",
+        description="Serve the config's tool catalog (tool folders, --tools, [tools] "
+        "mcp_servers) to an MCP client with tool search in front: stdio by default, streamable "
+        "HTTP with --http.",
+    )
+    add_config_option(parser)
+    parser.add_argument(
+        "--tools",
+        metavar="MODULE:ATTR",
+        help="code tools to serve: a sequence of Tool (or a callable returning one), named as "
+        "package.module:attribute or path/to/file.py:attribute",
+    )
+    parser.add_argument(
+        "--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address for --http")
+    parser.add_argument("--port", type=int, default=8788, help="port for --http")
+    parser.set_defaults(func=_mcp)
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from bot_toolsearch._config.settings import BotSettings
+    from bot_toolsearch._errors import ToolSearchError
+
+    from .chat import load_tools
+
+    try:
+        tools, agents = load_tools(args.tools) if args.tools else ((), ())
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if agents:
+        raise CliError("--tools: agents cannot be served over MCP; pass tools only")
+    config = load_cli_config(args)
+    settings: Any = config.loaded.settings
+    base_dir: Path | None = None
+    if config.path is None:  # no file: tool search on, as for `serve`
+        skills = {**settings.skills.model_dump(), "tool_search_enabled": True}
+        settings = BotSettings.model_validate({**settings.model_dump(), "skills": skills})
+    else:
+        base_dir = config.path.resolve().parent
+        if settings.bot.hot_reload:
+            from bot_toolsearch._config.reload import ConfigReloader
+
+            settings = ConfigReloader(config.path)
+    if args.http:
+        from .serve import _check_port
+
+        _check_port(args.host, args.port)  # one error line, before any server starts
+    where = f"http://{args.host}:{args.port}/mcp" if args.http else "stdio"
+    sys.stderr.write(f"mcp: serving {config.describe()} on {where}\n")
+    sys.stderr.flush()
+    try:
+        asyncio.run(_serve(args, settings, tools, base_dir))
+    except ToolSearchError as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
+async def _serve(args: argparse.Namespace, settings: Any, tools: Any, base_dir: Any) -> None:
+    from bot_toolsearch._mcp.door import McpDoor
+    from bot_toolsearch._mcp.server import run_http, run_stdio
+
+    start = getattr(settings, "start", None)
+    if start is not None:
+        start()
+    try:
+        async with McpDoor(settings, tools, base_dir=base_dir) as door:
+            if args.http:
+                await run_http(door, args.host, args.port)
+            else:
+                await run_stdio(door)
+    finally:
+        stop = getattr(settings, "stop", None)
+        if stop is not None:
+            stop()

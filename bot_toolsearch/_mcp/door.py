@@ -1,0 +1,446 @@
+"""`McpDoor`: the catalog a config describes, tool search per MCP client session, sans SDK.
+
+The door owns the tool sources (a `ToolRegistry` of tool folders, code tools and upstream MCP
+servers, kept in step with a hot-reloaded config by the `RegistryFollower`) and one
+`ClientState` per MCP client session. Each state runs the `ToolSearchProtocol` the `Bot` runs,
+rebuilt when the catalog or the settings change (the tools it loaded are loaded again, by
+name). ``tools/list`` is the protocol's round: the always-loaded tools, ``tool_search`` (its
+description carrying the ``<available_deferred_tools>`` directory and the rules) and, under
+``bridge`` loading, ``call_tool``; under ``append`` the loaded tools follow. A call is answered
+by the protocol (a search, a refusal, a malformed ``call_tool``) or run by its tool with the
+`Bot`'s per-tool timeout and result cap; every failure is a result with ``is_error`` set, never
+an exception that ends the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._core.catalog import ToolCatalog
+from bot_toolsearch._core.prompt import TOOL_SEARCH_NAME
+from bot_toolsearch._core.unicode import well_formed
+from bot_toolsearch._protocol.calls import CallRequest, CallResult, parse_arguments
+from bot_toolsearch._protocol.engine import ToolSearchProtocol
+from bot_toolsearch._protocol.messages import (
+    TOOL_TIMED_OUT,
+    no_such_tool,
+    tool_failed,
+    truncated_result,
+)
+from bot_toolsearch._services.arguments import invalid_arguments, rejected_arguments
+from bot_toolsearch._services.indexing import build_index, index_built
+from bot_toolsearch._services.permissions import pattern_filter
+from bot_toolsearch._services.registry_follower import RegistryFollower, registry_for
+from bot_toolsearch._services.semantic import semantic_ranker
+from bot_toolsearch._services.threads import off_loop
+from bot_toolsearch._tools.registry import ToolRegistry
+from bot_toolsearch._tools.source import ToolSetSnapshot
+from bot_toolsearch._tools.tool import ArgumentsMismatch, Tool, ToolTimeoutError
+from bot_toolsearch._tools.validation import validate_arguments
+from bot_toolsearch._transports.names import WireNames
+
+if TYPE_CHECKING:
+    from bot_toolsearch._config.reload import ConfigReloader
+
+__all__ = ["ClientState", "DoorTools", "McpDoor", "Outcome", "mcp_mode_report"]
+
+logger = logging.getLogger("bot_toolsearch.mcp_door")
+
+API = "chat_completions"
+"""The API the protocol is told: an MCP client has no ``additional_tools`` item, so
+``additional_tools`` falls back to ``append`` and ``auto`` means ``bridge``, as on Chat
+Completions."""
+
+MCP_FALLBACK = (
+    '[skills] tool_search_loading = "additional_tools" needs the Responses API; an MCP client '
+    'has none, so the door loads tools into tools/list ("append")'
+)
+"""The one log line of the ``additional_tools`` fallback at the MCP door."""
+
+MAX_CLIENTS = 1024
+"""Client sessions whose state the door keeps; the least recently used goes first."""
+
+_CALL_ID = "mcp"
+
+
+def mcp_mode_report(level: int, text: str) -> None:
+    """How the door reports a loading-mode fallback (in MCP terms, not the model API's)."""
+    if text.startswith('[skills] tool_search_loading = "additional_tools"'):
+        text = MCP_FALLBACK
+    logger.log(level, "%s", text)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DoorTools:
+    """One (tool snapshot, settings) pair as the door serves it: permitted and hidden names,
+    wire names and namespace descriptions, computed once per change."""
+
+    snapshot: ToolSetSnapshot
+    settings: BotSettings
+    permitted: frozenset[str]
+    hidden: tuple[str, ...]
+    names: WireNames
+    namespaces: Mapping[str, str]
+
+    @classmethod
+    def build(cls, snapshot: ToolSetSnapshot, settings: BotSettings) -> DoorTools:
+        """The view of ``snapshot`` under ``settings`` (``[tools] allow``/``deny`` applied)."""
+        catalog = snapshot.catalog
+        tools = settings.tools
+        permitted = pattern_filter(frozenset(catalog.names), tools.allow, tools.deny)
+        hidden = tuple(n for n in catalog.names if n not in permitted)
+        names = WireNames.build(
+            [*(n for n in catalog.names if n in permitted), TOOL_SEARCH_NAME],
+            dot_delimiter=tools.dot_delimiter,
+        )
+        namespaces = {**snapshot.namespaces, **tools.namespaces}
+        return cls(snapshot, settings, permitted, hidden, names, namespaces)
+
+    @property
+    def catalog(self) -> ToolCatalog:
+        """The catalog of every tool (hidden ones included; sessions hide them)."""
+        return self.snapshot.catalog
+
+    @property
+    def searching(self) -> bool:
+        """Whether tool search applies: on in the settings, and no real ``tool_search``."""
+        return (
+            self.settings.skills.tool_search_enabled and TOOL_SEARCH_NAME not in self.snapshot.tools
+        )
+
+    def protocol(self, always_loaded: Sequence[str] = ()) -> ToolSearchProtocol:
+        """A fresh `ToolSearchProtocol` over this view (one client session's)."""
+        return ToolSearchProtocol(
+            self.catalog,
+            self.settings,
+            api=API,
+            names=self.names,
+            permitted=self.permitted,
+            hidden=self.hidden,
+            namespaces=self.namespaces,
+            always_loaded=always_loaded,
+            report=mcp_mode_report,
+            semantic=semantic_ranker(self.settings, self.catalog),
+        )
+
+    def all_tools(self) -> list[dict[str, Any]]:
+        """Every permitted tool's schema (tool search off), in catalog order."""
+        return self.catalog.schemas(n for n in self.catalog.names if n in self.permitted)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The answer to one ``tools/call``."""
+
+    text: str
+    """The result text the model reads."""
+    is_error: bool
+    """Set for every refusal and failure (an MCP error result)."""
+    list_changed: bool = False
+    """The call changed this session's ``tools/list`` (a load under ``append``)."""
+
+
+@dataclass(slots=True, eq=False)
+class ClientState:
+    """One MCP client session: its protocol (per view) and what it loaded and called."""
+
+    client: str = ""
+    """The client's name (``clientInfo``), for ``tool_search_keep_loaded = "conversation"``."""
+    view: DoorTools | None = None
+    protocol: ToolSearchProtocol | None = None
+    loaded: list[str] = field(default_factory=list)
+    """Tools this session loaded, in order (loaded again when the protocol is rebuilt)."""
+    called: list[str] = field(default_factory=list)
+    """Tools this session ran, in first-call order."""
+    notify: Callable[[], Any] | None = None
+    """Sends ``notifications/tools/list_changed`` to this client (set by the server)."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One protocol step at a time (a search may run in a worker thread)."""
+
+
+class McpDoor:
+    """The MCP door's tools and client sessions (the SDK wiring is in ``server.py``).
+
+    Args:
+        settings: the live settings (a `ConfigReloader`) or a fixed snapshot.
+        code_tools: tools from code (``--tools MODULE:ATTR``).
+        base_dir: the config file's folder (short source labels).
+        registry: a registry to serve instead of one built from ``[tools]`` (tests).
+    """
+
+    def __init__(
+        self,
+        settings: ConfigReloader | BotSettings,
+        code_tools: Sequence[Tool] = (),
+        *,
+        base_dir: Path | None = None,
+        registry: ToolRegistry | None = None,
+    ) -> None:
+        self._settings = settings
+        start = self.settings()
+        if registry is None:
+            registry = registry_for(
+                start.tools, code_tools, watch=start.bot.hot_reload, base_dir=base_dir
+            )
+            self._follower: RegistryFollower | None = RegistryFollower(
+                settings, registry, code_tools, self._adopt, base_dir=base_dir
+            )
+        else:
+            self._follower = None
+        self.registry = registry
+        self._view: DoorTools | None = None
+        self._clients: OrderedDict[object, ClientState] = OrderedDict()
+        self._kept: OrderedDict[str, list[str]] = OrderedDict()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._undo: list[Callable[[], None]] = []
+        self._warm: set[asyncio.Task[None]] = set()
+        self.broadcasts: list[Callable[[], Awaitable[None]]] = []
+        """Called after each catalog or settings change, besides each session's `notify`
+        (the server publishes to its ``subscriptions/listen`` streams here)."""
+
+    async def _adopt(self, registry: ToolRegistry) -> bool:
+        del registry  # the door always has a registry: a later one is never adopted
+        return False
+
+    def settings(self) -> BotSettings:
+        """The current settings snapshot."""
+        source = self._settings
+        return source if isinstance(source, BotSettings) else source.snapshot()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect the upstream servers, start watching, build the index ahead."""
+        self._loop = asyncio.get_running_loop()
+        if self._follower is not None:
+            await self._follower.start()
+        else:
+            await self.registry.start()
+        self._undo.append(self.registry.subscribe(lambda _: self._changed()))
+        subscribe = getattr(self._settings, "subscribe", None)
+        if subscribe is not None:
+            self._undo.append(subscribe(lambda _: self._changed()))
+        await asyncio.to_thread(_prepare, self.view())
+
+    async def aclose(self) -> None:
+        """Stop following and close every upstream session."""
+        for undo in self._undo:
+            undo()
+        self._undo.clear()
+        for task in list(self._warm):
+            task.cancel()
+        if self._follower is not None:
+            await self._follower.aclose()
+        else:
+            await self.registry.aclose()
+
+    async def __aenter__(self) -> McpDoor:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _changed(self) -> None:
+        """A new tool snapshot or settings (any thread): tell every client its list changed."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._notify_all)
+
+    def _notify_all(self) -> None:
+        prepare = asyncio.ensure_future(asyncio.to_thread(_prepare, self.view()))
+        self._warm.add(prepare)
+        prepare.add_done_callback(self._warm.discard)
+        notify = [s.notify for s in self._clients.values() if s.notify is not None]
+        for send in (*notify, *self.broadcasts):
+            task = asyncio.ensure_future(_quietly(send))
+            self._warm.add(task)
+            task.add_done_callback(self._warm.discard)
+
+    # -- views and sessions ------------------------------------------------------------------
+
+    def view(self) -> DoorTools:
+        """The current `DoorTools` (rebuilt when the snapshot or the settings changed)."""
+        snapshot = self.registry.snapshot()
+        settings = self.settings()
+        view = self._view
+        if view is None or view.snapshot is not snapshot or view.settings is not settings:
+            view = self._view = DoorTools.build(snapshot, settings)
+        return view
+
+    def client(self, key: object, name: str = "") -> ClientState:
+        """The state of the client session ``key`` (created on first use)."""
+        state = self._clients.get(key)
+        if state is None:
+            state = ClientState(client=name)
+            self._clients[key] = state
+            if len(self._clients) > MAX_CLIENTS:
+                self._clients.popitem(last=False)
+        else:
+            self._clients.move_to_end(key)
+        return state
+
+    def forget(self, key: object) -> None:
+        """Drop a client session's state (its transport ended)."""
+        self._clients.pop(key, None)
+
+    def _protocol(self, state: ClientState) -> ToolSearchProtocol | None:
+        """The session's protocol over the current view (``None``: tool search is off)."""
+        view = self.view()
+        if state.view is view:
+            return state.protocol
+        state.view = view
+        state.protocol = None
+        if not view.searching:
+            return None
+        protocol = view.protocol()
+        if not protocol.active:
+            return None
+        again = list(dict.fromkeys(state.loaded))
+        if not again and view.settings.skills.tool_search_keep_loaded == "conversation":
+            again = list(self._kept.get(state.client, ()))
+        protocol.replay(again)
+        state.loaded = [n for n in again if n in protocol.session.loaded_tool_names]
+        state.protocol = protocol
+        return protocol
+
+    # -- tools/list ---------------------------------------------------------------------------
+
+    async def list_tools(self, state: ClientState) -> list[dict[str, Any]]:
+        """The session's tools (Chat Completions schemas): the protocol's round, with the
+        directory and the rules in ``tool_search``'s description."""
+        async with state.lock:
+            return self._list_tools(state)
+
+    def _list_tools(self, state: ClientState) -> list[dict[str, Any]]:
+        protocol = self._protocol(state)
+        if protocol is None:
+            return self.view().all_tools()
+        tools = protocol.round_tools()
+        directory = protocol.directory["content"]
+        for tool in tools:
+            function = tool["function"]
+            if function["name"] == TOOL_SEARCH_NAME:
+                function["description"] = f"{function.get('description') or ''}\n\n{directory}"
+        return tools
+
+    # -- tools/call ---------------------------------------------------------------------------
+
+    async def call(self, state: ClientState, name: str, arguments: object) -> Outcome:
+        """Answer one ``tools/call``: a search, a refusal, or the tool's own result."""
+        request = _request(name, arguments)
+        async with state.lock:
+            protocol = self._protocol(state)
+            view = state.view or self.view()
+            if protocol is None:
+                answer = None
+            else:
+                protocol.round_tools()  # what the session has loaded so far is callable now
+                answer = await off_loop(
+                    protocol.session.semantic is not None
+                    or not index_built(view.catalog, view.namespaces),
+                    protocol.answer,
+                    [request],
+                )
+        if protocol is None or answer is None:
+            if name not in view.permitted or name not in view.snapshot.tools:
+                return Outcome(no_such_tool(name), True)
+            return await self._run(state, view, request, bridged=False, protocol=None)
+        fresh = [n for n in answer.loaded if n not in state.loaded]
+        state.loaded.extend(fresh)
+        changed = bool(fresh) and protocol.mode == "append"
+        result = answer.results.get(0)
+        if result is not None:
+            return Outcome(result.content, result.outcome != "answered", changed)
+        outcome = await self._run(
+            state, view, answer.calls[0], bridged=0 in answer.bridged, protocol=protocol
+        )
+        outcome.list_changed = changed
+        return outcome
+
+    async def _run(
+        self,
+        state: ClientState,
+        view: DoorTools,
+        call: CallRequest,
+        *,
+        bridged: bool,
+        protocol: ToolSearchProtocol | None,
+    ) -> Outcome:
+        tool = view.snapshot.tools.get(call.name)
+        if tool is None or call.name not in view.permitted:  # the protocol refused it already
+            return Outcome(no_such_tool(call.name), True)
+        if call.arguments is None:
+            return _refused(invalid_arguments(call), bridged, protocol)
+        arguments, problem = validate_arguments(tool, call.arguments)
+        if problem is not None:
+            return _refused(rejected_arguments(call, problem), bridged, protocol)
+        limits = view.settings.tools
+        try:
+            text = await tool.invoke(arguments, default_timeout=limits.call_timeout)
+        except ToolTimeoutError as exc:
+            logger.warning("tool %s timed out after %g s; abandoned", call.name, exc.seconds)
+            return Outcome(TOOL_TIMED_OUT.format(name=call.name, seconds=exc.seconds), True)
+        except ArgumentsMismatch as exc:
+            problem = f"the tool does not take them ({exc})"
+            return _refused(rejected_arguments(call, problem), bridged, protocol)
+        except Exception as exc:  # the tool's (or its upstream server's) failure
+            return Outcome(well_formed(tool_failed(call.name, exc)), True)
+        finally:
+            self._called(state, call.name)
+        return Outcome(truncated_result(text, limits.max_result_chars), False)
+
+    def _called(self, state: ClientState, name: str) -> None:
+        if name not in state.called:
+            state.called.append(name)
+        if state.client:
+            kept = self._kept.setdefault(state.client, [])
+            if name not in kept:
+                kept.append(name)
+            self._kept.move_to_end(state.client)
+            if len(self._kept) > MAX_CLIENTS:
+                self._kept.popitem(last=False)
+
+
+def _prepare(view: DoorTools) -> None:
+    """Build the keyword index and the directory of ``view`` ahead of the first session
+    (off the event loop), as the `Bot` does at start-up and on each change."""
+    build_index(view.catalog, view.namespaces)
+    if view.searching:
+        _ = view.protocol().session.directory  # cached by the catalog for every session
+
+
+def _request(name: str, arguments: object) -> CallRequest:
+    """A ``tools/call`` as the protocol's call value (arguments must be an object)."""
+    if arguments is None:
+        arguments = {}
+    if isinstance(arguments, Mapping):
+        raw = json.dumps(dict(arguments), ensure_ascii=False, default=str)
+        return CallRequest(0, _CALL_ID, name, raw, dict(arguments))
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments, default=str)
+    parsed, error = parse_arguments(raw)
+    return CallRequest(0, _CALL_ID, name, raw, parsed, error or None)
+
+
+def _refused(result: CallResult, bridged: bool, protocol: ToolSearchProtocol | None) -> Outcome:
+    text = result.content
+    if bridged and protocol is not None:
+        text += protocol.schema_note(result.name)
+    return Outcome(text, True)
+
+
+async def _quietly(notify: Callable[[], Any]) -> None:
+    try:
+        await notify()
+    except Exception as exc:  # a client that went away cannot be told; it re-lists on return
+        logger.debug("tools/list_changed not delivered: %s", exc)

@@ -1,0 +1,92 @@
+"""``bot-toolsearch mcp``: its options, one ``error:`` line for a bad start, and code tools
+served with tool search on when there is no config file."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from tests._cli_runner import clean_env, run_cli
+from tests.mcp.test_door import names, text
+
+TOOLS = '''
+from bot_toolsearch import tool
+
+
+@tool
+def reverse(text: str) -> str:
+    """Reverse a piece of text."""
+    return text[::-1]
+
+
+@tool
+def vowels(text: str) -> int:
+    """Count the vowels of a text."""
+    return sum(c in "aeiou" for c in text)
+
+
+TOOLS = [reverse, vowels]
+'''
+
+
+def test_help_names_the_transports() -> None:
+    done = run_cli("mcp", "--help")
+    assert done.returncode == 0
+    help_text = " ".join(done.stdout.split())
+    assert "--http" in help_text
+    assert "streamable HTTP" in help_text
+    assert "--tools MODULE:ATTR" in help_text
+
+
+def test_a_missing_config_is_one_error_line(tmp_path: Path) -> None:
+    done = run_cli("mcp", "--config", str(tmp_path / "nope.toml"), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: ")
+    assert "nope.toml" in done.stderr
+    assert done.stdout == ""  # stdout is the protocol's
+
+
+def test_bad_tools_are_one_error_line(tmp_path: Path) -> None:
+    done = run_cli("mcp", "--tools", "no_such_module:TOOLS", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "cannot import 'no_such_module'" in done.stderr
+    assert done.stdout == ""
+
+
+def test_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        done = run_cli("mcp", "--http", "--port", str(port), cwd=tmp_path)
+    assert done.returncode == 1
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr
+    assert done.stdout == ""
+
+
+async def test_code_tools_without_a_config_get_tool_search(tmp_path: Path) -> None:
+    (tmp_path / "mytools.py").write_text(TOOLS)
+    env = clean_env({"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "bot_toolsearch", "mcp", "--tools", "mytools.py:TOOLS"],
+        env=env,
+        cwd=str(tmp_path),
+    )
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            first = await session.list_tools()
+            assert names(first) == ["tool_search"]
+            found = await session.call_tool("tool_search", {"query": "reverse text"})
+            assert json.loads(text(found))["loaded"][0] == "reverse"
+            ran = await session.call_tool("reverse", {"text": "door"})
+            assert (text(ran), ran.is_error) == ("rood", False)

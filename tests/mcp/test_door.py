@@ -1,0 +1,370 @@
+"""The MCP door's sessions, driven by the official ``mcp`` client (in-process, handshake era).
+
+A real catalog: tool folders (one denied, one that raises), the third-party ``mcp-server-time``
+and an upstream server that grows its tool list or dies on request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, types
+
+from bot_toolsearch._mcp.door import McpDoor
+from bot_toolsearch._mcp.server import build_server
+from tests.mcp.conftest import write_config
+
+LIST_CHANGED = "notifications/tools/list_changed"
+
+
+class Seen:
+    """The notifications one client received."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+        self.event = anyio.Event()
+
+    async def __call__(self, message: object) -> None:
+        method = getattr(message, "method", None)
+        if isinstance(method, str):
+            self.methods.append(method)
+            self.event.set()
+
+    def count(self) -> int:
+        return self.methods.count(LIST_CHANGED)
+
+
+@asynccontextmanager
+async def connect(door: McpDoor, name: str = "test-client") -> AsyncIterator[tuple[Client, Seen]]:
+    """A handshake-era client session on the door (its own connection)."""
+    seen = Seen()
+    info = types.Implementation(name=name, version="1")
+    async with Client(
+        build_server(door), mode="legacy", message_handler=seen, client_info=info
+    ) as client:
+        yield client, seen
+
+
+def names(result: types.ListToolsResult) -> list[str]:
+    return [t.name for t in result.tools]
+
+
+def text(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+async def search(client: Client, query: str) -> dict[str, Any]:
+    result = await client.call_tool("tool_search", {"query": query})
+    assert not result.is_error
+    loaded: dict[str, Any] = json.loads(text(result))
+    return loaded
+
+
+async def test_a_search_loads_into_this_session_only(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    door = await door_factory(write_config(tmp_path, upstream=False))
+    async with connect(door) as (client, seen):
+        first = await client.list_tools()
+        assert names(first) == ["tool_search"]
+        description = first.tools[0].description or ""
+        assert "<available_deferred_tools" in description
+        assert "notes.shout" in description
+        assert "notes.boom" in description
+        assert "notes.secret" not in json.dumps(first.model_dump(mode="json"))
+
+        found = await search(client, "shout")
+        assert found["loaded"] == ["notes.shout"]
+        assert seen.count() == 1  # before the search's result
+        tools = await client.list_tools()
+        assert names(tools) == ["tool_search", "notes.shout"]
+        assert tools.tools[1].input_schema["required"] == ["text"]
+        ran = await client.call_tool("notes.shout", {"text": "hello"})
+        assert (text(ran), ran.is_error) == ("HELLO", False)
+
+        again = await search(client, "select:notes.shout")
+        assert again["already_loaded"] == ["notes.shout"]
+        assert seen.count() == 1  # nothing new: no notification
+
+    async with connect(door) as (other, _):
+        assert names(await other.list_tools()) == ["tool_search"]  # a new session starts clean
+
+
+async def test_upstream_calls_and_a_dying_server(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    door = await door_factory(write_config(tmp_path))
+    async with connect(door) as (client, _):
+        found = await search(client, "select:time.get_current_time,up.crash,up.echo,notes.shout")
+        assert found["loaded"] == ["time.get_current_time", "up.crash", "up.echo", "notes.shout"]
+        now = await client.call_tool("time.get_current_time", {"timezone": "UTC"})
+        assert not now.is_error
+        assert json.loads(text(now))["timezone"] == "UTC"
+
+        died = await client.call_tool("up.crash", {})
+        assert died.is_error
+        assert "MCP server 'up' is unavailable" in text(died)
+        echo = await client.call_tool("up.echo", {"text": "hi"})
+        assert echo.is_error  # the server is gone (or restarting): a clear error, no hang
+        assert "up.echo" in text(echo)
+        # The session and the other sources keep working.
+        again = await client.call_tool("time.get_current_time", {"timezone": "Europe/Oslo"})
+        assert not again.is_error
+        shout = await client.call_tool("notes.shout", {"text": "still here"})
+        assert text(shout) == "STILL HERE"
+
+
+async def test_bad_calls_get_clear_error_results(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    door = await door_factory(write_config(tmp_path, upstream=False))
+    async with connect(door) as (client, _):
+        hidden = await client.call_tool("notes.secret", {"text": "x"})
+        assert hidden.is_error
+        assert "no tool named notes.secret" in text(hidden)
+        refused = await search(client, "select:notes.secret")
+        assert refused["loaded"] == []
+        assert refused["not_found"] == ["notes.secret"]
+        assert "Reveal" not in json.dumps(refused)
+
+        unknown = await client.call_tool("nothing.here", {})
+        assert unknown.is_error
+        assert "no tool named nothing.here" in text(unknown)
+
+        early = await client.call_tool("notes.shout", {"text": "x"})
+        assert early.is_error
+        assert "tool_search" in text(early)  # not loaded yet: search first
+
+        await search(client, "select:notes.shout,notes.boom")
+        wrong = await client.call_tool("notes.shout", {"text": 3})
+        assert wrong.is_error
+        assert "expected a string" in text(wrong)
+        missing = await client.call_tool("notes.shout", {})
+        assert missing.is_error
+        failed = await client.call_tool("notes.boom", {"text": "x"})
+        assert failed.is_error
+        assert "ZeroDivisionError" in text(failed)
+        fine = await client.call_tool("notes.shout", {"text": "ok"})
+        assert (text(fine), fine.is_error) == ("OK", False)
+
+
+async def test_bridge_mode_calls_through_call_tool(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    door = await door_factory(write_config(tmp_path, "bridge"))
+    async with connect(door) as (client, seen):
+        assert names(await client.list_tools()) == ["tool_search", "call_tool"]
+        found = await search(client, "select:time.get_current_time,notes.shout")
+        assert [t["name"] for t in found["tools"]] == ["time.get_current_time", "notes.shout"]
+        assert found["tools"][0]["parameters"]["required"] == ["timezone"]
+        assert seen.count() == 0  # the list is fixed: no notification
+        assert names(await client.list_tools()) == ["tool_search", "call_tool"]
+
+        now = await client.call_tool(
+            "call_tool", {"name": "time.get_current_time", "arguments": {"timezone": "UTC"}}
+        )
+        assert not now.is_error
+        assert json.loads(text(now))["timezone"] == "UTC"
+        bad = await client.call_tool(
+            "call_tool", {"name": "time.get_current_time", "arguments": {"timezone": 5}}
+        )
+        assert bad.is_error
+        assert "The schema of time.get_current_time" in text(bad)
+        hidden = await client.call_tool("call_tool", {"name": "notes.secret", "arguments": {}})
+        assert hidden.is_error
+        assert "no tool named notes.secret" in text(hidden)
+        malformed = await client.call_tool("call_tool", {"arguments": {}})
+        assert malformed.is_error
+        assert "'name'" in text(malformed)
+
+
+async def test_an_upstream_list_change_reindexes_and_tells_the_client(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    door = await door_factory(write_config(tmp_path))
+    generation = door.registry.snapshot().generation
+    async with connect(door) as (client, seen):
+        assert "up.extra" not in (await client.list_tools()).tools[0].description
+        await search(client, "select:up.grow")
+        before = seen.count()
+        grown = await client.call_tool("up.grow", {})
+        assert text(grown) == "grown"
+        await door.registry.wait_for_generation(generation + 1)
+        with anyio.fail_after(10):
+            while seen.count() == before:
+                seen.event = anyio.Event()
+                await seen.event.wait()
+        tools = await client.list_tools()
+        assert "up.extra" in (tools.tools[0].description or "")
+        found = await search(client, "tardigrade census")
+        assert found["loaded"] == ["up.extra"]
+        ran = await client.call_tool("up.extra", {"count": 3})
+        assert text(ran) == "counted 3 tardigrades"
+
+
+async def test_keep_loaded_conversation_keeps_a_clients_called_tools(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    config = write_config(tmp_path, upstream=False, tool_search_keep_loaded='"conversation"')
+    door = await door_factory(config)
+    async with connect(door, "ide") as (client, _):
+        await search(client, "select:notes.shout,notes.boom")
+        await client.call_tool("notes.shout", {"text": "x"})
+    async with connect(door, "ide") as (client, _):
+        assert names(await client.list_tools()) == ["tool_search", "notes.shout"]
+    async with connect(door, "another") as (client, _):
+        assert names(await client.list_tools()) == ["tool_search"]
+
+
+async def test_a_config_edit_reaches_the_session(tmp_path: Path) -> None:
+    from bot_toolsearch._config.reload import ConfigReloader
+
+    config = write_config(tmp_path, upstream=False, hot_reload="true")
+    reloader = ConfigReloader(config, debounce=0.05)
+    reloader.start()
+    door = McpDoor(reloader, base_dir=tmp_path)
+    await door.start()
+    try:
+        async with connect(door) as (client, seen):
+            await search(client, "select:notes.shout")
+            before = seen.count()
+            assert "notes.boom" in ((await client.list_tools()).tools[0].description or "")
+            edited = config.read_text().replace(
+                'deny = ["notes.secret"]', 'deny = ["notes.secret", "notes.boom"]'
+            )
+            config.write_text(edited)
+            await reloader.wait_for_generation(2)
+            with anyio.fail_after(10):
+                while seen.count() == before:
+                    seen.event = anyio.Event()
+                    await seen.event.wait()
+            tools = await client.list_tools()
+            assert names(tools) == ["tool_search", "notes.shout"]  # the session kept its load
+            assert "notes.boom" not in (tools.tools[0].description or "")
+            gone = await client.call_tool("notes.boom", {"text": "x"})
+            assert gone.is_error
+            assert "no tool named notes.boom" in text(gone)
+    finally:
+        await door.aclose()
+        reloader.stop()
+
+
+async def test_a_2026_client_hears_of_loads_on_its_listen_stream(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    door = await door_factory(write_config(tmp_path, upstream=False))
+    events: list[object] = []
+    heard = anyio.Event()
+    async with (
+        Client(build_server(door)) as client,  # mode "auto": the 2026-07-28 protocol
+        client.listen(tools_list_changed=True) as subscription,
+        anyio.create_task_group() as group,
+    ):
+        assert subscription.honored.tools_list_changed
+
+        async def read() -> None:
+            async for event in subscription:
+                events.append(event)
+                heard.set()
+
+        group.start_soon(read)
+        found = await search(client, "shout")
+        assert found["loaded"] == ["notes.shout"]
+        with anyio.fail_after(10):
+            await heard.wait()
+        assert names(await client.list_tools()) == ["tool_search", "notes.shout"]
+        group.cancel_scope.cancel()
+
+
+async def test_the_bots_timeout_and_result_cap_apply() -> None:
+    import asyncio
+
+    from bot_toolsearch import BotSettings, Tool
+
+    async def slow() -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    def long() -> str:
+        return "x" * 500
+
+    settings = BotSettings.model_validate(
+        {
+            "bot": {"hot_reload": False},
+            "skills": {"tool_search_enabled": True, "tool_search_always_loaded": ["t.slow"]},
+            "tools": {"call_timeout": 0.2, "max_result_chars": 100},
+        }
+    )
+    tools = [
+        Tool("t.slow", "Slow.", None, slow),
+        Tool("t.long", "Long.", None, long),
+        Tool("t.other", "Other.", None, long),
+    ]
+    door = McpDoor(settings, tools)
+    async with door, connect(door) as (client, _):
+        assert names(await client.list_tools()) == ["t.slow", "tool_search"]
+        late = await client.call_tool("t.slow", {})
+        assert late.is_error
+        assert "0.2" in text(late)
+        await search(client, "select:t.long")
+        cut = await client.call_tool("t.long", {})
+        assert not cut.is_error
+        assert text(cut).startswith("x" * 100 + "\n[truncated: this tool result has 500")
+
+
+async def test_with_tool_search_off_every_permitted_tool_is_listed() -> None:
+    from bot_toolsearch import BotSettings, Tool
+
+    def run(**arguments: Any) -> str:
+        return json.dumps(arguments)
+
+    settings = BotSettings.model_validate(
+        {"bot": {"hot_reload": False}, "tools": {"deny": ["admin.*"]}}
+    )
+    tools = [Tool(n, f"The {n} tool.", None, run) for n in ("a.one", "a.two", "admin.wipe")]
+    door = McpDoor(settings, tools)
+    async with door, connect(door) as (client, _):
+        assert names(await client.list_tools()) == ["a.one", "a.two"]
+        ran = await client.call_tool("a.two", {})
+        assert (text(ran), ran.is_error) == ("{}", False)
+        hidden = await client.call_tool("admin.wipe", {})
+        assert hidden.is_error
+        assert "no tool named admin.wipe" in text(hidden)
+        virtual = await client.call_tool("tool_search", {"query": "wipe"})
+        assert virtual.is_error  # no tool search: no virtual tool either
+
+
+async def test_a_tool_folder_added_while_serving_reaches_the_session(tmp_path: Path) -> None:
+    from bot_toolsearch._config.reload import ConfigReloader
+    from tests.mcp.conftest import write_folder_tool
+
+    config = write_config(tmp_path, upstream=False, hot_reload="true")
+    reloader = ConfigReloader(config, debounce=0.05)
+    door = McpDoor(reloader, base_dir=tmp_path)
+    await door.start()
+    try:
+        generation = door.registry.snapshot().generation
+        async with connect(door) as (client, seen):
+            assert "notes.whisper" not in ((await client.list_tools()).tools[0].description or "")
+            write_folder_tool(
+                tmp_path / "tools", "notes", "whisper", "Whisper a note.", "text.lower()"
+            )
+            await door.registry.wait_for_generation(generation + 1)
+            with anyio.fail_after(10):
+                while seen.count() == 0:
+                    seen.event = anyio.Event()
+                    await seen.event.wait()
+            listed = await client.list_tools()
+            assert "notes.whisper" in (listed.tools[0].description or "")
+            await search(client, "select:notes.whisper")
+            ran = await client.call_tool("notes.whisper", {"text": "QUIET"})
+            assert text(ran) == "quiet"
+    finally:
+        await door.aclose()
