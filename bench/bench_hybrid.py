@@ -36,7 +36,7 @@ from bot_toolsearch._core.catalog import search_index
 from bot_toolsearch._core.index import split_tier
 from bot_toolsearch._core.query import KeywordQuery, parse_query
 from bot_toolsearch._services.local_embedder import LocalEmbedder
-from bot_toolsearch._services.semantic import _catalog_texts, semantic_ranker
+from bot_toolsearch._services.semantic import _catalog_texts, semantic_ranker, warm_semantic
 from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
 from ._scale_catalog import _cache_dir, load_scale_catalog
@@ -76,7 +76,9 @@ class Prepared:
         ranker = semantic_ranker(_settings(), self.catalog)
         assert ranker is not None
         start = time.perf_counter()
-        ranker("warm", 1)  # the catalog's vectors: from the disk cache, or embedded now
+        started = warm_semantic(_settings(), self.catalog)  # from the disk cache, or embedded
+        if started is not None:
+            started.result()  # however long: a search alone gives up after the timeout
         self.load_seconds = time.perf_counter() - start
         self.ranker = ranker
         index = search_index(self.catalog, ())

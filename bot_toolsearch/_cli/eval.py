@@ -13,6 +13,7 @@ below it exit 1, so a team can hold recall in its CI as tools are added.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -24,7 +25,7 @@ from bot_toolsearch._config.settings import BotSettings, EmbeddingsSettings
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._errors import ToolSearchError
-from bot_toolsearch._services.semantic import semantic_ranker
+from bot_toolsearch._services.semantic import semantic_ranker, warm_semantic
 
 from .catalog import add_tools_option, load_catalog_file, load_merged
 from .options import CliError, add_config_option, load_cli_config, plural
@@ -181,6 +182,12 @@ def _eval(args: argparse.Namespace) -> int:
         captured = _Captured()
         logger.addHandler(captured)
         try:
+            # The catalog's vectors first, however long that takes (a search alone would give
+            # up after the stage's timeout and answer with BM25).
+            started = warm_semantic(hybrid_settings, catalog)
+            if started is not None:
+                with contextlib.suppress(Exception):  # the stage logged why
+                    started.result()
             available = ranker is not None and ranker("warm up", 1) is not None
         finally:
             logger.removeHandler(captured)

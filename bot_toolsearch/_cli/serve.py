@@ -29,6 +29,10 @@ DEFAULT_MAX_BODY = 64 * 1024 * 1024
 """``--max-body`` (the proxy's own default)."""
 DEFAULT_MAX_TOOLS = 20_000
 """``--max-tools`` (the proxy's own default)."""
+DEFAULT_MAX_IN_FLIGHT = 256
+"""``--max-in-flight`` (the proxy's own default)."""
+DEFAULT_INDEX_BUILDS = 2
+"""``--index-builds`` (the proxy's own default)."""
 _GRACEFUL_SHUTDOWN = 5
 """Seconds a stopping server (SIGTERM, Ctrl-C) waits for requests in flight before it
 cancels them, which closes their upstream connections."""
@@ -98,6 +102,27 @@ def add_serve_subparser(subparsers: argparse._SubParsersAction[argparse.Argument
         default=DEFAULT_MAX_TOOLS,
         help="most entries in one request's 'tools'; more is refused with 400",
     )
+    serve.add_argument(
+        "--max-in-flight",
+        type=_positive(int),
+        default=DEFAULT_MAX_IN_FLIGHT,
+        help="most requests one worker serves at once; more are refused with 429 (Retry-After)",
+    )
+    serve.add_argument(
+        "--index-builds",
+        type=_positive(int),
+        default=DEFAULT_INDEX_BUILDS,
+        help="most new tool lists one worker indexes at once (four times as many may wait); "
+        "more are refused with 503 (Retry-After)",
+    )
+    serve.add_argument(
+        "--api-key",
+        action="append",
+        metavar="KEY",
+        help="a client key of the proxy itself (repeatable; or [proxy] keys, a file, in the "
+        "config): requests must carry one, and the upstream key is then [model] api_key or "
+        "OPENAI_API_KEY, never the client's",
+    )
     serve.set_defaults(func=_serve)
 
 
@@ -107,8 +132,11 @@ def _serve(args: argparse.Namespace) -> int:
     from bot_toolsearch._config.file import load_settings
     from bot_toolsearch._errors import ConfigError
     from bot_toolsearch._proxy.app import (
+        ENV_API_KEYS,
         ENV_CONFIG,
+        ENV_INDEX_BUILDS,
         ENV_MAX_BODY,
+        ENV_MAX_IN_FLIGHT,
         ENV_MAX_TOOLS,
         ENV_TIMEOUT,
         ENV_UPSTREAM,
@@ -120,6 +148,12 @@ def _serve(args: argparse.Namespace) -> int:
         fail(f"--upstream must be an http(s) URL or 'offline', got {args.upstream!r}", USAGE)
     os.environ[ENV_MAX_BODY] = str(args.max_body)
     os.environ[ENV_MAX_TOOLS] = str(args.max_tools)
+    os.environ[ENV_MAX_IN_FLIGHT] = str(args.max_in_flight)
+    os.environ[ENV_INDEX_BUILDS] = str(args.index_builds)
+    if args.api_key:
+        if any(not key.strip() or any(c.isspace() for c in key) for key in args.api_key):
+            fail("--api-key: a key must be non-empty, without spaces", USAGE)
+        os.environ[ENV_API_KEYS] = "\n".join(args.api_key)
     if args.timeout is not None:
         os.environ[ENV_TIMEOUT] = repr(args.timeout)
     search = "on (the [skills] defaults)"

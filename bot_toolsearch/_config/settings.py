@@ -195,9 +195,13 @@ class EmbeddingsSettings(_Table):
     """Name of the environment variable holding the API key (the key itself never goes in the
     file); ``None`` reads ``OPENAI_API_KEY``, and a server given by ``base_url`` needs none."""
     timeout: StrictFloat = Field(default=10.0, gt=0)
-    """Seconds per embeddings request; a slower endpoint leaves the search to BM25."""
+    """Seconds per embeddings request, start to end (not per read); a search waits at most
+    this long for the stage, then answers with BM25."""
     batch_size: StrictInt = Field(default=128, ge=1, le=2048)
     """Tool texts per embeddings request (or per local model run) when a catalog is embedded."""
+    max_texts_per_minute: StrictInt = Field(default=60_000, ge=1)
+    """Most texts (tool texts and queries) sent to the endpoint per minute, per process;
+    past it searches use BM25 alone, with one warning a minute."""
     cache_dir: Path | None = None
     """Folder of the on-disk vector cache (one file per endpoint and model, keyed by each
     tool text's hash); ``None`` is ``$XDG_CACHE_HOME/bot_toolsearch/embeddings`` (default
@@ -452,6 +456,18 @@ class ProxySettings(_Table):
     """A request carrying its own ``tool_search`` tool or ``defer_loading`` keys (Codex, the
     openai SDK): ``"emulate"`` runs that tool search here, on any backend; ``"pass"`` forwards
     it untouched, for a backend that supports it natively."""
+    keys: Path | None = None
+    """A file of client keys for ``bot-toolsearch serve``, one a line (``#`` comments), read
+    at its start: a request to the proxy must carry one of them, and the upstream key is then
+    ``[model] api_key`` (else ``OPENAI_API_KEY``), never the client's. ``None``: no client
+    keys (each client's own key goes upstream)."""
+
+    @field_validator("keys", mode="before")
+    @classmethod
+    def _file_string(cls, value: object) -> object:
+        if value == "" or (value is not None and not isinstance(value, str | Path)):
+            raise ValueError(f"expected a file path (a non-empty string), got {value!r}")
+        return value
 
 
 STORE_PATTERN = r"^(memory|sqlite:///.+)$"

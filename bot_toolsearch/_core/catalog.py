@@ -491,6 +491,11 @@ def index_built(catalog: ToolCatalog, namespaces: Namespaces = ()) -> bool:
     return catalog._index is not None if not namespaces else namespaces in catalog._indexes
 
 
+def indexes_built(catalog: ToolCatalog) -> int:
+    """How many search indexes ``catalog`` holds (each about as large as the catalog)."""
+    return (catalog._index is not None) + len(catalog._indexes)
+
+
 def _encoded_entry(
     position: int,
     name: str,

@@ -1,10 +1,15 @@
 """The OpenAI-compatible proxy: the wrapped client behind HTTP, for a client in any language.
 
 ``POST /v1/chat/completions`` and ``POST /v1/responses`` go through `wrap_openai` (tool
-search, hidden rounds, SSE streaming for both); ``GET /healthz`` answers ``ok``;
-every other path (``GET /v1/models`` ...) is forwarded to the upstream as is. The API key the
-client sends (``Authorization: Bearer``) is the one used upstream, per request; no key is ever
-logged. An upstream 4xx comes back with its own status and body (the client's request or key
+search, hidden rounds, SSE streaming for both); ``GET /healthz`` answers ``ok``, or 503 naming
+the pools that are stuck (`bot_toolsearch._services.threads`); every other path
+(``GET /v1/models`` ...) is forwarded to the upstream as is. The API key the client sends
+(``Authorization: Bearer``) is the one used upstream, per request, unless the proxy has client
+keys of its own (`keys`); no key is ever logged. A new tool list gets its catalog (what the
+first round needs) in the ``index`` pool; its keyword index and vectors are built only once
+the upstream answers 2xx to a request carrying it, from the moment its headers arrive, in
+parallel with the model's answer. Requests in flight and index builds are bounded
+(`limits`). An upstream 4xx comes back with its own status and body (the client's request or key
 was wrong); an upstream that fails (5xx, unreachable, timeout, an answer that cannot be used)
 is HTTP 502. Every error is an OpenAI-style JSON body; one that happens after a stream has
 started is an SSE error event the openai SDK raises on. The proxy keeps no conversation
@@ -20,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import gc
 import inspect
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any, TypeAlias, TypeVar
 from urllib.parse import quote, unquote, urlsplit
 
@@ -34,17 +40,23 @@ from openai.resources.chat.completions import AsyncCompletions
 from openai.resources.responses import AsyncResponses
 
 from bot_toolsearch._config.settings import BotSettings
-from bot_toolsearch._wrap.caller_tools import Api, ToolsCache
+from bot_toolsearch._services.threads import POOLS, PoolBusy
+from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 from bot_toolsearch._wrap.native import speaks_native
 
+from .keys import ClientKeys, KnownKeys, read_keys
+from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, InFlight
 from .raw_tools import tools_span
 
 __all__ = [
     "DEFAULT_MAX_BODY",
     "DEFAULT_MAX_TOOLS",
+    "ENV_API_KEYS",
     "ENV_CONFIG",
+    "ENV_INDEX_BUILDS",
     "ENV_MAX_BODY",
+    "ENV_MAX_IN_FLIGHT",
     "ENV_MAX_TOOLS",
     "ENV_TIMEOUT",
     "ENV_UPSTREAM",
@@ -65,6 +77,12 @@ ENV_MAX_BODY = "BOT_TOOLSEARCH_MAX_BODY"
 """Largest request body in bytes for `app_from_env` (``serve --max-body``)."""
 ENV_MAX_TOOLS = "BOT_TOOLSEARCH_MAX_TOOLS"
 """Most tools per request for `app_from_env` (``serve --max-tools``)."""
+ENV_MAX_IN_FLIGHT = "BOT_TOOLSEARCH_MAX_IN_FLIGHT"
+"""Most requests in flight per worker for `app_from_env` (``serve --max-in-flight``)."""
+ENV_INDEX_BUILDS = "BOT_TOOLSEARCH_INDEX_BUILDS"
+"""Most concurrent index builds per worker for `app_from_env` (``serve --index-builds``)."""
+ENV_API_KEYS = "BOT_TOOLSEARCH_API_KEYS"
+"""Client keys of the proxy for `app_from_env`, one a line (``serve --api-key``)."""
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
 """Largest request body accepted (bytes); a larger one is refused with 413, never cut."""
@@ -85,6 +103,9 @@ default is 10). Each request parses a large tool list that stays alive while the
 answers; with 50 requests in flight, every full collection walked millions of those objects
 (1,000 tools, one worker: 29 requests/s before, 43 after, profiled). Cyclic garbage waits
 longer to be freed; reference counting frees everything else at once."""
+_KEY_PROBE_BYTES = 1024 * 1024
+"""Bodies larger than this are parsed only once the upstream key is known good: else the
+upstream is asked first (``GET /models``), and its 401 or 403 is the answer (`KnownKeys`)."""
 _LENGTHS = 8
 """Most tool-list byte lengths `ProxyApp._parse_known` tries before scanning the value."""
 _HOP_HEADERS = frozenset(
@@ -108,6 +129,7 @@ class _Refused(Exception):
         *,
         code: str | None = None,
         param: str | None = None,
+        retry_after: int | None = None,
     ) -> None:
         super().__init__(message)
         self.status, self.message, self.kind, self.code, self.param = (
@@ -117,6 +139,18 @@ class _Refused(Exception):
             code,
             param,
         )
+        self.retry_after = retry_after
+
+
+def _busy(what: str, option: str) -> _Refused:
+    """503 with ``Retry-After``: a bounded pool cannot take the work now."""
+    return _Refused(
+        503,
+        f"the proxy is busy: {what} ({option}); retry after {RETRY_AFTER} s",
+        "server_error",
+        code="server_busy",
+        retry_after=RETRY_AFTER,
+    )
 
 
 class _Disconnected(Exception):
@@ -135,12 +169,24 @@ class _Calls:
 _CALLS: contextvars.ContextVar[_Calls | None] = contextvars.ContextVar(
     "bot_toolsearch_proxy_calls", default=None
 )
+_ACCEPT: contextvars.ContextVar[Callable[[], object] | None] = contextvars.ContextVar(
+    "bot_toolsearch_proxy_accept", default=None
+)
+"""What to call when the upstream answers 2xx to this request (its tool list is accepted)."""
 
 
 async def _count_request(_: object) -> None:
     calls = _CALLS.get()
     if calls is not None:
         calls.count += 1
+
+
+async def _accepted(response: Any) -> None:
+    """Response headers are in: a 2xx accepts the request's tool list (its index build starts
+    now, in parallel with the model's answer)."""
+    accept = _ACCEPT.get()
+    if accept is not None and 200 <= response.status_code < 300:
+        accept()
 
 
 def _parameters(method: Callable[..., Any]) -> frozenset[str]:
@@ -183,13 +229,21 @@ class ProxyApp:
             body's ``timeout`` field never overrides it.
         max_body: the largest request body in bytes; a larger one is refused with 413.
         max_tools: the most entries in one request's ``tools``; more is refused with 400.
+        max_in_flight: the most requests served at once; one more is refused with 429.
+        index_builds: the most new tool lists indexed at once (the process's ``index`` pool);
+            past four times that many waiting, a new list is refused with 503.
+        api_keys: client keys of the proxy itself: a request must carry one (else 401), and
+            the upstream key is the operator's (``[model] api_key``, else ``OPENAI_API_KEY``).
+            ``None`` reads the ``[proxy] keys`` file of the settings, if any.
         freeze_heap: tune the cycle collector for a process that only serves the proxy (what
             ``bot-toolsearch serve`` runs), never for an app embedded in another program: the
             heap is frozen after each newly indexed tool list (`gc.freeze`), and full
             collections run a hundred times less often (`_FULL_COLLECTION_EVERY`).
 
     Raises:
-        ValueError: ``upstream`` is not an http(s) URL with a host.
+        ValueError: ``upstream`` is not an http(s) URL with a host, a bound is below 1, or
+            client keys are set without an upstream key.
+        OSError: the ``[proxy] keys`` file cannot be read.
     """
 
     def __init__(
@@ -201,6 +255,9 @@ class ProxyApp:
         timeout: float | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         max_tools: int = DEFAULT_MAX_TOOLS,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        index_builds: int = DEFAULT_INDEX_BUILDS,
+        api_keys: Sequence[str] | None = None,
         freeze_heap: bool = False,
     ) -> None:
         parts = urlsplit(upstream)
@@ -216,9 +273,15 @@ class ProxyApp:
         self._host = parts.hostname
         self.max_body = max_body
         self.max_tools = max_tools
+        self._in_flight = InFlight(max_in_flight)
+        if index_builds < 1:
+            raise ValueError(f"index_builds must be at least 1, got {index_builds}")
+        POOLS.configure(index_builds=index_builds, index_queue=4 * index_builds)
         redact_access_log()
         # The SDK's own HTTP client class (httpx or httpx2, by SDK version), for forwarding too.
-        self._http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_count_request]})
+        self._http = openai.DefaultAsyncHttpxClient(
+            event_hooks={"request": [_count_request], "response": [_accepted]}
+        )
         # One retry: a pooled keep-alive connection the upstream closed meanwhile fails once.
         # The whole call stays within ``timeout`` (see `_create`).
         inner = openai.AsyncOpenAI(
@@ -233,6 +296,15 @@ class ProxyApp:
         """Byte lengths of the ``tools`` values parsed before, newest first (`_parse_known`)."""
         self.timeout = timeout if timeout is not None else engine.snapshot().model.timeout
         self._client = self._client.with_options(timeout=self.timeout)
+        self._keys: ClientKeys | None = None
+        self._known = KnownKeys()
+        start = engine.snapshot()
+        if api_keys is None and start.proxy.keys is not None:
+            api_keys = read_keys(start.proxy.keys)
+        if api_keys is not None:
+            self._keys = ClientKeys(
+                api_keys, start.model.api_key or os.environ.get("OPENAI_API_KEY", "").strip()
+            )
 
     async def aclose(self) -> None:
         """Close the upstream connections and stop watching ``config.toml``."""
@@ -258,7 +330,13 @@ class ProxyApp:
         except _Refused as exc:
             if not started:
                 await _error(
-                    send, exc.status, exc.message, exc.kind, code=exc.code, param=exc.param
+                    send,
+                    exc.status,
+                    exc.message,
+                    exc.kind,
+                    code=exc.code,
+                    param=exc.param,
+                    retry_after=exc.retry_after,
                 )
         except Exception as exc:  # the last resort: never a text/plain 500 or a traceback
             logger.error("proxy: internal error: %s", type(exc).__name__)
@@ -270,14 +348,33 @@ class ProxyApp:
     async def _http_request(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         path = _normalised_path(scope)
         if path == "/healthz":
-            await _json(send, 200, {"status": "ok"})
+            stuck = POOLS.stuck()
+            if stuck:
+                pools = {status.name: status.as_json() for status in stuck}
+                await _json(send, 503, {"status": "stuck", "pools": pools})
+            else:
+                await _json(send, 200, {"status": "ok"})
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        rest = path[3:] or "/" if path == "/v1" or path.startswith("/v1/") else path
-        if rest in _TOOL_SEARCH_PATHS and scope["method"] == "POST":
-            await self._create(receive, send, rest == "/chat/completions", headers)
-        else:
-            await self._forward(receive, send, scope, rest)
+        if self._keys is not None and not self._keys.allows(_bearer(headers)):
+            raise _Refused(401, "this proxy needs one of its client keys", code="invalid_api_key")
+        if not self._in_flight.enter():
+            raise _Refused(
+                429,
+                f"more than {self._in_flight.limit} requests in flight (serve --max-in-flight);"
+                f" retry after {RETRY_AFTER} s",
+                "rate_limit_error",
+                code="too_many_requests",
+                retry_after=RETRY_AFTER,
+            )
+        try:
+            rest = path[3:] or "/" if path == "/v1" or path.startswith("/v1/") else path
+            if rest in _TOOL_SEARCH_PATHS and scope["method"] == "POST":
+                await self._create(receive, send, rest == "/chat/completions", headers)
+            else:
+                await self._forward(receive, send, scope, rest)
+        finally:
+            self._in_flight.leave()
 
     async def _lifespan(self, receive: _Receive, send: _Send) -> None:
         while True:
@@ -295,22 +392,19 @@ class ProxyApp:
         media = headers.get("content-type", "").partition(";")[0].strip().lower()
         if media != "application/json":
             raise _Refused(415, "the body must be JSON (Content-Type: application/json)")
-        key = _bearer(headers)
+        key = _bearer(headers) if self._keys is None else self._keys.upstream_key
         if key is not None and not (key.isascii() and key.isprintable()):
             raise _Refused(401, "the API key is not printable ASCII", code="invalid_api_key")
-        raw = await _read_body(receive, headers, self.max_body)
+        extra = {k: v for k, v in _forwarded_headers(headers).items() if v.isascii()}
+        raw = await self._body(receive, send, headers, key, extra)
+        if raw is None:
+            return
         body, known = self._parse_known(raw)
         tools = self._check(body, chat)
-        extra = {k: v for k, v in _forwarded_headers(headers).items() if v.isascii()}
         client = self._client.with_options(api_key=key or "unset", default_headers=extra)
         kwargs = _sdk_kwargs(body, _CHAT_PARAMS if chat else _RESPONSES_PARAMS)
         builds = self._cache.builds
-        api: Api = "chat" if chat else "responses"
-        if tools and not speaks_native(tools, api):
-            # A new tool list is indexed in a thread, so the event loop keeps serving. A list
-            # in a client's own tool-search dialect is indexed as the wrapper makes it
-            # ordinary (also in a thread: `bot_toolsearch._wrap.client`), never as sent.
-            await _until_disconnect(receive, self._index(tools, api, None if known else raw))
+        await self._catalog(receive, tools, chat, None if known else raw)
         calls = _Calls()
         _CALLS.set(calls)
         method = client.chat.completions.create if chat else client.responses.create
@@ -337,6 +431,8 @@ class ProxyApp:
             ) from None
         except (_Disconnected, _Refused):
             raise
+        except PoolBusy as exc:
+            raise _busy(str(exc), "serve --index-builds") from None
         except Exception as exc:
             logger.warning("proxy: request failed: %s", type(exc).__name__)
             if calls.count:  # the upstream answered something the wrapper cannot use
@@ -346,12 +442,66 @@ class ProxyApp:
                     "upstream_error",
                 ) from None
             raise _Refused(400, f"the request could not be used: {exc}") from None
+        self._known.accept(key)
         if self._freeze_heap and self._cache.builds != builds:
             self._settle()
         if answer is None:
             await _relay(receive, send, result, events=not chat)
         else:
             await _json(send, 200, answer)
+
+    async def _body(
+        self,
+        receive: _Receive,
+        send: _Send,
+        headers: dict[str, str],
+        key: str | None,
+        extra: Mapping[str, str],
+    ) -> bytes | None:
+        """The request body; ``None`` when the upstream refused ``key`` and its answer was
+        sent. A body announced (or found) larger than `_KEY_PROBE_BYTES` under a key not
+        known good is read, and parsed, only once the upstream took the key (`_probe`)."""
+        length = headers.get("content-length", "").strip()
+        announced = int(length) if length.isdigit() else 0
+        if _KEY_PROBE_BYTES < announced <= self.max_body and not self._known.ok(key):
+            refused = await self._probe(key, extra)  # the body is not read: no watcher
+            if refused is not None:
+                await _drain(receive)  # read and dropped, so the client reads the answer
+                await _json_bytes(send, *refused)
+                return None
+        raw = await _read_body(receive, headers, self.max_body)
+        if announced or len(raw) <= _KEY_PROBE_BYTES or self._known.ok(key):
+            return raw
+        refused = await _until_disconnect(receive, self._probe(key, extra))
+        if refused is not None:
+            await _json_bytes(send, *refused)
+            return None
+        return raw
+
+    async def _probe(self, key: str | None, extra: Mapping[str, str]) -> tuple[int, bytes] | None:
+        """Whether the upstream takes ``key``, asked before a large body is parsed: its 401
+        or 403 answer (status, JSON body), remembered a few seconds, else ``None`` (a 2xx, or
+        any other answer: the request itself will tell)."""
+        refused = self._known.refused(key)
+        if refused is not None:
+            return refused
+        headers = {**extra, "authorization": f"Bearer {key or 'unset'}"}
+        try:
+            response = await self._http.get(
+                f"{self.upstream}/models", headers=headers, timeout=self.timeout
+            )
+        except Exception:  # the request itself reports an unreachable upstream
+            return None
+        if 200 <= response.status_code < 300:
+            self._known.accept(key)
+        elif response.status_code in (401, 403):
+            answer = response.content if _is_json(response.content) else None
+            if answer is None:
+                error = {"message": "the upstream refused the API key", "type": "upstream_error"}
+                answer = json.dumps({"error": error}).encode()
+            self._known.refuse(key, response.status_code, answer[:65536])
+            return response.status_code, answer[:65536]
+        return None
 
     def _check(self, body: dict[str, Any], chat: bool) -> list[Any] | None:
         """The request's tool list after the checks the proxy makes before calling upstream."""
@@ -397,25 +547,52 @@ class ProxyApp:
                     return body, True
         return _parse(raw), False
 
-    async def _index(self, tools: list[Any], api: Api, raw: bytes | None) -> None:
-        """Index ``tools`` unless cached; ``raw``, the body they were parsed from in full, to
-        remember their bytes by (`_parse_known`)."""
+    async def _catalog(
+        self, receive: _Receive, tools: list[Any] | None, chat: bool, raw: bytes | None
+    ) -> None:
+        """The request's tool list indexed (in the index pool, so the event loop keeps
+        serving), and its acceptance set up: a 2xx from the upstream starts its search index
+        and vectors (`_accepted`). A list in a client's own tool-search dialect is indexed as
+        the wrapper makes it ordinary (`bot_toolsearch._wrap.client`), never as sent."""
+        _ACCEPT.set(None)
+        api: Api = "chat" if chat else "responses"
+        if not tools or speaks_native(tools, api):
+            return
+        found = await _until_disconnect(receive, self._index(tools, api, raw))
+        if found is not None:
+            _ACCEPT.set(functools.partial(found.accept, self._engine.snapshot()))
+
+    async def _index(self, tools: list[Any], api: Api, raw: bytes | None) -> CallerTools | None:
+        """The catalog of ``tools`` (built in the ``index`` pool unless cached: what the first
+        round needs; the search index waits for the upstream's 2xx); ``raw``, the body they
+        were parsed from in full, to remember their bytes by (`_parse_known`).
+
+        Raises:
+            _Refused: 503 when the index pool cannot take the list, or not within ``timeout``.
+        """
         settings = self._engine.snapshot()
         if not settings.skills.tool_search_enabled:
-            return
+            return None
         delimiter = settings.tools.dot_delimiter
         found = self._cache.lookup(tools, api, delimiter)
-        if found is None or not found.prepared(settings):
-            # The list and its search index (the one the first keyword search would build).
-            await asyncio.to_thread(_prepare, self._cache, tools, api, settings)
+        if found is None:
+            try:
+                found = await POOLS.index.run(
+                    self._cache.get, tools, api, delimiter, deadline=self.timeout
+                )
+            except PoolBusy:
+                raise _busy("too many new tool lists", "serve --index-builds") from None
+            except TimeoutError:
+                busy = _busy("a new tool list is still being indexed", "serve --index-builds")
+                raise busy from None
         span = None if raw is None else tools_span(raw)
-        if raw is None or span is None:
-            return
-        start, end = span
-        self._cache.add_source(tools, raw[start:end])
-        if end - start not in self._lengths:
-            self._lengths.insert(0, end - start)
-            del self._lengths[_LENGTHS:]
+        if raw is not None and span is not None:
+            start, end = span
+            self._cache.add_source(tools, raw[start:end])
+            if end - start not in self._lengths:
+                self._lengths.insert(0, end - start)
+                del self._lengths[_LENGTHS:]
+        return found
 
     def _settle(self) -> None:
         """After a new tool list was indexed: move the long-lived heap out of the collector's way.
@@ -426,7 +603,6 @@ class ProxyApp:
         reference counting when the cache drops them; they are only skipped by the cycle
         collector. Happens once per distinct tool list.
         """
-        self._cache.prepare(self._engine.snapshot())  # built already, unless just reloaded
         gc.collect()
         gc.freeze()
 
@@ -439,6 +615,11 @@ class ProxyApp:
         forward = [
             (k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _HOP_HEADERS
         ]
+        if self._keys is not None:  # the client's key is the proxy's: the operator's goes on
+            forward = [
+                (k, v) for k, v in forward if k.lower() not in (b"authorization", b"api-key")
+            ]
+            forward.append((b"authorization", f"Bearer {self._keys.upstream_key}".encode()))
         request = self._http.build_request(scope["method"], url, headers=forward, content=body)
         if request.url.host != self._host:  # never: the URL is built from parsed parts
             raise _Refused(400, "the request target is not a path")
@@ -458,11 +639,6 @@ class ProxyApp:
             out.append((b"content-type", content_type.encode("latin-1")))
         await send({"type": "http.response.start", "status": response.status_code, "headers": out})
         await send({"type": "http.response.body", "body": response.content})
-
-
-def _prepare(cache: ToolsCache, tools: list[Any], api: Api, settings: BotSettings) -> None:
-    """Index ``tools`` unless cached, and build its search index for ``settings``."""
-    cache.get(tools, api, settings.tools.dot_delimiter).prepare(settings)
 
 
 def _normalised_path(scope: _Scope) -> str:
@@ -574,15 +750,35 @@ async def _error(
     *,
     code: str | None = None,
     param: str | None = None,
+    retry_after: int | None = None,
 ) -> None:
     error: dict[str, str | None] = {"message": message, "type": kind, "param": param}
     error["code"] = code
-    await _json(send, status, {"error": error})
+    await _json(send, status, {"error": error}, retry_after=retry_after)
 
 
-async def _json(send: _Send, status: int, payload: object) -> None:
+def _is_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+async def _json_bytes(send: _Send, status: int, raw: bytes) -> None:
+    """An upstream's own JSON answer, passed on as it is."""
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})
+
+
+async def _json(
+    send: _Send, status: int, payload: object, *, retry_after: int | None = None
+) -> None:
     raw = json.dumps(payload, ensure_ascii=False).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": raw})
 
@@ -661,6 +857,20 @@ async def _read_body(receive: _Receive, headers: Mapping[str, str], limit: int) 
             return b"".join(chunks)
 
 
+async def _drain(receive: _Receive) -> None:
+    """Read the request body to its end, keeping none of it.
+
+    Raises:
+        _Disconnected: the client left while sending it.
+    """
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        if not message.get("more_body", False):
+            return
+
+
 def _too_large(limit: int) -> str:
     return f"the request body is larger than this proxy accepts ({limit} bytes, serve --max-body)"
 
@@ -713,11 +923,17 @@ def app_from_env() -> ProxyApp:
         raise RuntimeError(f"set {ENV_UPSTREAM} to the upstream base URL")
     max_body = _env_number(ENV_MAX_BODY, int)
     max_tools = _env_number(ENV_MAX_TOOLS, int)
+    in_flight = _env_number(ENV_MAX_IN_FLIGHT, int)
+    builds = _env_number(ENV_INDEX_BUILDS, int)
+    keys = os.environ.get(ENV_API_KEYS)
     return ProxyApp(
         upstream,
         config=os.environ.get(ENV_CONFIG) or None,
         timeout=_env_number(ENV_TIMEOUT, float),
         max_body=DEFAULT_MAX_BODY if max_body is None else max_body,
         max_tools=DEFAULT_MAX_TOOLS if max_tools is None else max_tools,
+        max_in_flight=DEFAULT_MAX_IN_FLIGHT if in_flight is None else in_flight,
+        index_builds=DEFAULT_INDEX_BUILDS if builds is None else builds,
+        api_keys=keys.split() if keys else None,
         freeze_heap=True,
     )

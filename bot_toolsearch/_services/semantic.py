@@ -16,6 +16,7 @@ scan (`_Matrix`) uses numpy when it is importable (the ``semantic`` extra), else
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import hashlib
 import heapq
@@ -29,7 +30,7 @@ import tempfile
 import threading
 import time
 from array import array
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -41,6 +42,7 @@ from bot_toolsearch._core.fusion import SemanticRanker
 from bot_toolsearch._transports.embeddings import EmbeddingsClient, EmbeddingsError
 
 from .local_embedder import LocalEmbedder
+from .threads import POOLS, PoolBusy
 
 __all__ = [
     "MAX_CACHED_VECTORS",
@@ -57,6 +59,8 @@ RETRY_SECONDS = 60.0
 """After a failure the endpoint is not asked again for this long (a new reload asks at once)."""
 MAX_CACHED_VECTORS = 50_000
 """Most vectors one cache file keeps: the current catalog's, then the most recent others."""
+_BUDGET_WINDOW = 60.0
+"""Seconds over which ``max_texts_per_minute`` counts the texts sent."""
 _QUERY_CACHE_SIZE = 256
 _MAX_TEXT_CHARS = 2000
 _MAGIC = b"bot_toolsearch-embeddings 1\n"
@@ -349,8 +353,69 @@ def _default_folder() -> Path:
     return Path(root) / "bot_toolsearch" / "embeddings"
 
 
+class _Budget:
+    """The texts an embedder may send per minute (``max_texts_per_minute``), a sliding window
+    over the last 60 s; a refusal is logged once a minute."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._spent: deque[tuple[float, int]] = deque()
+        self._total = 0
+        self._logged = -_BUDGET_WINDOW
+        self._lock = threading.Lock()
+
+    def take(self, count: int, endpoint: str) -> None:
+        """Spend ``count`` texts of the budget.
+
+        Raises:
+            EmbeddingsError: the budget cannot pay for them now (nothing is spent).
+        """
+        now = time.monotonic()
+        with self._lock:
+            while self._spent and self._spent[0][0] <= now - _BUDGET_WINDOW:
+                self._total -= self._spent.popleft()[1]
+            if self._total + count <= self.per_minute:
+                self._spent.append((now, count))
+                self._total += count
+                return
+            log = now - self._logged >= _BUDGET_WINDOW
+            if log:
+                self._logged = now
+        if log:
+            logger.warning(
+                "[skills] tool_search_embeddings: the budget of %d texts a minute "
+                "(max_texts_per_minute) is spent (%d wanted) at %s: BM25 alone meanwhile",
+                self.per_minute,
+                count,
+                endpoint,
+            )
+        raise _BudgetSpent(
+            f"the budget of {self.per_minute} texts a minute (max_texts_per_minute) is spent"
+        )
+
+
+class _BudgetSpent(EmbeddingsError):
+    """The budget cannot pay for a request now (logged by `_Budget`, not as a failure)."""
+
+
+class _Slot:
+    """A catalog's vectors under one embeddings settings: built, or being built."""
+
+    __slots__ = ("future", "matrix")
+
+    def __init__(self) -> None:
+        self.matrix: _Matrix | None = None
+        self.future: concurrent.futures.Future[_Matrix] | None = None
+
+
 class _Embedder:
-    """The semantic stage of one `EmbeddingsSettings`: client, cache, failure state."""
+    """The semantic stage of one `EmbeddingsSettings`: client, cache, budget, failure state.
+
+    No lock is held across a call to the endpoint: the vectors are built in the
+    ``embeddings`` pool (`bot_toolsearch._services.threads.POOLS`) and published under the
+    lock; a search waits for them, and for its query's vector, at most ``timeout`` seconds in
+    all, then answers with BM25.
+    """
 
     def __init__(self, settings: EmbeddingsSettings) -> None:
         self.settings = settings
@@ -359,23 +424,42 @@ class _Embedder:
         )
         identity = f"{self.client.endpoint}\x00{settings.model}"
         self.cache = VectorCache(settings.cache_dir or _default_folder(), identity)
+        self.budget = _Budget(settings.max_texts_per_minute)
         self._lock = threading.Lock()
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self._down_until = 0.0
         self._down_generation = -1
         self._warned: set[int] = set()
 
+    def down(self, generation: int) -> bool:
+        """Whether the endpoint failed recently under this settings generation."""
+        with self._lock:
+            return generation == self._down_generation and time.monotonic() < self._down_until
+
     def rank(
         self, catalog: ToolCatalog, text: str, count: int, *, generation: int
     ) -> list[tuple[int, float]] | None:
-        """The `SemanticRanker` of ``catalog`` (bound with `functools.partial`); never raises."""
-        if generation == self._down_generation and time.monotonic() < self._down_until:
+        """The `SemanticRanker` of ``catalog`` (bound with `functools.partial`); never raises,
+        and returns within ``timeout`` seconds (``None``: BM25 alone)."""
+        if self.down(generation):
             return None
+        deadline = time.monotonic() + self.settings.timeout
+        started = self.start(catalog, generation)
+        if started is None:
+            return None
+        if isinstance(started, _Matrix):
+            matrix = started
+        else:
+            try:
+                matrix = started.result(max(0.0, deadline - time.monotonic()))
+            except concurrent.futures.TimeoutError:
+                return None  # still building: this search is BM25, a later one fuses
+            except Exception:  # recorded by the build (`_failed`), or cancelled
+                return None
+        if not matrix.count:
+            return []
         try:
-            matrix = self._matrix(catalog)
-            if not matrix.count:
-                return []
-            query = self._query(text, matrix.dimension)
+            query = self._query(text, matrix.dimension, deadline)
         except EmbeddingsError as exc:
             self._failed(exc, generation)
             return None
@@ -385,8 +469,9 @@ class _Embedder:
         with self._lock:
             self._down_generation = generation
             self._down_until = time.monotonic() + RETRY_SECONDS
-            first = generation not in self._warned
-            self._warned.add(generation)
+            first = generation not in self._warned and not isinstance(exc, _BudgetSpent)
+            if first:
+                self._warned.add(generation)
         if first:
             logger.warning(
                 "[skills] tool_search_embeddings: %s (model %r at %s): keyword search uses "
@@ -396,14 +481,42 @@ class _Embedder:
                 self.client.endpoint,
             )
 
-    def _matrix(self, catalog: ToolCatalog) -> _Matrix:
-        # Built once per catalog (the catalog's memo); a failed build is retried later.
+    def start(
+        self, catalog: ToolCatalog, generation: int
+    ) -> _Matrix | concurrent.futures.Future[_Matrix] | None:
+        """``catalog``'s vectors when built, else the build under way (started now when none
+        is); ``None`` when the endpoint is down or the embeddings pool is full."""
         key = ("semantic", self.settings, self.client.endpoint)
         with self._lock:
-            holder: list[_Matrix] = catalog.memo(key, list)
-            if not holder:
-                holder.append(self._build(catalog))
-            return holder[0]
+            slot: _Slot = catalog.memo(key, _Slot)
+            if slot.matrix is not None:
+                return slot.matrix
+            if slot.future is not None:
+                return slot.future
+            if generation == self._down_generation and time.monotonic() < self._down_until:
+                return None
+            try:
+                slot.future = POOLS.embeddings.submit(self._publish, catalog, slot, generation)
+            except PoolBusy:
+                return None
+            return slot.future
+
+    def _publish(self, catalog: ToolCatalog, slot: _Slot, generation: int) -> _Matrix:
+        """Build ``catalog``'s vectors (no lock held) and publish them under the lock."""
+        try:
+            matrix = self._build(catalog)
+        except EmbeddingsError as exc:
+            self._failed(exc, generation)
+            with self._lock:
+                slot.future = None  # a later search (after RETRY_SECONDS) tries again
+            raise
+        except BaseException:
+            with self._lock:
+                slot.future = None
+            raise
+        with self._lock:
+            slot.matrix, slot.future = matrix, None
+        return matrix
 
     def _build(self, catalog: ToolCatalog) -> _Matrix:
         texts = _catalog_texts(catalog)
@@ -411,11 +524,13 @@ class _Embedder:
         dimension, cached = self.cache.load()
         missing = {d: t for d, t in zip(digests, texts, strict=True) if d not in cached}
         if missing:
+            self.budget.take(len(missing), self.client.endpoint)
             vectors = self.client.embed(list(missing.values()))
             if dimension is not None and len(vectors[0]) != dimension:
                 # The model behind the name changed: nothing cached can be compared any more.
                 cached = {}
                 missing = dict(zip(digests, texts, strict=True))
+                self.budget.take(len(missing), self.client.endpoint)
                 vectors = self.client.embed(list(missing.values()))
             dimension = len(vectors[0])
             # Stored unit-length as float32 (a huge float64 value would overflow float32).
@@ -430,13 +545,31 @@ class _Embedder:
             self.cache.save(dimension, kept)
         return _Matrix([cached[d] for d in digests], dimension or 0)
 
-    def _query(self, text: str, dimension: int) -> list[float]:
+    def _query(self, text: str, dimension: int, deadline: float) -> list[float]:
+        """The unit vector of a query, from the cache or the endpoint (asked in the
+        ``embeddings`` pool, waited for until ``deadline``).
+
+        Raises:
+            EmbeddingsError: the endpoint failed, was too slow, or the budget is spent.
+        """
         with self._lock:
             found = self._queries.get(text)
             if found is not None:
                 self._queries.move_to_end(text)
                 return found
-        vector = _normalised(self.client.embed([text[:_MAX_TEXT_CHARS]], dimension)[0])
+        self.budget.take(1, self.client.endpoint)
+        try:
+            future = POOLS.embeddings.submit(self.client.embed, [text[:_MAX_TEXT_CHARS]], dimension)
+        except PoolBusy as exc:
+            raise EmbeddingsError(str(exc)) from None
+        try:
+            raw = future.result(max(0.0, deadline - time.monotonic()))
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise EmbeddingsError(
+                f"no answer within {self.settings.timeout:g} s (timeout)"
+            ) from None
+        vector = _normalised(raw[0])
         with self._lock:
             self._queries[text] = vector
             if len(self._queries) > _QUERY_CACHE_SIZE:
@@ -466,14 +599,18 @@ def semantic_ranker(settings: BotSettings, catalog: ToolCatalog) -> SemanticRank
     return partial(embedder.rank, catalog, generation=settings.generation)
 
 
-def warm_semantic(settings: BotSettings, catalog: ToolCatalog) -> threading.Thread | None:
-    """Embed ``catalog``'s tool texts in a background thread now, rather than in its first
-    keyword search, when ``[skills] tool_search_embeddings`` is set (else ``None``).
+def warm_semantic(
+    settings: BotSettings, catalog: ToolCatalog
+) -> concurrent.futures.Future[Any] | None:
+    """Embed ``catalog``'s tool texts in the background now (in the ``embeddings`` pool),
+    rather than in its first keyword search, when ``[skills] tool_search_embeddings`` is set
+    (else ``None``).
 
     What a search would do first, done ahead: the vectors are computed (or read from the disk
     cache) once per catalog and settings, and a search that comes meanwhile waits for them
-    instead of asking again. It never raises: a failure is the stage's one warning of this
-    settings generation, and searches use BM25 until the endpoint answers again.
+    (at most its ``timeout``) instead of asking again. It never raises: a failure is the
+    stage's one warning of this settings generation, and searches use BM25 until the endpoint
+    answers again (a search after the failure honours it at once).
     """
     wanted = settings.skills.tool_search_embeddings
     if wanted is None or semantic_ranker(settings, catalog) is None:
@@ -482,13 +619,5 @@ def warm_semantic(settings: BotSettings, catalog: ToolCatalog) -> threading.Thre
         embedder = _EMBEDDERS.get(wanted)  # semantic_ranker made it (unless evicted since)
     if embedder is None:
         return None
-
-    def embed() -> None:
-        try:
-            embedder._matrix(catalog)
-        except EmbeddingsError as exc:
-            embedder._failed(exc, settings.generation)
-
-    thread = threading.Thread(target=embed, name="bot_toolsearch-embeddings", daemon=True)
-    thread.start()
-    return thread
+    started = embedder.start(catalog, settings.generation)
+    return started if isinstance(started, concurrent.futures.Future) else None

@@ -2,8 +2,11 @@
 
 Every call goes through the official ``openai`` SDK (``client.embeddings.create``) with
 ``encoding_format="float"`` (what every OpenAI-compatible server speaks) and no SDK retries
-(a failing endpoint must cost one timeout, not three). Whatever the endpoint does wrong — down,
-slow, an error status, a body that is not JSON, a different count of vectors, a vector of the
+(a failing endpoint must cost one timeout, not three). ``timeout`` bounds each call as a
+whole, not each read: an endpoint that sends its headers and then a byte a second is cut off
+once the call's deadline has passed (`_Bounded`), and an answer larger than
+`max_answer_bytes` is cut off too. Whatever the endpoint does wrong — down, slow, an error
+status, a body that is not JSON or too large, a different count of vectors, a vector of the
 wrong dimension or with NaN or infinity — becomes one `EmbeddingsError`, never a crash.
 """
 
@@ -11,20 +14,99 @@ from __future__ import annotations
 
 import math
 import os
+import sys
+import time
+import weakref
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import openai
 
 from bot_toolsearch._config.settings import EmbeddingsSettings
 
-__all__ = ["DEFAULT_BASE_URL", "EmbeddingsClient", "EmbeddingsError", "endpoint_of"]
+__all__ = [
+    "ANSWER_BYTES_PER_TEXT",
+    "DEFAULT_BASE_URL",
+    "EmbeddingsClient",
+    "EmbeddingsError",
+    "endpoint_of",
+    "max_answer_bytes",
+]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """Where the SDK sends requests when neither ``base_url`` nor ``OPENAI_BASE_URL`` is set."""
 _NO_KEY = "no-key"
 """Sent as the key to a ``base_url`` server when no key is configured (local servers ignore
 it; the SDK refuses to start without one)."""
+
+
+ANSWER_BYTES_PER_TEXT = 256 * 1024
+"""The most bytes of answer one text may take: a vector of 8,192 dimensions written as JSON
+floats is about 200 KB."""
+_ANSWER_OVERHEAD = 64 * 1024
+
+# The HTTP library the installed SDK is built on (httpx for openai 2, httpx2 for openai 3):
+# the package declares only ``openai``, so it imports neither by name.
+_HTTP: Any = next(
+    sys.modules[base.__module__.partition(".")[0]]
+    for base in openai.DefaultHttpxClient.__mro__
+    if base.__module__.partition(".")[0] not in ("openai", "builtins")
+)
+
+
+def max_answer_bytes(texts: int) -> int:
+    """The largest answer accepted for a batch of ``texts`` texts.
+
+    >>> max_answer_bytes(1)
+    327680
+    """
+    return _ANSWER_OVERHEAD + texts * ANSWER_BYTES_PER_TEXT
+
+
+class _TooLarge(Exception):
+    """The answer grew past its cap (`max_answer_bytes`)."""
+
+
+class _Bounded(_HTTP.SyncByteStream):  # type: ignore[misc]
+    """A response body read under a total deadline and a size cap."""
+
+    def __init__(self, inner: Any, deadline: float, cap: int) -> None:
+        self._inner, self._deadline, self._cap = inner, deadline, cap
+
+    def __iter__(self) -> Iterator[bytes]:
+        size = 0
+        for chunk in self._inner:
+            size += len(chunk)
+            if size > self._cap:
+                raise _TooLarge(f"an answer larger than {self._cap} bytes")
+            if time.monotonic() > self._deadline:
+                raise _HTTP.ReadTimeout("the call's total deadline passed")
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _DeadlineTransport(_HTTP.BaseTransport):  # type: ignore[misc]
+    """The SDK's transport, with every call bounded as a whole (``seconds``) and its answer
+    by size (``cap``), whatever the per-read timeouts let through."""
+
+    def __init__(self, seconds: float, cap: int) -> None:
+        self._inner = _HTTP.HTTPTransport()
+        self._seconds, self._cap = seconds, cap
+
+    def handle_request(self, request: Any) -> Any:
+        deadline = time.monotonic() + self._seconds
+        response = self._inner.handle_request(request)
+        if time.monotonic() > deadline:
+            response.close()
+            raise _HTTP.ReadTimeout("the call's total deadline passed", request=request)
+        response.stream = _Bounded(response.stream, deadline, self._cap)
+        return response
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 class EmbeddingsError(Exception):
@@ -59,8 +141,15 @@ class EmbeddingsClient:
                         f"no API key: the environment variable {variable} is unset"
                     )
                 key = _NO_KEY
+            transport = _DeadlineTransport(settings.timeout, max_answer_bytes(settings.batch_size))
+            http = openai.DefaultHttpxClient(transport=transport)
+            weakref.finalize(self, http.close)  # its connections close with this client
             self._client = openai.OpenAI(
-                api_key=key, base_url=self.endpoint, timeout=settings.timeout, max_retries=0
+                api_key=key,
+                base_url=self.endpoint,
+                timeout=settings.timeout,
+                max_retries=0,
+                http_client=http,
             )
         return self._client
 
@@ -94,13 +183,17 @@ class EmbeddingsClient:
             )
             data = sorted(response.data, key=lambda item: item.index)
             vectors = [list(item.embedding) for item in data]
+        except _TooLarge as exc:
+            raise EmbeddingsError(str(exc)) from None
         except openai.APITimeoutError:
             raise EmbeddingsError(
                 f"no answer within {self.settings.timeout:g} s (timeout)"
             ) from None
         except openai.APIStatusError as exc:
             raise EmbeddingsError(f"HTTP status {exc.status_code}") from None
-        except openai.APIConnectionError:
+        except openai.APIConnectionError as exc:
+            if isinstance(exc.__cause__, _TooLarge):
+                raise EmbeddingsError(str(exc.__cause__)) from None
             raise EmbeddingsError("cannot connect") from None
         except (openai.OpenAIError, ValueError, TypeError, AttributeError) as exc:
             # A body that is not JSON, or not an embeddings response.

@@ -3,10 +3,17 @@
 A framework resends its full tool list on every ``create`` call; indexing it costs time
 proportional to the catalog, so the catalog is built once and reused while the list is
 unchanged (see `ToolsCache` for what "unchanged" costs to check).
+
+A new list gets only what its first round needs: the catalog (names, wire names, the
+directory). Its keyword index and its vectors (the semantic stage, a paid endpoint) are built
+only once the upstream has *accepted* a request carrying it (a 2xx answer,
+`CallerTools.accept`), in the ``index`` pool, so input that a stranger sends with a wrong or no
+key costs neither the operator's embeddings endpoint nor the index's CPU and memory.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import logging
 import operator
@@ -16,11 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot_toolsearch._config.settings import BotSettings, EmbeddingsSettings
-from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog
+from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog, indexes_built
 from bot_toolsearch._errors import CatalogError
 from bot_toolsearch._services.indexing import build_index, index_built
 from bot_toolsearch._services.permissions import pattern_filter
 from bot_toolsearch._services.semantic import warm_semantic
+from bot_toolsearch._services.threads import POOLS, PoolBusy
 from bot_toolsearch._tools.tool import Tool
 from bot_toolsearch._transports.names import WireNames
 from bot_toolsearch._transports.wire import wire_tool
@@ -34,9 +42,20 @@ Api = Literal["chat", "responses"]
 
 _CACHE_SIZE = 32
 """Most distinct tool lists remembered (one per agent or framework sharing the wrapper)."""
-_CACHE_BYTES = 32 * 1024 * 1024
-"""Most bytes of tool lists remembered, counted as JSON (the indexed form is a small multiple
-of it in memory); one list larger than this is still kept while it is the newest."""
+_CACHE_BYTES = 256 * 1024 * 1024
+"""Most bytes of memory the remembered lists hold, as `ToolsCache.held` estimates it; one list
+larger than this is still kept while it is the newest."""
+_UNACCEPTED_KEPT = 8
+"""Most lists kept that no upstream has accepted yet (`CallerTools.accepted`): the newest ones,
+and they go first when the cache is over its bounds, so strangers' lists cannot push out the
+lists in use."""
+_HELD_PER_JSON_BYTE = 6
+"""Bytes of memory a cached list holds per byte of its JSON, without a search index: the
+parsed entries (about 3.6) and the catalog with its wire names (about 2.6), measured with
+tracemalloc on 20,000 tools."""
+_INDEX_PER_JSON_BYTE = 3
+"""Bytes of memory each search index of a list adds per byte of its JSON (about 2.5,
+measured the same way)."""
 _SOURCES_PER_LIST = 4
 """Most raw JSON spellings remembered per cached list (see `ToolsCache.add_source`)."""
 _FALLBACK_TOOL_BYTES = 4096
@@ -104,6 +123,10 @@ class CallerTools:
     _noted: set[str] = field(default_factory=set, repr=False)
     _warmed: set[EmbeddingsSettings] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _acceptance: list[concurrent.futures.Future[None] | None] = field(
+        default_factory=list, repr=False
+    )
+    """Empty until `accept`; then the build it started (``None`` once done)."""
 
     @classmethod
     def build(cls, tools: Sequence[Any], api: Api, dot_delimiter: str) -> CallerTools:
@@ -133,6 +156,47 @@ class CallerTools:
             catalog = None
         return cls(api, catalog, entries, tuple(others), names, plain)
 
+    @property
+    def accepted(self) -> bool:
+        """Whether the upstream accepted a request carrying this list (or it was pinned)."""
+        return bool(self._acceptance)
+
+    def accept(self, settings: BotSettings) -> concurrent.futures.Future[None] | None:
+        """The upstream accepted a request carrying this list (or the operator pinned it):
+        build what searches under ``settings`` use (`prepare`) in the ``index`` pool, once.
+        Cheap when it is built or being built; never raises (with the pool full, the first
+        search builds the index). Returns the build started or under way, if any."""
+        with self._lock:
+            running = self._acceptance[0] if self._acceptance else None
+            if running is not None and not running.done():
+                return running
+            if self._acceptance and self.prepared(settings) and self._warm(settings):
+                return None
+            try:
+                future = POOLS.index.submit(self._prepare_accepted, settings)
+            except PoolBusy:
+                self._acceptance[:] = [None]
+                return None
+            self._acceptance[:] = [future]
+            return future
+
+    def pin(self) -> None:
+        """Treat this list as accepted without an upstream answer (the operator's own list);
+        nothing is built now: the next call under tool search builds its index."""
+        with self._lock:
+            if not self._acceptance:
+                self._acceptance.append(None)
+
+    def _warm(self, settings: BotSettings) -> bool:
+        wanted = settings.skills.tool_search_embeddings
+        return wanted is None or wanted in self._warmed
+
+    def _prepare_accepted(self, settings: BotSettings) -> None:
+        try:
+            self.prepare(settings)
+        except Exception:  # never expected: the search builds the index then
+            logger.exception("cannot build tool search's index ahead; the first search builds it")
+
     def prepared(self, settings: BotSettings) -> bool:
         """Whether calls under ``settings`` find everything built (see `prepare`)."""
         return (
@@ -144,9 +208,10 @@ class CallerTools:
     def prepare(self, settings: BotSettings) -> None:
         """Build the search index keyword searches under ``settings`` use (with their
         namespace descriptions), when tool search is on: once per list and descriptions, when
-        the list is first indexed or the descriptions change, never in a search. With the
+        the list is accepted or the descriptions change, never in a search. With the
         semantic stage on, the tool texts start being embedded in the background, once per
-        list and embeddings settings (`warm_semantic`)."""
+        list and embeddings settings (`warm_semantic`). Only for an accepted list (`accept`
+        calls it): what the upstream refused is never indexed nor embedded."""
         if self.catalog is None or not settings.skills.tool_search_enabled:
             return
         build_index(self.catalog, settings.tools.namespaces)
@@ -227,9 +292,18 @@ class _Entry:
     dot_delimiter: str
     elements: tuple[Any, ...]
     tools: CallerTools
-    size: int
+    json_size: int
     sources: list[bytes] = field(default_factory=list)
     """Raw JSON bytes that ``elements`` (these very objects) was parsed from."""
+
+    @property
+    def held(self) -> int:
+        """About how many bytes of memory this list holds: its entries, catalog and search
+        indexes (estimated from its JSON size), and the raw spellings remembered."""
+        catalog = self.tools.catalog
+        indexes = 0 if catalog is None else indexes_built(catalog)
+        per_byte = _HELD_PER_JSON_BYTE + _INDEX_PER_JSON_BYTE * indexes
+        return self.json_size * per_byte + sum(len(source) for source in self.sources)
 
 
 class ToolsCache:
@@ -243,9 +317,11 @@ class ToolsCache:
     treated as values: a dict the wrapper has seen and that is then changed in place is not
     noticed; pass a new dict (or list) to change a tool.
 
-    The cache holds at most ``size`` lists and at most ``max_bytes`` of them, measured as the
-    lists' JSON size (the indexed form takes a small multiple of that in memory); the most
-    recently used list always stays, however large.
+    The cache holds at most ``size`` lists and at most ``max_bytes`` of memory, counted as what
+    each list really holds (`held`: its parsed entries, catalog and search indexes, which take
+    several times the list's JSON size); the most recently used list always stays, however
+    large. Lists no upstream has accepted (`CallerTools.accepted`) are kept only
+    `_UNACCEPTED_KEPT` at a time and are dropped first.
     """
 
     def __init__(self, size: int = _CACHE_SIZE, max_bytes: int = _CACHE_BYTES) -> None:
@@ -274,7 +350,6 @@ class ToolsCache:
                     # The newest equal tuple: the next call's identity shortcuts hit sooner.
                     if not _same_objects(entry.elements, elements):
                         # Equal values, other objects: the bytes no longer name these.
-                        entry.size -= sum(len(source) for source in entry.sources)
                         entry.sources.clear()
                     entry.elements = elements
                     if entry in self._entries:
@@ -294,14 +369,31 @@ class ToolsCache:
         with self._lock:
             self.builds += 1
             self._entries.insert(0, entry)
-            keep, total = len(self._entries), 0
-            for position, cached in enumerate(self._entries):
-                total += cached.size
-                if position and (position >= self._size or total > self._max_bytes):
-                    keep = position
-                    break
-            del self._entries[keep:]
+            self._evict()
         return built
+
+    def _evict(self) -> None:
+        """Drop lists past the bounds (under the lock): unaccepted ones past
+        `_UNACCEPTED_KEPT`, then unaccepted before accepted, least recently used first. The
+        newest list always stays. Sizes are read now: a list whose index was built since it
+        came counts it."""
+        newest, rest = self._entries[0], self._entries[1:]
+        allowed = _UNACCEPTED_KEPT - (0 if newest.tools.accepted else 1)
+        unaccepted = [entry for entry in rest if not entry.tools.accepted]
+        dropped = {id(entry) for entry in unaccepted[max(0, allowed) :]}
+        kept = [newest, *(entry for entry in rest if id(entry) not in dropped)]
+        sizes = {id(entry): entry.held for entry in kept}
+        total = sum(sizes.values())
+        older = kept[:0:-1]  # least recently used first, the newest excluded
+        leaving = [e for e in older if not e.tools.accepted] + [
+            e for e in older if e.tools.accepted
+        ]
+        for entry in leaving:
+            if total <= self._max_bytes and len(kept) <= self._size:
+                break
+            kept.remove(entry)
+            total -= sizes[id(entry)]
+        self._entries[:] = kept
 
     def by_source(self, raw: bytes, start: int, end: int) -> tuple[Any, ...] | None:
         """The cached elements parsed from exactly the bytes ``raw[start:end]`` (see
@@ -323,28 +415,26 @@ class ToolsCache:
             for entry in self._entries:
                 if _same_objects(entry.elements, elements):
                     if source not in entry.sources:
-                        entry.sources.insert(0, source)
-                        entry.size += len(source)  # counted against ``max_bytes`` too
-                        for dropped in entry.sources[_SOURCES_PER_LIST:]:
-                            entry.size -= len(dropped)
+                        entry.sources.insert(0, source)  # counted against ``max_bytes`` too
                         del entry.sources[_SOURCES_PER_LIST:]
                     return
 
     @property
     def cached_bytes(self) -> int:
-        """The JSON size of every cached list (what ``max_bytes`` bounds)."""
+        """The memory every cached list holds, estimated (what ``max_bytes`` bounds)."""
         with self._lock:
-            return sum(entry.size for entry in self._entries)
+            return sum(entry.held for entry in self._entries)
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
 
     def prepare(self, settings: BotSettings) -> None:
-        """`CallerTools.prepare` every cached list for ``settings`` (after a reload that
-        changes the namespace descriptions or turns tool search on; nothing when built)."""
+        """`CallerTools.prepare` every cached list an upstream accepted for ``settings``
+        (after a reload that changes the namespace descriptions or turns tool search on;
+        nothing when built)."""
         with self._lock:
-            lists = [entry.tools for entry in self._entries]
+            lists = [entry.tools for entry in self._entries if entry.tools.accepted]
         for tools in lists:
             tools.prepare(settings)
 

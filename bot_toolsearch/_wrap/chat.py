@@ -90,8 +90,10 @@ class ChatPlan:
 
     def __init__(self, setup: Setup, kwargs: Mapping[str, Any]) -> None:
         self._setup = setup
-        self.semantic = setup.projection.protocol.session.semantic is not None
-        """Searches may call the embeddings endpoint: an async door feeds off its loop."""
+        self.offload = setup.offload()
+        """Searches may take long (`Setup.offload`): an async door feeds off its loop."""
+        self.accept = setup.accept
+        """Call when the upstream answered 2xx (`Setup.accept`)."""
         self._kwargs = {k: v for k, v in kwargs.items() if k not in ("messages", "tools")}
         projection = setup.projection
         messages = self._replay(list(kwargs.get("messages") or ()))

@@ -19,13 +19,12 @@ import os
 from collections.abc import Callable
 from typing import Any, overload
 
-import anyio
 import openai
 import openai.resources.chat.completions as chat_resources
 import openai.resources.responses as responses_resources
 
 from bot_toolsearch._config.settings import BotSettings
-from bot_toolsearch._services.threads import off_loop
+from bot_toolsearch._services.threads import POOLS, off_loop
 
 from .chat import ChatPlan
 from .engine import Engine
@@ -134,15 +133,17 @@ class _AsyncResource(_Resource):
         return handled(mode, result, is_async=True)
 
     async def _aplan(self, kwargs: dict[str, Any]) -> Any:
-        """The plan, made on the event loop when the tool list is indexed already, else in a
-        worker thread: indexing a new list (and building its search index) takes time in
-        proportion to the list (most of a second at 10,000 tools), which the loop never waits.
-        A cancelled call leaves the thread to finish; the indexed list is kept."""
+        """The plan, made on the event loop when the tool list is indexed already, else in
+        the ``index`` pool (`bot_toolsearch._services.threads.POOLS`): indexing a new list
+        takes time in proportion to the list (most of a second at 10,000 tools), which the
+        loop never waits. A cancelled call leaves the build to finish; the list is kept.
+
+        Raises:
+            PoolBusy: the index pool's queue is full (a server answers 503).
+        """
         plan = self._plan(kwargs, build=False)
         if plan is Pending.INDEXING:
-            plan = await anyio.to_thread.run_sync(
-                functools.partial(self._plan, kwargs), abandon_on_cancel=True
-            )
+            plan = await POOLS.index.run(functools.partial(self._plan, kwargs), deadline=0)
         return plan
 
     def _plan(self, kwargs: dict[str, Any], *, build: bool = True) -> Any:
@@ -218,11 +219,11 @@ class _AsyncCompletions(_AsyncResource):
         return self._engine.chat_plan(kwargs, build=build)
 
     async def _run(self, plan: ChatPlan, kwargs: dict[str, Any]) -> Any:
-        create = guard_async(self._inner, "chat")
+        create = guard_async(self._inner, "chat", plan.accept)
         if kwargs.get("stream") is True:
             return await AsyncChatStream.start(create, plan)
         while True:
-            done = await off_loop(plan.semantic, plan.feed, await create(**plan.request()))
+            done = await off_loop(plan.offload, plan.feed, await create(**plan.request()))
             if done is not None:
                 return done
 
@@ -240,11 +241,11 @@ class _AsyncResponses(_AsyncResource):
         return self._engine.responses_plan(kwargs, build=build)
 
     async def _run(self, plan: ResponsesPlan, kwargs: dict[str, Any]) -> Any:
-        create = guard_async(self._inner, "responses")
+        create = guard_async(self._inner, "responses", plan.accept)
         if kwargs.get("stream") is True:
             return await AsyncResponsesStream.start(create, plan)
         while True:
-            done = await off_loop(plan.semantic, plan.feed, await create_round_async(create, plan))
+            done = await off_loop(plan.offload, plan.feed, await create_round_async(create, plan))
             if done is not None:
                 return done
 
@@ -260,7 +261,7 @@ class _SyncCompletions(_SyncResource):
         return self._engine.chat_plan(kwargs, build=build)
 
     def _run(self, plan: ChatPlan, kwargs: dict[str, Any]) -> Any:
-        create = guard_sync(self._inner, "chat")
+        create = guard_sync(self._inner, "chat", plan.accept)
         if kwargs.get("stream") is True:
             return SyncChatStream.start(create, plan)
         while True:
@@ -282,7 +283,7 @@ class _SyncResponses(_SyncResource):
         return self._engine.responses_plan(kwargs, build=build)
 
     def _run(self, plan: ResponsesPlan, kwargs: dict[str, Any]) -> Any:
-        create = guard_sync(self._inner, "responses")
+        create = guard_sync(self._inner, "responses", plan.accept)
         if kwargs.get("stream") is True:
             return SyncResponsesStream.start(create, plan)
         while True:

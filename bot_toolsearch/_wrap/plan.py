@@ -51,6 +51,19 @@ class Setup:
     tools: CallerTools
     projection: Projection
 
+    def offload(self) -> bool:
+        """Whether this call's searches may take long: call the embeddings endpoint, or build
+        the keyword index (not built before the upstream accepts the list). An async door
+        runs them in the ``search`` pool then."""
+        if self.projection.protocol.session.semantic is not None:
+            return True
+        return not self.tools.prepared(self.settings)
+
+    def accept(self) -> None:
+        """The upstream answered 2xx to a request carrying the call's tools (see
+        `CallerTools.accept`)."""
+        self.tools.accept(self.settings)
+
 
 class Pending(enum.Enum):
     """What `setup` answers instead of indexing when told not to build (``build=False``)."""
@@ -79,9 +92,12 @@ def setup(
     wrapper is in the path, so with tool search off the denied tools are still left out (and
     a call to one is refused as no such tool).
 
-    A list seen for the first time is indexed, search index included when tool search is on
-    (`CallerTools.prepare`), so no keyword search of any call builds it. With ``build=False``
-    nothing is indexed: `Pending.INDEXING` says that the call would have to.
+    A list seen for the first time gets its catalog only (names, wire names, directory: what
+    the first round needs); its search index and vectors come once the upstream accepts a
+    request carrying it (`CallerTools.accept`, which the plans call on a 2xx answer). An
+    accepted list is prepared for these settings when it is not yet (a reload changed the
+    namespace descriptions). With ``build=False`` nothing is indexed: `Pending.INDEXING`
+    says that the call would have to.
 
     A ``dialect`` (a client that speaks tool search itself, `bot_toolsearch._wrap.native`)
     is honoured whatever ``tool_search_enabled`` says, and never passes through while its
@@ -112,9 +128,10 @@ def setup(
         return Pending.INDEXING
     if indexed.catalog is None:
         return None
-    if not build and not indexed.prepared(settings):
-        return Pending.INDEXING
-    indexed.prepare(settings)
+    if indexed.accepted and not indexed.prepared(settings):
+        if not build:
+            return Pending.INDEXING
+        indexed.prepare(settings)
     forced = requested_tool(tool_choice, api)
     projection = Projection(indexed, settings, forced=forced, dialect=dialect or CONFIG)
     if dialect is None and not projection.active and not projection.filtering:

@@ -319,14 +319,19 @@ def _check(parsed: object, api: Api, request: Any) -> Any:
         raise ModelReplyError(str(exc), request, _excerpt(parsed)) from None
 
 
-def guard_async(resource: Any, api: Api) -> Callable[..., Awaitable[Any]]:
-    """The SDK resource's ``create``, its reply checked (a stream is checked as it is read).
+def guard_async(
+    resource: Any, api: Api, accepted: Callable[[], object] | None = None
+) -> Callable[..., Awaitable[Any]]:
+    """The SDK resource's ``create``, its reply checked (a stream is checked as it is read);
+    ``accepted`` is called once the upstream answered 2xx (the SDK raises on any other).
 
     Sent through ``with_raw_response`` so an unusable reply's error carries its request.
     """
 
     async def guarded(**kwargs: Any) -> Any:
         raw = await resource.with_raw_response.create(**kwargs)
+        if accepted is not None:
+            accepted()
         request = raw.http_response.request
         try:
             parsed = raw.parse()
@@ -337,11 +342,16 @@ def guard_async(resource: Any, api: Api) -> Callable[..., Awaitable[Any]]:
     return guarded
 
 
-def guard_sync(resource: Any, api: Api) -> Callable[..., Any]:
-    """The SDK resource's ``create``, its reply checked (a stream is checked as it is read)."""
+def guard_sync(
+    resource: Any, api: Api, accepted: Callable[[], object] | None = None
+) -> Callable[..., Any]:
+    """The SDK resource's ``create``, its reply checked (a stream is checked as it is read);
+    ``accepted`` is called once the upstream answered 2xx (the SDK raises on any other)."""
 
     def guarded(**kwargs: Any) -> Any:
         raw = resource.with_raw_response.create(**kwargs)
+        if accepted is not None:
+            accepted()
         request = raw.http_response.request
         try:
             parsed = raw.parse()

@@ -137,8 +137,10 @@ class ResponsesPlan:
         self._aliases = aliases if aliases is not None else ResponseAliases()
         self._native = native
         self._searches: list[tuple[CallRequest, tuple[str, ...]]] = []
-        self.semantic = setup.projection.protocol.session.semantic is not None
-        """Searches may call the embeddings endpoint: an async door feeds off its loop."""
+        self.offload = setup.offload()
+        """Searches may take long (`Setup.offload`): an async door feeds off its loop."""
+        self.accept = setup.accept
+        """Call when the upstream answered 2xx (`Setup.accept`)."""
         skip = ("input", "tools", "instructions", "previous_response_id")
         self._kwargs = {k: v for k, v in kwargs.items() if k not in skip}
         raw = kwargs.get("input")

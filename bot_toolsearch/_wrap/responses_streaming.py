@@ -358,7 +358,7 @@ class AsyncResponsesStream:
                 yield _ended_early(caller)
                 return
             response = check_response(round_.response, stream_request(self._upstream))
-            final = await off_loop(self._plan.semantic, self._plan.feed, response)
+            final = await off_loop(self._plan.offload, self._plan.feed, response)
             round_.settle()
             if final is not None:
                 for out in round_.finish(final):

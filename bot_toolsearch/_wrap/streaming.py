@@ -239,7 +239,7 @@ class AsyncChatStream:
                     yield out
             if not round_.finished:
                 raise stream_cut(stream_request(self._upstream))
-            final = await off_loop(self._plan.semantic, self._plan.feed, round_.completion())
+            final = await off_loop(self._plan.offload, self._plan.feed, round_.completion())
             if final is not None:
                 for out in round_.finish(final):
                     yield out

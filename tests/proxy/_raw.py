@@ -198,3 +198,18 @@ def sse(events: list[bytes], *, then: Callable[[socket.socket], None] | None = N
             then(conn)
 
     return handle
+
+
+def drip(stop: threading.Event, *, every: float = 1.0) -> Handler:
+    """A handler that sends 200 headers announcing a large JSON body, then one byte every
+    ``every`` seconds until ``stop`` is set or the client leaves (a per-read timeout never
+    fires)."""
+
+    def handle(conn: socket.socket, _: bytes) -> None:
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"
+        )
+        while not stop.wait(every):
+            conn.sendall(b" ")
+
+    return handle

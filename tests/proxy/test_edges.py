@@ -160,21 +160,22 @@ def test_healthz_answers_while_a_new_tool_list_is_indexed(
         assert replies[0].status == 200
 
 
-def test_the_tool_cache_is_bounded_by_bytes() -> None:
-    cache = caller_tools.ToolsCache(size=100, max_bytes=40_000)
-    lists = [chat_tools(70 + i) for i in range(6)]  # about 15 kB of JSON each
+def test_the_tool_cache_is_bounded_by_what_its_lists_hold() -> None:
+    cache = caller_tools.ToolsCache(size=100, max_bytes=250_000)
+    lists = [chat_tools(70 + i) for i in range(6)]  # about 15 kB of JSON each, ~90 kB held
     first = cache.get(lists[0], "chat", "-_-")
+    first.pin()  # accepted lists: only the byte bound applies
     for tools in lists[1:]:
-        cache.get(tools, "chat", "-_-")
+        cache.get(tools, "chat", "-_-").pin()
     assert 1 < len(cache) < 6
-    assert cache.cached_bytes <= 40_000
+    assert cache.cached_bytes <= 250_000
     assert cache.lookup(lists[0], "chat", "-_-") is None  # the oldest went first
     assert cache.get(lists[0], "chat", "-_-") is not first
     # One list larger than the bound is kept while it is the newest.
     huge = chat_tools(400)
     indexed = cache.get(huge, "chat", "-_-")
     assert len(cache) == 1
-    assert cache.cached_bytes > 40_000
+    assert cache.cached_bytes > 250_000
     assert cache.get(huge, "chat", "-_-") is indexed
 
 

@@ -12,6 +12,8 @@ import pytest
 from bot_toolsearch._config.settings import BotSettings, SkillsSettings
 from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch._proxy.raw_tools import MAX_DEPTH, tools_span
+from bot_toolsearch._services.threads import POOLS
+from bot_toolsearch._wrap.caller_tools import _HELD_PER_JSON_BYTE, _INDEX_PER_JSON_BYTE
 from bot_toolsearch.testing import ScriptedOpenAIServer, text
 from tests.proxy._raw import request, served
 from tests.wrap._tools import chat_tools
@@ -266,8 +268,11 @@ def test_remembered_bytes_count_against_the_cache_bound() -> None:
         with served(app) as port:
             server.script(text("ok"))
             assert _post(port, _plain(A)).status == 200
-        assert app._cache.cached_bytes == len(json.dumps(json.loads(A))) + len(A)
+        assert POOLS.index.wait_idle(30)  # accepted: its search index is built
+        # What the list holds: entries, catalog and one search index, per byte of its JSON.
+        held = (_HELD_PER_JSON_BYTE + _INDEX_PER_JSON_BYTE) * len(json.dumps(json.loads(A)))
+        assert app._cache.cached_bytes == held + len(A)
         # The same list as other objects: the old bytes no longer name the cached objects.
         app._cache.lookup(json.loads(A), "chat", SETTINGS.tools.dot_delimiter)
-        assert app._cache.cached_bytes == len(json.dumps(json.loads(A)))
+        assert app._cache.cached_bytes == held
         assert not _known(app, A)

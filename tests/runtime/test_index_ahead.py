@@ -19,6 +19,7 @@ from bot_toolsearch._core import session as session_module
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.index import SearchIndex
 from bot_toolsearch._services.indexing import index_built
+from bot_toolsearch._services.threads import POOLS
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 from tests._helpers import write_config
 
@@ -279,11 +280,9 @@ def embeddings_settings(server: ScriptedOpenAIServer, cache: Path) -> BotSetting
 
 def join_embedding_threads(before: set[threading.Thread]) -> None:
     """Wait for the background embeddings of tool texts (`warm_semantic`) started since
-    ``before`` (the threads alive then) to finish."""
-    for thread in set(threading.enumerate()) - before:
-        if thread.name == "bot_toolsearch-embeddings":
-            thread.join(TIMEOUT)
-            assert not thread.is_alive()
+    ``before`` to finish: the ``embeddings`` pool is idle."""
+    del before
+    assert POOLS.embeddings.wait_idle(TIMEOUT)
 
 
 def embedding_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -155,9 +155,9 @@ def test_config_toml_with_a_local_model_serves_hybrid_search(
     assert wanted.local
     catalog = ToolCatalog(TOOLS)
     with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
-        thread = warm_semantic(settings, catalog)
-        assert thread is not None
-        thread.join()
+        started = warm_semantic(settings, catalog)
+        assert started is not None
+        started.result()
         session = ToolSearchSession(
             catalog, semantic=semantic_ranker(settings, catalog), max_results=1
         )

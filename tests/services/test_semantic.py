@@ -18,7 +18,8 @@ from bot_toolsearch import Bot, BotSettings, tool, wrap_openai
 from bot_toolsearch._errors import ConfigError
 from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
-from bot_toolsearch._services.semantic import VectorCache, semantic_ranker
+from bot_toolsearch._services.semantic import VectorCache, semantic_ranker, warm_semantic
+from bot_toolsearch._services.threads import POOLS
 from bot_toolsearch.config import ConfigReloader
 from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
@@ -449,3 +450,34 @@ def test_the_client_packs_each_vector_as_it_arrives(embeddings: ScriptedOpenAISe
     assert all(v.typecode == "d" for v in vectors)
     assert [list(v) for v in vectors] == [embeddings.embeddings.vector(t) for t in texts]
     assert len(embeddings.embeddings.requests) == 2  # batches of two
+
+
+# -- bounds: the budget, and a failure seen by the next search -----------------------------------
+
+
+def test_past_the_budget_nothing_is_sent_and_one_line_says_so(
+    embeddings: ScriptedOpenAIServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = _settings(embeddings, tmp_path, max_texts_per_minute=2)  # the catalog needs 3
+    catalog = ToolCatalog(TOOLS)
+    for _ in range(3):
+        assert _session(settings, catalog).search("send email").loaded == ("mail.send",)
+    assert embeddings.embeddings.requests == []
+    budget = [r.getMessage() for r in caplog.records if "max_texts_per_minute" in r.getMessage()]
+    assert len(budget) == 1
+    assert "budget of 2 texts a minute" in budget[0]
+
+
+def test_a_failure_of_the_background_build_is_honoured_by_the_next_search(
+    embeddings: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    embeddings.embeddings.fault = "slow"
+    embeddings.embeddings.delay = 1.0
+    settings = _settings(embeddings, tmp_path, timeout=0.2)
+    catalog = ToolCatalog(TOOLS)
+    started = warm_semantic(settings, catalog)
+    assert started is not None
+    for _ in range(3):  # the first waits for the build (at most its timeout), then BM25
+        assert _session(settings, catalog).search("send email").loaded == ("mail.send",)
+    assert POOLS.embeddings.wait_idle(30)
+    assert len(embeddings.embeddings.requests) == 1  # the build's, never a second one

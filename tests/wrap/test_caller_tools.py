@@ -1,11 +1,14 @@
-"""ToolsCache: an unchanged caller tool list is indexed once, a changed one again."""
+"""ToolsCache: an unchanged caller tool list is indexed once, a changed one again; the cache
+counts what a list holds and keeps few lists no upstream accepted."""
 
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
-from bot_toolsearch._wrap.caller_tools import ToolsCache
+from bot_toolsearch import BotSettings
+from bot_toolsearch._wrap.caller_tools import _UNACCEPTED_KEPT, ToolsCache
 
 from ._tools import chat_tools
 
@@ -44,6 +47,8 @@ def test_api_delimiter_and_length_are_part_of_the_key() -> None:
     cache = ToolsCache()
     tools = chat_tools()
     first = cache.get(tools, "chat", "-_-")
+    first.pin()  # accepted: not among the few unaccepted lists kept
+    cache.get(tools, "chat", "__").pin()
     assert cache.get(tools, "chat", "__") is not first
     assert cache.get(tools[:-1], "chat", "-_-") is not first
     assert cache.get(tools, "chat", "-_-") is first
@@ -77,3 +82,33 @@ def test_an_entry_that_cannot_be_compared_is_indexed_each_time_without_a_crash()
     assert second is not first
     assert len(second.others) == 1
     assert isinstance(second.others[0], _Hostile)
+
+
+def test_lists_no_upstream_accepted_are_kept_few_and_leave_first() -> None:
+    cache = ToolsCache(size=20)
+    mine = cache.get(chat_tools(70), "chat", "-_-")
+    mine.pin()
+    strangers = [cache.get(chat_tools(71 + i), "chat", "-_-") for i in range(_UNACCEPTED_KEPT + 3)]
+    assert len(cache) == 1 + _UNACCEPTED_KEPT  # the accepted list, the newest unaccepted ones
+    assert cache.lookup(chat_tools(70), "chat", "-_-") is mine
+    assert cache.lookup(chat_tools(70 + len(strangers)), "chat", "-_-") is strangers[-1]
+    assert cache.lookup(chat_tools(71), "chat", "-_-") is None
+
+
+def test_the_cache_counts_what_a_list_holds_index_included() -> None:
+    settings = BotSettings.model_validate({"skills": {"tool_search_enabled": True}})
+    cache = ToolsCache()
+    tools = chat_tools()
+    indexed = cache.get(tools, "chat", "-_-")
+    json_size = len(json.dumps(tools))
+    unindexed = cache.cached_bytes
+    assert unindexed >= 5 * json_size  # entries and catalog, not the JSON bytes
+    indexed.pin()
+    indexed.prepare(settings)
+    assert cache.cached_bytes >= unindexed + 2 * json_size  # the search index counts
+    small = ToolsCache(size=10, max_bytes=unindexed + json_size)
+    first = small.get(tools, "chat", "-_-")
+    first.pin()
+    first.prepare(settings)
+    small.get(chat_tools(71), "chat", "-_-")  # over the bound: the older list leaves
+    assert small.lookup(tools, "chat", "-_-") is None

@@ -1,6 +1,7 @@
-"""The wrapper builds a tool list's keyword index when it first indexes the list (tool search
-on), with the configured namespace descriptions, so no keyword search builds it; the async
-client does that indexing in a worker thread, never on the event loop; a config reload that
+"""The wrapper builds a tool list's keyword index once the upstream has accepted a call with
+it (2xx), in the ``index`` pool, with the configured namespace descriptions, so no keyword
+search builds it; a call the upstream refuses (401) builds no index and embeds nothing; the
+async client indexes a new list in a pool, never on the event loop; a config reload that
 changes the descriptions builds the cached lists' new indexes in the reload thread."""
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from bot_toolsearch import BotSettings, wrap_openai
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.index import SearchIndex
 from bot_toolsearch._services.indexing import index_built
+from bot_toolsearch._services.threads import POOLS
 from bot_toolsearch._wrap.caller_tools import ToolsCache
 from bot_toolsearch._wrap.client import engine_of
 from bot_toolsearch._wrap.plan import Pending, setup
-from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
+from bot_toolsearch.testing import ScriptedOpenAIServer, call, error, text
 from tests._helpers import write_config
 
 from ._tools import chat_tools
@@ -57,7 +59,15 @@ def catalog_of(client: object, tools: list[dict[str, Any]]) -> ToolCatalog:
     return found.catalog
 
 
-def test_the_first_call_builds_the_index_the_searches_use(server: ScriptedOpenAIServer) -> None:
+def idle() -> None:
+    """Wait until the index and embeddings pools have finished what was started."""
+    assert POOLS.index.wait_idle(TIMEOUT)
+    assert POOLS.embeddings.wait_idle(TIMEOUT)
+
+
+def test_the_first_accepted_call_builds_the_index_the_searches_use(
+    server: ScriptedOpenAIServer,
+) -> None:
     tools = dotted_tools()
     server.script(text("Nothing to do."))
     client = wrap_openai(
@@ -65,7 +75,9 @@ def test_the_first_call_builds_the_index_the_searches_use(server: ScriptedOpenAI
     )
     with client:
         client.chat.completions.create(model="m", messages=[USER], tools=tools)
+        idle()
         catalog = catalog_of(client, tools)
+        assert catalog_of(client, tools) is catalog
         assert index_built(catalog, NAMESPACES)
         before = indexes(catalog)
         assert len(before) == 1
@@ -112,6 +124,7 @@ async def test_the_async_client_indexes_a_new_list_off_the_event_loop(
     finally:
         await client.close()
 
+    idle()
     assert threads  # the list was indexed ...
     assert threading.get_ident() not in threads  # ... never on the event loop's thread
     assert index_built(catalog_of(client, tools), NAMESPACES)
@@ -127,6 +140,14 @@ def test_a_plan_that_must_index_says_so_instead_of_building() -> None:
     assert plan(SETTINGS, build=False) is Pending.INDEXING
     assert len(cache) == 0  # nothing indexed
     assert plan(SETTINGS, build=True) not in (None, Pending.INDEXING)
+    found = cache.lookup(tools, "chat", "-_-")
+    assert found is not None
+    assert found.catalog is not None
+    assert not index_built(found.catalog, NAMESPACES)  # no upstream accepted it yet
+    found.pin()
+    assert plan(SETTINGS, build=False) is Pending.INDEXING  # accepted: its index is due
+    assert plan(SETTINGS, build=True) not in (None, Pending.INDEXING)
+    assert index_built(found.catalog, NAMESPACES)
     assert plan(SETTINGS, build=False) not in (None, Pending.INDEXING)
     # Other namespace descriptions need another index: not built on the loop either.
     described = BotSettings.model_validate(
@@ -148,6 +169,7 @@ async def test_a_reload_builds_the_cached_lists_new_index_in_the_reload_thread(
     try:
         server.script(text("Nothing to do."))
         await client.chat.completions.create(model="m", messages=[USER], tools=tools)
+        idle()
         catalog = catalog_of(client, tools)
         assert index_built(catalog, {})
         assert not index_built(catalog, NAMESPACES)
@@ -178,3 +200,33 @@ async def test_a_reload_builds_the_cached_lists_new_index_in_the_reload_thread(
 
     assert json.loads(server.requests[2].tool_outputs[0][1])["loaded"]
     assert [id(i) for i in indexes(catalog)] == [id(i) for i in before]
+
+
+def test_a_call_the_upstream_refuses_builds_no_index_and_embeds_nothing(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    server.embeddings.dimension = 64
+    wanted = {"model": "hashed-words", "base_url": server.base_url, "cache_dir": str(tmp_path)}
+    settings = BotSettings.model_validate(
+        {"skills": {"tool_search_enabled": True, "tool_search_embeddings": wanted}}
+    )
+    inner = openai.OpenAI(base_url=server.base_url, api_key="wrong", max_retries=0)
+    lists = [chat_tools(70 + i) for i in range(3)]
+    with wrap_openai(inner, settings=settings) as client:
+        for tools in lists:
+            server.script(error(401, "Incorrect API key provided.", code="invalid_api_key"))
+            with pytest.raises(openai.AuthenticationError):
+                client.chat.completions.create(model="m", messages=[USER], tools=tools)
+        idle()
+        assert server.embeddings.requests == []
+        engine = engine_of(client)
+        assert engine is not None
+        for tools in lists:
+            found = engine.cache.lookup(tools, "chat", "-_-")
+            assert found is None or (found.catalog and not index_built(found.catalog, {}))
+        # Accepted: the same list is indexed and embedded (the test can fail).
+        server.script(text("ok"))
+        client.chat.completions.create(model="m", messages=[USER], tools=lists[-1])
+        idle()
+        assert index_built(catalog_of(client, lists[-1]), {})
+        assert server.embeddings.requests

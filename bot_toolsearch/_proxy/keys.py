@@ -1,0 +1,128 @@
+"""The proxy's own client keys: who may use it, and which key then goes upstream.
+
+Optional, as gateways do: with keys set (``serve --api-key``, or the ``[proxy] keys`` file of
+the config: one key a line, ``#`` comments), a request must carry one of them
+(``Authorization: Bearer`` or ``api-key``), else it is answered 401 before anything is read
+or built; the upstream key is then the operator's (``[model] api_key``, else
+``OPENAI_API_KEY``), never the client's. Keys are compared in constant time, and never logged.
+
+Without client keys, the upstream decides. Before the proxy parses and indexes a large body
+whose upstream key it has not seen accepted lately, it asks the upstream whether the key is
+good (``GET /models``, `KnownKeys`): a 401 or 403 there is the answer, and the body is never
+parsed; a refusal is remembered a few seconds, an acceptance ten minutes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["ClientKeys", "KnownKeys", "read_keys"]
+
+
+def read_keys(path: str | os.PathLike[str]) -> list[str]:
+    """The keys of a keys file: one a line; blank lines and ``#`` comments skipped.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: it holds no key, or a key that is not printable ASCII.
+    """
+    keys = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        key = line.strip()
+        if key and not key.startswith("#"):
+            keys.append(key)
+    if not keys:
+        raise ValueError(f"{path}: no client key in the file")
+    return keys
+
+
+class ClientKeys:
+    """The client keys a proxy accepts, and the upstream key it uses for them.
+
+    Raises:
+        ValueError: no key, a key that is not printable ASCII without spaces, or no
+            upstream key.
+    """
+
+    def __init__(self, keys: Iterable[str], upstream_key: str | None) -> None:
+        self._keys = [key.encode() for key in keys]
+        if not self._keys:
+            raise ValueError("client keys: give at least one")
+        for key in self._keys:
+            if not key.isascii() or not key.decode().isprintable() or b" " in key:
+                raise ValueError("client keys: a key must be printable ASCII without spaces")
+        if not upstream_key:
+            raise ValueError(
+                "client keys are set, so the upstream key must come from the operator: set "
+                "[model] api_key in the config or OPENAI_API_KEY"
+            )
+        self.upstream_key = upstream_key
+
+    def allows(self, key: str | None) -> bool:
+        """Whether ``key`` is one of the keys (every key compared, in constant time)."""
+        given = (key or "").encode("latin-1", "replace")
+        found = False
+        for known in self._keys:
+            found |= hmac.compare_digest(known, given)
+        return found and key is not None
+
+    def __repr__(self) -> str:
+        return f"ClientKeys({len(self._keys)} keys)"  # never the keys themselves
+
+
+class KnownKeys:
+    """Upstream keys the upstream accepted lately, or refused lately (by SHA-256, never the
+    keys): what the proxy knows before it parses a large body (`ProxyApp`'s key probe).
+
+    >>> known = KnownKeys()
+    >>> known.accept("sk-a"); known.ok("sk-a"), known.ok("sk-b")
+    (True, False)
+    >>> known.refuse("sk-b", 401, b"{}"); known.refused("sk-b")
+    (401, b'{}')
+    """
+
+    def __init__(
+        self, *, accepted_for: float = 600.0, refused_for: float = 5.0, size: int = 4096
+    ) -> None:
+        self._accepted: OrderedDict[bytes, float] = OrderedDict()
+        self._refused: OrderedDict[bytes, tuple[float, int, bytes]] = OrderedDict()
+        self._accepted_for, self._refused_for, self._size = accepted_for, refused_for, size
+
+    @staticmethod
+    def _digest(key: str | None) -> bytes:
+        return hashlib.sha256((key or "").encode("utf-8", "replace")).digest()
+
+    def ok(self, key: str | None) -> bool:
+        """Whether the upstream accepted ``key`` lately."""
+        seen = self._accepted.get(self._digest(key))
+        return seen is not None and time.monotonic() - seen < self._accepted_for
+
+    def accept(self, key: str | None) -> None:
+        """The upstream answered 2xx to ``key``."""
+        digest = self._digest(key)
+        self._refused.pop(digest, None)
+        self._accepted[digest] = time.monotonic()
+        self._accepted.move_to_end(digest)
+        while len(self._accepted) > self._size:
+            self._accepted.popitem(last=False)
+
+    def refused(self, key: str | None) -> tuple[int, bytes] | None:
+        """The upstream's recent refusal of ``key`` (status, body), if any."""
+        found = self._refused.get(self._digest(key))
+        if found is None or time.monotonic() - found[0] >= self._refused_for:
+            return None
+        return found[1], found[2]
+
+    def refuse(self, key: str | None, status: int, body: bytes) -> None:
+        """The upstream refused ``key`` (401/403) with ``body``."""
+        digest = self._digest(key)
+        self._refused[digest] = (time.monotonic(), status, body)
+        self._refused.move_to_end(digest)
+        while len(self._refused) > self._size:
+            self._refused.popitem(last=False)

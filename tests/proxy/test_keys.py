@@ -1,0 +1,120 @@
+"""The proxy's own client keys over raw sockets on 127.0.0.1: without one of them a request
+is refused 401 before anything reaches the upstream; with one, the operator's key goes
+upstream, never the client's; the keys come from ``api_keys`` or the ``[proxy] keys`` file.
+Without client keys, a large body is parsed only once the upstream took its key."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from bot_toolsearch import BotSettings
+from bot_toolsearch._proxy.app import ProxyApp
+from bot_toolsearch._proxy.keys import ClientKeys, read_keys
+from tests.wrap._tools import chat_tools
+
+from ._raw import Upstream, answer, post, request, served
+from .test_limits import COMPLETION, USER
+
+OPERATOR = BotSettings.model_validate({"model": {"api_key": "sk-operator"}})
+
+
+def _auth(key: str) -> str:
+    return f"\r\nAuthorization: Bearer {key}"
+
+
+def test_a_request_without_a_client_key_never_reaches_the_upstream() -> None:
+    upstream = Upstream(answer(COMPLETION))
+    try:
+        app = ProxyApp(upstream.url, settings=OPERATOR, api_keys=["k-one", "k-two"])
+        with served(app) as port:
+            payload = {"model": "m", "messages": [USER]}
+            for extra in ("", _auth("sk-client"), _auth("k-one-and-more")):
+                refused = post(port, "/v1/chat/completions", payload, extra=extra)
+                assert refused.status == 401
+                assert refused.json()["error"]["code"] == "invalid_api_key"
+            models = request(port, b"GET /v1/models HTTP/1.1\r\nHost: x")
+            assert models.status == 401
+            assert upstream.received == []
+            assert post(port, "/v1/chat/completions", payload, extra=_auth("k-two")).status == 200
+            assert request(port, b"GET /v1/models HTTP/1.1\r\nHost: x" + _auth("k-one").encode())
+    finally:
+        upstream.close()
+    assert len(upstream.received) == 2
+    for sent in upstream.received:
+        head = sent.partition(b"\r\n\r\n")[0].lower()
+        assert b"authorization: bearer sk-operator" in head
+        assert b"k-one" not in head
+        assert b"k-two" not in head
+
+
+def test_the_keys_file_of_the_config_is_read(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.txt"
+    keys.write_text("# the team's keys\nk-file\n\n", encoding="utf-8")
+    assert read_keys(keys) == ["k-file"]
+    settings = BotSettings.model_validate(
+        {"model": {"api_key": "sk-operator"}, "proxy": {"keys": str(keys)}}
+    )
+    upstream = Upstream(answer(COMPLETION))
+    try:
+        with served(ProxyApp(upstream.url, settings=settings)) as port:
+            payload = {"model": "m", "messages": [USER]}
+            assert post(port, "/v1/chat/completions", payload).status == 401
+            assert post(port, "/v1/chat/completions", payload, extra=_auth("k-file")).status == 200
+    finally:
+        upstream.close()
+
+
+def test_client_keys_need_an_upstream_key_and_hide_themselves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="upstream key must come from the operator"):
+        ProxyApp("http://127.0.0.1:9", api_keys=["k"])
+    empty = tmp_path / "keys.txt"
+    empty.write_text("# none yet\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no client key"):
+        read_keys(empty)
+    assert "secret" not in repr(ClientKeys(["secret"], "sk-operator"))
+
+
+def test_a_large_body_with_a_refused_key_is_never_parsed() -> None:
+    denied = {"error": {"message": "Incorrect API key provided.", "code": "invalid_api_key"}}
+    upstream: Upstream
+
+    def keyed(conn: socket.socket, body: bytes) -> None:
+        head = upstream.received[-1].partition(b"\r\n\r\n")[0].lower()
+        if b"authorization: bearer sk-good" in head:
+            answer({"object": "list", "data": []} if head.startswith(b"get") else COMPLETION)(
+                conn, body
+            )
+            return
+        raw = json.dumps(denied).encode()
+        conn.sendall(
+            b"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(raw), raw)
+        )
+
+    upstream = Upstream(keyed)
+    long = {"role": "user", "content": "word " * 250_000}  # more than a megabyte of JSON
+    payload = {"model": "m", "messages": [long], "tools": chat_tools(70)}
+    try:
+        app = ProxyApp(upstream.url)
+        with served(app) as port:
+            for _ in range(3):
+                refused = post(port, "/v1/chat/completions", payload)
+                assert refused.status == 401
+                assert refused.json() == denied
+            assert upstream.paths == ["/models"]  # asked once, remembered; no POST
+            assert len(app._cache) == 0  # nothing parsed, nothing indexed
+            accepted = post(port, "/v1/chat/completions", payload, extra=_auth("sk-good"))
+            assert accepted.status == 200
+            assert upstream.paths == ["/models", "/models", "/chat/completions"]
+            again = post(port, "/v1/chat/completions", payload, extra=_auth("sk-good"))
+            assert again.status == 200  # the key is known good: no second question
+            assert upstream.paths[-2:] == ["/chat/completions", "/chat/completions"]
+    finally:
+        upstream.close()
