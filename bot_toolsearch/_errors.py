@@ -4,7 +4,7 @@ Mistakes made by the *model* (bad tool arguments, unknown tools) never raise: th
 results the model reads. Mistakes made by the *developer* or in the *config* raise one of these::
 
     ToolSearchError
-    ├── ToolSearchNameCollisionError (also ValueError)  a real tool is named ``tool_search``
+    ├── ToolSearchNameCollisionError (also ValueError)  kept for old code: no longer raised
     ├── CatalogError (also ValueError)                   a tool catalog cannot be used as given
     ├── ConfigError (also ValueError)                    a config file or value is invalid
     ├── ToolNotPermittedError (also ValueError)          a request names a denied tool
@@ -31,6 +31,9 @@ class ToolSearchError(Exception):
 
 class ToolSearchNameCollisionError(ToolSearchError, ValueError):
     """A real tool uses the reserved name ``tool_search``.
+
+    No door raises it any more: a catalog skips such a tool with its one summary warning and
+    keeps every other tool. Kept so that code catching it still imports.
 
     Attributes:
         name: the colliding tool name as given.

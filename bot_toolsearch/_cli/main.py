@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from .chat import add_chat_subparsers
 from .config import add_config_subparser
+from .eval import add_eval_subparser
 from .mcp import add_mcp_subparser
 from .options import INTERRUPTED, USAGE, CliError, CliParser, report_error
 from .search import add_catalog_subparser, add_search_subparser
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_chat_subparsers(subparsers)
     add_config_subparser(subparsers)
     add_search_subparser(subparsers)
+    add_eval_subparser(subparsers)
     add_catalog_subparser(subparsers)
     add_serve_subparser(subparsers)
     add_mcp_subparser(subparsers)

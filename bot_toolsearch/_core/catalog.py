@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from typing import Any, TypeVar
 
 from bot_toolsearch._core.unicode import well_formed
-from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
+from bot_toolsearch._errors import CatalogError
 
 from .index import Document, Fragments, SearchIndex
 from .tokens import release_caches, text_terms
@@ -201,8 +201,10 @@ class ToolCatalog:
             one warning line on the ``bot_toolsearch`` logger (counts and the first few
             entries). Of duplicate names, the first is kept.
 
+    A tool named exactly ``tool_search`` (the virtual search tool's name) is skipped the same
+    way, counted as ``reserved`` in that one warning: every other tool stays searchable.
+
     Raises:
-        ToolSearchNameCollisionError: a tool is named exactly ``tool_search``.
         CatalogError: ``schemas`` is not a sequence of schemas (a string, a mapping, ``None``,
             a number). An entry whose ``parameters`` nest deeper than `MAX_SCHEMA_DEPTH`
             levels, refer to themselves or hold non-JSON values is skipped with a warning.
@@ -256,7 +258,12 @@ class ToolCatalog:
                 continue
             name = function.get("name")
             if name == TOOL_SEARCH_NAME:
-                raise ToolSearchNameCollisionError(name)
+                # The virtual search tool's name: skipped like any unusable entry, so that one
+                # such tool never costs the catalog every other tool.
+                skipped.add(
+                    position, name, "the reserved name of the virtual search tool", "reserved"
+                )
+                continue
             reason = invalid_name_reason(name)
             if reason is not None:
                 skipped.add(position, name, reason, "invalid name")

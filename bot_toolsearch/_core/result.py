@@ -52,7 +52,9 @@ class ToolSearchResult:
     """The number of initially deferred tools; constant for the session."""
     names: tuple[str, ...] = ()
     """A page of the names in a ``select:namespace.*`` namespace too large to load at once
-    (nothing of it is loaded): the model selects the ones it needs. Omitted when empty."""
+    (nothing of it is loaded): the model selects the ones it needs; or, when a keyword search
+    fell below the no-match floor, the closest tools as hints (not loaded). Omitted when
+    empty."""
     next_query: str | None = None
     """The query for the next page of `names`; omitted when there is none."""
     error: str | None = None

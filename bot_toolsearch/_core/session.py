@@ -28,10 +28,12 @@ from .query import (
 )
 from .result import ToolSearchResult, read_arguments
 
-__all__ = ["NAMES_PAGE", "ToolSearchSession"]
+__all__ = ["NAMES_PAGE", "NO_MATCH_HINTS", "ToolSearchSession"]
 
 logger = logging.getLogger("bot_toolsearch")
 
+NO_MATCH_HINTS = 3
+"""Closest tools named as hints when a search falls below the no-match floor."""
 NAMES_PAGE = 50
 """Names per page when ``select:namespace.*`` lists a namespace too large to load."""
 
@@ -62,16 +64,20 @@ class ToolSearchSession:
             instructions, folder READMEs): lines of a grouped directory, and text keyword
             search matches. Read when first needed; treat it as read-only.
         semantic: the optional semantic stage over this catalog, ``semantic(text, count)``
-            -> document ids (catalog ranks) best first, or ``None`` when unavailable; it must
-            not raise (`bot_toolsearch._core.fusion.SemanticRanker`). A keyword query's
-            ranking is fused with BM25's (`bot_toolsearch._core.fusion`);
+            -> ``(document id, similarity)`` pairs (ids are catalog ranks) best first, or
+            ``None`` when unavailable; it must not raise
+            (`bot_toolsearch._core.fusion.SemanticRanker`). A keyword query's BM25 scores are
+            fused with the similarities (`bot_toolsearch._core.fusion`);
             ``select:`` and exact names never call it. ``None``: BM25 alone.
+        no_match_floor: with ``semantic``, a keyword search whose candidates are all less
+            similar to the query than this (cosine) loads nothing: it answers the query as
+            not found, with the `NO_MATCH_HINTS` closest tools in ``names`` as hints.
+            ``None`` (the default): off.
 
     Raises:
-        ValueError: ``max_results`` is not a positive integer, or ``directory_budget`` is
-            not an integer >= 0.
+        ValueError: ``max_results`` is not a positive integer, ``directory_budget`` is
+            not an integer >= 0, or ``no_match_floor`` is not in [-1, 1].
         TypeError: ``always_loaded`` or ``hidden`` is a single string.
-        ToolSearchNameCollisionError: the schemas contain a tool named ``tool_search``.
     """
 
     __slots__ = (
@@ -83,12 +89,15 @@ class ToolSearchSession:
         "_described",
         "_directory",
         "_excluded",
+        "_excluded_docs",
         "_exposed",
         "_hidden",
         "_initial",
         "_loaded",
+        "_loaded_docs",
         "_max_results",
         "_namespaces",
+        "_no_match_floor",
         "_search_loaded",
         "_semantic",
     )
@@ -103,7 +112,9 @@ class ToolSearchSession:
         decode_name: NameDecoder | None = None,
         directory_budget: int = DEFAULT_DIRECTORY_BUDGET,
         namespaces: Mapping[str, str] | None = None,
-        semantic: Callable[[str, int], Sequence[int] | None] | None = None,
+        semantic: Callable[[str, int], Sequence[tuple[int, float]] | Sequence[int] | None]
+        | None = None,
+        no_match_floor: float | None = None,
     ) -> None:
         if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
             raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
@@ -115,6 +126,11 @@ class ToolSearchSession:
             raise ValueError(f"directory_budget must be an integer >= 0, got {directory_budget!r}")
         self._budget = directory_budget
         self._semantic = semantic
+        if no_match_floor is not None and not -1.0 <= no_match_floor <= 1.0:
+            raise ValueError(
+                f"no_match_floor must be a similarity in [-1, 1], got {no_match_floor!r}"
+            )
+        self._no_match_floor = no_match_floor
         self._namespaces = namespaces
         self._described: tuple[tuple[str, str], ...] | None = None
         self._directory: DeferredDirectory | None = None
@@ -142,6 +158,9 @@ class ToolSearchSession:
         self._search_loaded: list[str] = []
         self._exposed = frozenset((*self._initial, TOOL_SEARCH_NAME))
         self._excluded = self._hidden | initial
+        self._excluded_docs: frozenset[int] | None = None
+        rank = catalog.rank
+        self._loaded_docs = {rank(name) for name in initial}
         self._deferred: tuple[str, ...] | None = None
         self._catalog_names: tuple[str, ...] | None = None
 
@@ -153,7 +172,9 @@ class ToolSearchSession:
         return self._catalog
 
     @property
-    def semantic(self) -> Callable[[str, int], Sequence[int] | None] | None:
+    def semantic(
+        self,
+    ) -> Callable[[str, int], Sequence[tuple[int, float]] | Sequence[int] | None] | None:
         """The semantic stage keyword searches fuse with BM25, or ``None`` (BM25 alone)."""
         return self._semantic
 
@@ -322,6 +343,8 @@ class ToolSearchSession:
                 break
         # The loaded set only grows within a session.
         self._loaded.update(loaded)
+        rank = self._catalog.rank
+        self._loaded_docs.update(rank(name) for name in loaded)
         self._search_loaded.extend(loaded)
         return self._result(
             loaded=tuple(loaded), already_loaded=tuple(already), truncated=truncated
@@ -392,33 +415,78 @@ class ToolSearchSession:
         index = search_index(self._catalog, self._namespace_items())
         scores = index.scores(parsed.terms, parsed.required)
         # Keyword hits are initially deferred tools only: never hidden or always-loaded ones.
-        rank = self._catalog.rank
-        for name in self._excluded:
-            scores.pop(rank(name), None)
+        excluded = self._excluded_ranks()
+        if excluded:
+            if len(excluded) < len(scores):
+                for doc in excluded:
+                    scores.pop(doc, None)
+            else:
+                scores = {d: v for d, v in scores.items() if d not in excluded}
         if self._semantic is not None:
             fused = self._fused(parsed, scores, limit)
             if fused is not None:
-                if not fused:
+                order, best = fused
+                if not order:
                     return self._result(not_found=(parsed.text,))
                 names = self._catalog.sorted_names
-                return self._take((names[doc] for doc in fused), limit)
+                floor = self._no_match_floor
+                if floor is not None and best is not None and best < floor:
+                    # Nothing is close in meaning: no tool rather than five weak ones; the
+                    # closest names are hints the model may select: if one fits after all.
+                    hints = [names[d] for d in order if names[d] not in self._loaded]
+                    return self._result(
+                        not_found=(parsed.text,), names=tuple(hints[:NO_MATCH_HINTS])
+                    )
+                return self._take((names[doc] for doc in order), limit)
         if not scores:
             return self._result(not_found=(parsed.text,))
-        # Enough of the ranking to reach `limit` new tools past every loaded one, plus one.
-        depth = limit + len(self._loaded) + 1
+        return self._take(self._ranked(scores, limit), limit)
+
+    def _excluded_ranks(self) -> frozenset[int]:
+        """The document ids of the hidden and always-loaded tools (fixed per session)."""
+        if self._excluded_docs is None:
+            rank = self._catalog.rank
+            self._excluded_docs = frozenset(rank(name) for name in self._excluded)
+        return self._excluded_docs
+
+    def _ranked(self, scores: dict[int, float], limit: int) -> list[str]:
+        """What `_take` needs of the BM25 ranking, in order: the ``limit + 1`` best tools not
+        loaded yet and every loaded tool ranked above the last of them.
+
+        Its cost does not grow with the loaded set: the loaded tools' scores are set aside
+        (one look-up each) instead of deepening the cut by their number.
+        """
+        names = self._catalog.sorted_names
+        loaded = self._loaded_docs
+        held: dict[int, float] = {}
+        if loaded:
+            if len(loaded) < len(scores):
+                held = {d: scores.pop(d) for d in loaded if d in scores}
+            else:
+                held = {d: s for d, s in scores.items() if d in loaded}
+                scores = {d: s for d, s in scores.items() if d not in loaded}
+        depth = limit + 1
         if depth < len(scores):
-            # Cut at the depth-th best score first; ties at the cut stay in, so the
+            # Cut at the depth-th best score first (in C); ties at the cut stay in, so the
             # (score, doc id) order below is exact.
             floor = heapq.nlargest(depth, scores.values())[-1]
-            scores = {d: s for d, s in scores.items() if s >= floor}
-        top = sorted(scores, key=lambda d: (-scores[d], d))
-        names = self._catalog.sorted_names
-        return self._take((names[doc] for doc in top), limit)
+            top = [d for d, s in scores.items() if s >= floor]
+        else:
+            top = list(scores)
+        top.sort(key=lambda d: (-scores[d], d))
+        if held:
+            cut = (-scores[top[limit]], top[limit]) if len(top) > limit else None
+            keys = {d: (-s, d) for d, s in held.items()}
+            above = [d for d, key in keys.items() if cut is None or key < cut]
+            merged = {d: (-scores[d], d) for d in top[:depth]} | {d: keys[d] for d in above}
+            return [names[doc] for doc in sorted(merged, key=merged.__getitem__)]
+        return [names[doc] for doc in top[:depth]]
 
     def _fused(
         self, parsed: KeywordQuery, scores: dict[int, float], limit: int
-    ) -> list[int] | None:
-        """The BM25 ``scores`` fused with the semantic ranking, or ``None`` without one."""
+    ) -> tuple[list[int], float | None] | None:
+        """The BM25 ``scores`` fused with the semantic ranking, and the best similarity of a
+        candidate (``None`` from a hook that gives bare ids); ``None`` without a ranking."""
         assert self._semantic is not None
         # The text as the model meant it: ``+`` marks dropped, as bounded as the parser's.
         words = parsed.text[:MAX_KEYWORD_CHARS].split()
@@ -427,16 +495,20 @@ class ToolSearchSession:
         ranked = self._semantic(text, depth + len(self._excluded))
         if ranked is None:
             return None
-        rank = self._catalog.rank
-        excluded = {rank(name) for name in self._excluded}
-        semantic = [doc for doc in ranked if doc not in excluded]
-        return fuse(
-            scores,
-            semantic,
-            depth=depth,
-            tiers=len(parsed.terms) == 1,
-            allowed=scores.keys() if parsed.required else None,
-        )
+        excluded = self._excluded_ranks()
+        semantic: list[Any] = [
+            item
+            for item in ranked
+            if (item[0] if isinstance(item, tuple) else item) not in excluded
+        ]
+        allowed = scores.keys() if parsed.required else None
+        similarities = [
+            item[1]
+            for item in semantic
+            if isinstance(item, tuple) and (allowed is None or item[0] in allowed)
+        ]
+        order = fuse(scores, semantic, depth=depth, tiers=len(parsed.terms) == 1, allowed=allowed)
+        return order, max(similarities, default=None)
 
     def execute(self, arguments: object) -> str:
         """Run a model's ``tool_search`` call and return the tool result text.

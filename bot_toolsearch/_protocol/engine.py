@@ -21,6 +21,7 @@ from typing import Any
 from bot_toolsearch._config.settings import BlindCallPolicy, BotSettings, ToolSearchLoading
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.directory import DeferredDirectory
+from bot_toolsearch._core.fusion import SemanticRanker
 from bot_toolsearch._core.prompt import (
     CALL_TOOL_NAME,
     GROUPED_DIRECTORY_RULES,
@@ -154,7 +155,7 @@ class ToolSearchProtocol:
         always_loaded: Iterable[str] = (),
         forced: str | None = None,
         report: Report = _log,
-        semantic: Callable[[str, int], Sequence[int] | None] | None = None,
+        semantic: SemanticRanker | None = None,
         dialect: Dialect = CONFIG,
     ) -> None:
         skills = settings.skills
@@ -177,6 +178,11 @@ class ToolSearchProtocol:
             directory_budget=skills.tool_search_directory_budget,
             namespaces=namespaces,
             semantic=semantic,
+            no_match_floor=(
+                skills.tool_search_embeddings.no_match_floor
+                if semantic is not None and skills.tool_search_embeddings is not None
+                else None
+            ),
         )
         self._deferred = frozenset(self.session.deferred_tool_names)
         self._declared: set[str] = set()

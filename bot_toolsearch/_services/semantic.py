@@ -1,6 +1,7 @@
 """The semantic stage of tool search: tool vectors cached on disk, the query embedded per search.
 
-``[skills] tool_search_embeddings`` names an OpenAI-compatible embeddings endpoint and model.
+``[skills] tool_search_embeddings`` names an OpenAI-compatible embeddings endpoint and model,
+or a local model that `LocalEmbedder` runs in the process (same interface, same cache).
 `semantic_ranker` gives a door (the `Bot`, the wrapper, hence the proxy) the
 `SemanticRanker` hook of one catalog, which the core session fuses with BM25. Per catalog, in
 the background when a door prepares it (`warm_semantic`), else on the first keyword search,
@@ -41,6 +42,7 @@ from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.fusion import SemanticRanker
 from bot_toolsearch._transports.embeddings import EmbeddingsClient, EmbeddingsError
 
+from .local_embedder import LocalEmbedder
 from .threads import POOLS, PoolBusy
 
 __all__ = [
@@ -309,8 +311,9 @@ class _Matrix:
         """Whether searches use numpy."""
         return self._rows is not None
 
-    def top(self, query: Sequence[float], count: int) -> list[int]:
-        """The ``count`` most similar rows to the unit vector ``query``, best first."""
+    def top(self, query: Sequence[float], count: int) -> list[tuple[int, float]]:
+        """The ``count`` most similar rows to the unit vector ``query`` with their cosine
+        similarities, best first."""
         if count <= 0 or not self.count:
             return []
         if self._rows is not None:
@@ -322,10 +325,12 @@ class _Matrix:
             norm - dist(flat[start : start + step], point) ** 2
             for norm, start in zip(self._norms, range(0, len(flat), step), strict=True)
         ]
+        squared = math.fsum(x * x for x in point)
         # nlargest keeps the first of equal items, as sorted(..., reverse=True) does.
-        return heapq.nlargest(count, range(self.count), key=similarity.__getitem__)
+        best = heapq.nlargest(count, range(self.count), key=similarity.__getitem__)
+        return [(d, (similarity[d] + squared) / 2) for d in best]
 
-    def _numpy_top(self, query: Sequence[float], count: int) -> list[int]:
+    def _numpy_top(self, query: Sequence[float], count: int) -> list[tuple[int, float]]:
         np = _import_numpy()
         # einsum, not matmul: numpy's own loop on one thread (3 ms at 10,000 x 1,536 however
         # busy the cores are), where a threaded BLAS took 1.4 ms on idle cores but 8-12 ms on
@@ -340,7 +345,8 @@ class _Matrix:
         else:
             candidates = np.arange(self.count)
         order = np.argsort(-scores[candidates], kind="stable")[:count]
-        return [int(d) for d in candidates[order]]
+        best = candidates[order]
+        return list(zip(best.tolist(), scores[best].astype(float).tolist(), strict=True))
 
 
 def _identity(endpoint: str, model: str) -> str:
@@ -420,9 +426,11 @@ class _Embedder:
 
     def __init__(self, settings: EmbeddingsSettings) -> None:
         self.settings = settings
-        self.client = EmbeddingsClient(settings)
+        self.client: EmbeddingsClient | LocalEmbedder = (
+            LocalEmbedder(settings) if settings.local else EmbeddingsClient(settings)
+        )
         # The header names the endpoint by a hash: a base_url may carry credentials.
-        identity = _identity(self.client.endpoint, settings.model)
+        identity = _identity(self.client.endpoint, settings.model or "")
         self.cache = VectorCache(settings.cache_dir or _default_folder(), identity)
         self.budget = _Budget(settings.max_texts_per_minute)
         self._lock = threading.Lock()
@@ -438,7 +446,7 @@ class _Embedder:
 
     def rank(
         self, catalog: ToolCatalog, text: str, count: int, *, generation: int
-    ) -> list[int] | None:
+    ) -> list[tuple[int, float]] | None:
         """The `SemanticRanker` of ``catalog`` (bound with `functools.partial`); never raises,
         and returns within ``timeout`` seconds (``None``: BM25 alone)."""
         if self.down(generation):

@@ -179,7 +179,7 @@ class EmbeddingsClient:
     def _batch(self, texts: list[str], dimension: int | None) -> list[array[float]]:
         try:
             response = self._sdk().embeddings.create(
-                model=self.settings.model, input=texts, encoding_format="float"
+                model=self.settings.model or "", input=texts, encoding_format="float"
             )
             data = sorted(response.data, key=lambda item: item.index)
             vectors = [list(item.embedding) for item in data]

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from bot_toolsearch._config.settings import BotSettings, EmbeddingsSettings
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog, indexes_built
-from bot_toolsearch._errors import CatalogError, ToolSearchNameCollisionError
+from bot_toolsearch._errors import CatalogError
 from bot_toolsearch._services.indexing import build_index, index_built
 from bot_toolsearch._services.permissions import pattern_filter
 from bot_toolsearch._services.semantic import warm_semantic
@@ -106,8 +106,8 @@ class CallerTools:
     api: Api
     """The tool shape of the list."""
     catalog: ToolCatalog | None
-    """The core's index of the function tools; ``None`` passes every request through (a
-    caller tool is named ``tool_search``, or there is no function tool)."""
+    """The core's index of the function tools; ``None`` passes every request through (no
+    function tool other than one named ``tool_search``, which the catalog skips)."""
     entries: Mapping[str, Mapping[str, Any]]
     """Canonical (the caller's) name -> the caller's own entry, with the wire name set."""
     others: tuple[Any, ...]
@@ -139,15 +139,9 @@ class CallerTools:
                 functions.append(tool)
             else:
                 others.append(tool)
-        try:
-            catalog = ToolCatalog([_chat_schema(tool, api) for tool in functions])
-        except ToolSearchNameCollisionError:
-            logger.error(
-                "a caller tool is named %r: tool search is off for this tool list "
-                "(every request passes through unchanged)",
-                TOOL_SEARCH_NAME,
-            )
-            catalog = None
+        # A caller tool named ``tool_search`` is skipped by the catalog (its one summary
+        # warning): the virtual tool takes the name, every other tool stays searchable.
+        catalog: ToolCatalog | None = ToolCatalog([_chat_schema(tool, api) for tool in functions])
         names = WireNames.build(
             [*(catalog.names if catalog is not None else ()), TOOL_SEARCH_NAME],
             dot_delimiter=dot_delimiter,

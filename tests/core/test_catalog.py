@@ -82,11 +82,28 @@ def test_first_duplicate_wins(caplog: pytest.LogCaptureFixture) -> None:
     assert sum("duplicate" in r.getMessage() for r in caplog.records) == 1
 
 
-def test_reserved_name_raises() -> None:
-    with pytest.raises(ToolSearchNameCollisionError) as info:
-        ToolCatalog([fn("ok"), fn("tool_search")])
-    assert info.value.name == "tool_search"
-    assert isinstance(info.value, ValueError)
+def test_reserved_name_is_skipped_with_the_one_summary_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        catalog = ToolCatalog([fn("ok"), fn("tool_search"), fn("dup"), fn("dup"), fn("more")])
+    assert catalog.names == ("ok", "dup", "more")
+    assert "tool_search" not in catalog
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1
+    assert "1 reserved" in lines[0]
+    assert "1 duplicate" in lines[0]
+    assert "'tool_search'" in lines[0]
+    # The rest of the catalog is searchable as usual.
+    session = ToolSearchSession(catalog)
+    assert session.search("more").loaded == ("more",)
+    assert session.search("select:tool_search").loaded == ()
+
+
+def test_the_collision_error_stays_importable_for_old_code() -> None:
+    error = ToolSearchNameCollisionError("tool_search")
+    assert error.name == "tool_search"
+    assert isinstance(error, ValueError)
 
 
 def test_case_variant_of_reserved_name_is_allowed_with_a_warning(

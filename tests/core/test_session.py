@@ -493,3 +493,57 @@ def test_a_decoder_of_the_names_sent_resolves_other_delimiters_and_hidden_stays_
     # The default delimiter is not undone when the caller's decoder does not know it.
     assert session.search("select:time-_-week_number").not_found == ("time-_-week_number",)
     assert session.search("select:time__now").not_found == ("time__now",)
+
+
+def test_a_session_with_many_loaded_tools_ranks_as_the_full_sort_does() -> None:
+    """The loaded tools' scores are set aside rather than deepening the cut: the result must
+    still be what walking the whole (score, id) order gives."""
+    import random
+
+    from bot_toolsearch._core.query import KeywordQuery, parse_query
+
+    rng = random.Random(30)
+    words = ["weather", "city", "email", "send", "song", "play", "area", "shape", "file", "list"]
+    schemas = [
+        {
+            "type": "function",
+            "function": {
+                "name": f"ns{i % 7}.tool_{i}",
+                "description": " ".join(rng.choices(words, k=rng.randint(1, 6))),
+            },
+        }
+        for i in range(120)
+    ]
+    catalog = ToolCatalog(schemas)
+    for trial in range(30):
+        session = ToolSearchSession(catalog, max_results=200, always_loaded=["ns0.tool_0"])
+        preload = rng.sample(catalog.names, rng.randint(0, 100))
+        session.search("select:" + ",".join(preload))
+        query = " ".join(rng.sample(words, rng.randint(1, 3)))
+        limit = rng.randint(1, 6)
+        before = set(session.loaded_tool_names)
+        parsed = parse_query(query)
+        assert isinstance(parsed, KeywordQuery)
+        scores = catalog.index.scores(parsed.terms)
+        ranked = sorted(
+            (d for d in scores if catalog.sorted_names[d] != "ns0.tool_0"),
+            key=lambda d: (-scores[d], d),
+        )
+        loaded: list[str] = []
+        already: list[str] = []
+        truncated = False
+        for doc in ranked:
+            name = catalog.sorted_names[doc]
+            if name in before:
+                already.append(name)
+            elif len(loaded) < limit:
+                loaded.append(name)
+            else:
+                truncated = True
+                break
+        result = session.search(query, limit)
+        assert (result.loaded, result.already_loaded, result.truncated) == (
+            tuple(loaded),
+            tuple(already),
+            truncated,
+        ), (trial, query)

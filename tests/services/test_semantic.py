@@ -84,8 +84,8 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_the_table_is_validated_with_clear_errors() -> None:
-    with pytest.raises(ConfigError, match=r"skills\.tool_search_embeddings\.model"):
-        BotSettings.model_validate({"skills": {"tool_search_embeddings": {"base_url": "x"}}})
+    with pytest.raises(ConfigError, match=r"tool_search_embeddings: needs 'model'.*'package'"):
+        BotSettings.model_validate({"skills": {"tool_search_embeddings": {"timeout": 3.0}}})
     with pytest.raises(ConfigError, match=r"tool_search_embeddings\.base_url"):
         BotSettings.model_validate(
             {"skills": {"tool_search_embeddings": {"model": "m", "base_url": "localhost:1"}}}
@@ -123,7 +123,7 @@ def test_the_key_is_read_from_config_toml_and_hot_reloaded(
     )
     assert not reloader.reload()  # refused: the last good settings stay in force
     assert reloader.last_error is not None
-    assert "tool_search_embeddings.model" in str(reloader.last_error)
+    assert "tool_search_embeddings.base_url" in str(reloader.last_error)
     assert reloader.snapshot().skills.tool_search_embeddings is not None
 
 

@@ -52,14 +52,28 @@ def test_numpy_and_pure_python_rank_random_vectors_alike(
     exact = [math.fsum(a * b for a, b in zip(unit, query, strict=True)) for unit in units]
     expected = sorted(range(400), key=lambda d: (-exact[d], d))
     for count in (1, 7, 100, 399, 400, 1000):
-        assert numpy_matrix.top(query, count) == expected[:count]
-        assert python_matrix.top(query, count) == expected[:count]
+        for matrix in (numpy_matrix, python_matrix):
+            found = matrix.top(query, count)
+            assert [d for d, _ in found] == expected[:count]
+            # The similarity is the cosine, to float32 precision.
+            assert all(math.isclose(s, exact[d], abs_tol=1e-5) for d, s in found)
     assert numpy_matrix.top(query, 0) == python_matrix.top(query, 0) == []
+
+
+class _Ids:
+    """A matrix whose `top` gives the document ids alone."""
+
+    def __init__(self, matrix: Any) -> None:
+        self.matrix = matrix
+
+    def top(self, query: list[float], count: int) -> list[int]:
+        return [d for d, _ in self.matrix.top(query, count)]
 
 
 def test_ties_go_to_document_order_on_both_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = [[3.0, 0.0], [0.0, 1.0], [1.0, 0.0], [2.0, 0.0], [0.6, 0.8], [0.0, 0.0]]
-    for matrix in _both(rows, 2, monkeypatch):
+    for scored in _both(rows, 2, monkeypatch):
+        matrix = _Ids(scored)
         # Rows 0, 2 and 3 are the same unit vector: equal scores, earliest first, also
         # when the cut falls among them.
         assert matrix.top([1.0, 0.0], 2) == [0, 2]
@@ -147,7 +161,10 @@ def test_both_paths_serve_the_same_searches_over_http(
         catalog = ToolCatalog(tools)  # a new catalog: its matrix is built on this path
         ranker = semantic_ranker(settings, catalog)
         assert ranker is not None
-        found[fast] = [ranker(query, 20) for query in (RAIN, "send a letter", "tool number 7")]
+        found[fast] = [
+            [d for d, _ in ranker(query, 20) or ()]
+            for query in (RAIN, "send a letter", "tool number 7")
+        ]
         session = ToolSearchSession(catalog, semantic=ranker, max_results=1)
         assert session.search(RAIN).loaded == ("weather.forecast",)
     assert found[True] == found[False]

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from bot_toolsearch import Tool, ToolSearchNameCollisionError
+from bot_toolsearch import Tool
 from bot_toolsearch._tools.source import (
     StaticToolSource,
     ToolSetSnapshot,
@@ -69,9 +69,8 @@ def test_a_real_tool_search_is_callable_but_not_in_the_catalog() -> None:
     assert snap.sources["tool_search"] == "code"
     assert snap.catalog.names == ("other",)
     assert "tool_search" not in snap.catalog
-    # The catalog itself still refuses the name: the snapshot must keep it out.
-    with pytest.raises(ToolSearchNameCollisionError):
-        ToolCatalog([real.schema()])
+    # The catalog itself skips the name too (never the other tools).
+    assert ToolCatalog([real.schema(), other.schema()]).names == ("other",)
 
 
 def test_a_real_tool_search_counts_in_the_fingerprint_and_reuse_still_works() -> None:

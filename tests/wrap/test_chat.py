@@ -114,21 +114,34 @@ async def test_request_without_tools_passes_through_untouched(
     assert server.requests[0].body == {"model": "m", "messages": [USER]}
 
 
-async def test_caller_tool_named_tool_search_passes_everything_through(
+async def test_caller_tool_named_tool_search_is_skipped_and_the_rest_stays_searchable(
     server: ScriptedOpenAIServer,
     make: Callable[..., openai.AsyncOpenAI],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     tools = [*chat_tools(), chat_tools(1)[0] | {"function": {"name": "tool_search"}}]
-    server.script(call("tool_search"), call("tool_search"))
+    server.script(
+        call("tool_search", query="select:get_weather"),
+        call("get_weather", city="Oslo"),
+        call("tool_search", query="weather"),
+        text("done"),
+    )
     client = make()
-    with caplog.at_level(logging.ERROR, logger="bot_toolsearch"):
-        for _ in range(2):
-            result = await client.chat.completions.create(model="m", messages=[USER], tools=tools)
-            assert result.choices[0].message.tool_calls[0].function.name == "tool_search"
-    assert all(r.body["tools"] == tools for r in server.requests)
-    assert all(len(r.messages) == 1 for r in server.requests)
-    assert len([r for r in caplog.records if "tool_search" in r.getMessage()]) == 1
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        first = await client.chat.completions.create(model="m", messages=[USER], tools=tools)
+        await client.chat.completions.create(model="m", messages=[USER], tools=tools)
+    assert [c.function.name for c in first.choices[0].message.tool_calls] == ["get_weather"]
+    search, after, again, reply = server.requests
+    # The virtual tool_search takes the name; the caller's own is never sent upstream.
+    assert search.tool_names == again.tool_names == ["tool_search"]
+    assert loaded(reply.tool_outputs[-1][1]) == ["get_weather"]
+    assert search.body["tools"][0]["function"]["parameters"]["required"] == ["query"]
+    assert after.tool_names == ["tool_search", "get_weather"]
+    assert loaded(after.tool_outputs[0][1]) == ["get_weather"]
+    # One summary warning for the one tool list (the list is indexed once).
+    warnings = [r.getMessage() for r in caplog.records if "reserved" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "'tool_search'" in warnings[0]
 
 
 async def test_upstream_errors_raise_the_sdk_exception(

