@@ -46,6 +46,7 @@ def add_mcp_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 def _mcp(args: argparse.Namespace) -> int:
     from bot_toolsearch._config.settings import BotSettings
     from bot_toolsearch._errors import ToolSearchError
+    from bot_toolsearch._services.mode import search_mode
 
     from .chat import load_tools
 
@@ -72,7 +73,11 @@ def _mcp(args: argparse.Namespace) -> int:
 
         _check_port(args.host, args.port)  # one error line, before any server starts
     where = f"http://{args.host}:{args.port}/mcp" if args.http else "stdio"
-    sys.stderr.write(f"mcp: serving {config.describe()} on {where}\n")
+    mode = search_mode(
+        None if config.path is None else config.loaded.settings, source="config file"
+    )
+    # stderr: over stdio, stdout is the protocol.
+    sys.stderr.write(f"mcp: serving {config.describe()} on {where}; {mode}\n")
     sys.stderr.flush()
     try:
         asyncio.run(_serve(args, settings, tools, base_dir))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -90,3 +91,31 @@ async def test_code_tools_without_a_config_get_tool_search(tmp_path: Path) -> No
             assert json.loads(text(found))["loaded"][0] == "reverse"
             ran = await session.call_tool("reverse", {"text": "door"})
             assert (text(ran), ran.is_error) == ("rood", False)
+    # The start-up line says which mode is in force, and why (issue 29).
+    (serving,) = [
+        line
+        for line in (tmp_path / "stderr.txt").read_text().splitlines()
+        if line.startswith("mcp: serving")
+    ]
+    assert serving.endswith("; tool search on (no config: the defaults, with tool search on)")
+
+
+def test_a_config_that_leaves_tool_search_unset_is_said_at_start_up(tmp_path: Path) -> None:
+    # Issue 29: never silently off. Over stdio with no client (stdin closed) the door stops.
+    (tmp_path / "config.toml").write_text("[skills]\ntool_search_max_results = 3\n")
+    env = clean_env({"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    done = subprocess.run(
+        [sys.executable, "-m", "bot_toolsearch", "mcp", "--config", "config.toml"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    (serving,) = [line for line in done.stderr.splitlines() if line.startswith("mcp: serving")]
+    assert "tool search off ([skills] tool_search_enabled is not set in the config file" in (
+        serving
+    )
+    assert done.stdout == ""  # stdout is the protocol's
