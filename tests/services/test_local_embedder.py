@@ -19,6 +19,7 @@ from bot_toolsearch._config.settings import EmbeddingsSettings
 from bot_toolsearch._errors import ConfigError
 from bot_toolsearch._services.local_embedder import LocalEmbedder, find_model_files
 from bot_toolsearch._services.semantic import VectorCache, semantic_ranker, warm_semantic
+from bot_toolsearch._services.semantic import _identity as semantic_identity
 from bot_toolsearch._transports.embeddings import EmbeddingsError
 from bot_toolsearch.config import load_settings
 from bot_toolsearch.core import ToolCatalog, ToolSearchSession
@@ -176,7 +177,7 @@ def test_config_toml_with_a_local_model_serves_hybrid_search(
 def _identity(settings: BotSettings) -> str:
     wanted = settings.skills.tool_search_embeddings
     assert wanted is not None
-    return f"{LocalEmbedder(wanted).endpoint}\x00{wanted.model}"
+    return semantic_identity(LocalEmbedder(wanted).endpoint, wanted.model or "")
 
 
 def test_a_broken_local_model_leaves_bm25_answering_with_one_warning(

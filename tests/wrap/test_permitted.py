@@ -175,7 +175,9 @@ def test_a_chat_custom_tool_and_an_mcp_tool_list_are_filtered() -> None:
 
 
 def test_a_caller_tool_named_tool_search_no_longer_lets_a_denied_tool_through() -> None:
-    """Such a list turns tool search off and passed through whole, denied tools included."""
+    """Such a list turned tool search off and passed through whole, denied tools included.
+    Now the caller's ``tool_search`` is skipped as the virtual tool's reserved name (issue 30)
+    and the denied tool is never sent: nothing is left to send or to search."""
     own = {"type": "function", "function": {"name": "tool_search", "parameters": {}}}
     admin = {"type": "function", "function": {"name": "admin.wipe", "parameters": {}}}
     with RawUpstream() as upstream:
@@ -183,7 +185,8 @@ def test_a_caller_tool_named_tool_search_no_longer_lets_a_denied_tool_through() 
         client = wrap_openai(openai.OpenAI(base_url=upstream.base_url, api_key="k"), settings=DENY)
         client.chat.completions.create(model="m", messages=USER, tools=[own, admin])
         sent = json.loads(_sent(upstream))
-    assert [t["function"]["name"] for t in sent["tools"]] == ["tool_search"]
+    assert "admin.wipe" not in json.dumps(sent)
+    assert sent.get("tools", []) == []
 
 
 def test_permitted_choices_pass_unchanged() -> None:
