@@ -5,6 +5,7 @@ and ``make demo`` installs only what the demo imports."""
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
 import shlex
 import subprocess
@@ -76,9 +77,13 @@ def test_the_readme_install_commands_name_this_project_and_its_extras() -> None:
 
 def make_dry_run(target: str, tmp_path: Path) -> list[str]:
     """What ``make TARGET`` would run on a machine without ``.venv`` (``make -n``)."""
+    # Run under `make test` too: a sub-make inherits MAKEFLAGS/MAKELEVEL and would print its
+    # "Entering/Leaving directory" lines; this one is a make of its own.
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}}
     done = subprocess.run(
-        ["make", "-n", f"VENV={tmp_path / 'venv'}", target],
+        ["make", "--no-print-directory", "-n", f"VENV={tmp_path / 'venv'}", target],
         cwd=REPO,
+        env=env,
         capture_output=True,
         text=True,
         check=True,
