@@ -310,6 +310,19 @@ def add_tools_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_catalog_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--catalog FILE``, or else the merged catalog of ``--config`` and ``--tools``
+    (``search`` and ``eval``)."""
+    parser.add_argument(
+        "--catalog",
+        metavar="FILE",
+        help="JSON list of OpenAI tool schemas (e.g. from catalog export); default: the merged "
+        "catalog of --config and --tools",
+    )
+    add_config_option(parser)
+    add_tools_option(parser)
+
+
 def load_merged(args: argparse.Namespace) -> tuple[CliConfig, MergedCatalog]:
     """The config of ``--config`` and its merged catalog with the ``--tools`` code tools."""
     from .chat import load_tools

@@ -27,8 +27,8 @@ from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._errors import ToolSearchError
 from bot_toolsearch._services.semantic import semantic_ranker, warm_semantic
 
-from .catalog import add_tools_option, load_catalog_file, load_merged
-from .options import CliError, add_config_option, load_cli_config, plural
+from .catalog import add_catalog_options, load_catalog_file, load_merged
+from .options import CliError, load_cli_config, plural, positive_int
 
 __all__ = ["EvalCase", "Scores", "add_eval_subparser", "read_cases", "score"]
 
@@ -238,16 +238,6 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
 def add_eval_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``eval QUERIES.jsonl [--catalog FILE | --config PATH --tools M:A] [-k N] ...``."""
     parser = subparsers.add_parser(
@@ -256,15 +246,8 @@ def add_eval_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     parser.add_argument(
         "queries", help='JSONL file, one {"query": "...", "expected": ["tool", ...]} per line'
     )
-    parser.add_argument(
-        "--catalog",
-        metavar="FILE",
-        help="JSON list of OpenAI tool schemas (e.g. from catalog export); default: the merged "
-        "catalog of --config and --tools",
-    )
-    add_config_option(parser)
-    add_tools_option(parser)
-    parser.add_argument("-k", type=_positive, default=5, help="results per search (default 5)")
+    add_catalog_options(parser)
+    parser.add_argument("-k", type=positive_int, default=5, help="results per search (default 5)")
     parser.add_argument("--explain", action="store_true", help="list the misses of each mode")
     parser.add_argument(
         "--min-recall",

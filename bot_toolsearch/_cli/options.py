@@ -68,6 +68,17 @@ class CliParser(argparse.ArgumentParser):
         raise SystemExit(USAGE)
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
 def add_config_option(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
     """Add ``--config PATH`` (default ``./config.toml``; see `load_cli_config`).
 

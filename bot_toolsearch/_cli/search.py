@@ -22,13 +22,13 @@ from bot_toolsearch._errors import ToolSearchError
 
 from .catalog import (
     CatalogFileError,
+    add_catalog_options,
     add_catalog_subparser,
-    add_tools_option,
     catalog_stats,
     load_catalog_file,
     load_merged,
 )
-from .options import USAGE, CliError, add_config_option, plural
+from .options import USAGE, CliError, plural, positive_int
 
 # The catalog names are re-exported: the CLI and older imports find them here.
 __all__ = [
@@ -221,24 +221,7 @@ def add_search_subparser(subparsers: argparse._SubParsersAction[argparse.Argumen
         "search", help="search a tool catalog offline, as tool_search would"
     )
     parser.add_argument("query", help='a tool_search query, e.g. "weather forecast" or select:a,b')
-    parser.add_argument(
-        "--catalog",
-        metavar="FILE",
-        help="JSON list of OpenAI tool schemas (e.g. from catalog export); default: the merged "
-        "catalog of --config and --tools",
-    )
-    add_config_option(parser)
-    add_tools_option(parser)
-    parser.add_argument("--max-results", type=_positive, default=5, help="results (default 5)")
+    add_catalog_options(parser)
+    parser.add_argument("--max-results", type=positive_int, default=5, help="results (default 5)")
     parser.add_argument("--explain", action="store_true", help="show the terms each tool matched")
     parser.set_defaults(func=_search)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
