@@ -58,7 +58,8 @@ def test_show_and_get_without_a_file_say_tool_search_is_on(tmp_path: Path) -> No
     assert got.stdout == "false\n"
     shown = run("config", "show", cwd=tmp_path, env=env)
     line = next(x for x in shown.stdout.splitlines() if x.startswith("skills.tool_search_enabled"))
-    assert line.endswith("# env TOOL_SEARCH_ENABLED") and "= false" in line
+    assert line.endswith("# env TOOL_SEARCH_ENABLED")
+    assert "= false" in line
 
 
 def test_show_masks_the_api_key(folder: Path) -> None:
