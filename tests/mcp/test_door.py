@@ -7,6 +7,7 @@ and an upstream server that grows its tool list or dies on request.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import anyio
 from mcp import Client, types
 
-from bot_toolsearch._mcp.door import McpDoor
+from bot_toolsearch._mcp.door import IDLE_SECONDS, McpDoor
 from bot_toolsearch._mcp.server import build_server
 from tests.mcp.conftest import write_config
 
@@ -368,3 +369,23 @@ async def test_a_tool_folder_added_while_serving_reaches_the_session(tmp_path: P
             assert text(ran) == "quiet"
     finally:
         await door.aclose()
+
+
+async def test_idle_expiring_sessions_are_forgotten(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    """A streamable-HTTP session (``expires``) idle for `IDLE_SECONDS` is forgotten at the
+    next request of any session; a stdio connection's state never is."""
+    door: McpDoor = await door_factory(write_config(tmp_path, upstream=False))
+    stdio = object()
+    old_http, old_stdio = door.client("http:old", expires=True), door.client(stdio)
+    old_http.loaded.append("notes.shout")
+    fresh = door.client("http:fresh", expires=True)
+    assert door.client_sessions == 3
+    long_ago = time.monotonic() - IDLE_SECONDS - 1
+    old_http.used = old_stdio.used = long_ago
+    door.client("http:fresh", expires=True)  # any request sweeps
+    assert door.client_sessions == 2
+    assert door.client(stdio) is old_stdio
+    assert door.client("http:fresh", expires=True) is fresh
+    assert door.client("http:old", expires=True).loaded == []  # a new, empty state
