@@ -529,7 +529,7 @@ def log_reserved_skipped(position: int, total: int) -> None:
     entry at ``position`` of a tool list of ``total`` entries.
 
     For a door that keeps that tool out of its catalog itself, because whether it is skipped
-    depends on its settings (`bot_toolsearch._core.reserved`): the same line, worded once.
+    depends on the request (`bot_toolsearch._core.reserved`): the same line, worded once.
     """
     skipped = _Skipped()
     skipped.add(position, TOOL_SEARCH_NAME, _RESERVED_REASON, "reserved")

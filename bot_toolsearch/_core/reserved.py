@@ -3,11 +3,11 @@
 Every door follows one rule. While a request offers the virtual ``tool_search`` (tool search on,
 some permitted tool deferred), a real tool of that name is left out: it is not sent, not
 callable and not in the directory, and the one summary warning a catalog build logs for it
-says so, once per tool set; every other tool stays searchable. While tool search is off, the
-real tool is an ordinary tool. The wrapper and the proxy get this from `ToolCatalog` itself
-(they index the caller's list only under tool search); the `Bot` and the MCP door keep the
-real tool in their tool sets (for asks without tool search) and apply the rule per ask with
-`ReservedTool`.
+says so, once per tool set; every other tool stays searchable. While no virtual tool is
+offered (tool search off, or nothing left to defer), the real tool is an ordinary tool. The
+`Bot`, the MCP door, the wrapper and the proxy all keep the real tool out of their catalog and
+in their tool set, and apply the rule per request with `ReservedTool`; a `ToolCatalog` built
+directly skips such a tool with that same warning.
 """
 
 from __future__ import annotations
