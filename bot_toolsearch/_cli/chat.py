@@ -48,6 +48,7 @@ from .options import (
     load_cli_config,
     plural,
     report_error,
+    searching_by_default,
 )
 
 __all__ = ["INSTRUCTIONS", "add_chat_subparsers", "load_tools", "print_trace"]
@@ -284,10 +285,7 @@ def _build_bot(
     # No file: the defaults and the environment. Conversations go where `from_config` keeps
     # them ([conversations] store, SQLite ./bot.db by default), so --conversation ID
     # continues in a later process too.
-    settings = config.loaded.settings
-    if _search_by_default(config):  # no file: tool search on, as in every door (mode.py)
-        skills = settings.skills.model_copy(update={"tool_search_enabled": True})
-        settings = settings.model_copy(update={"skills": skills})
+    settings = config.loaded.settings  # no file: tool search on (`load_cli_config`)
     store = open_store(settings.conversations.store)
     return Bot(
         settings, tools, agents, client=client, instructions=INSTRUCTIONS, conversations=store
@@ -325,18 +323,10 @@ def _configured(settings: BotSettings) -> bool:
     return bool(settings.model.base_url or env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_KEY"))
 
 
-def _search_by_default(config: CliConfig) -> bool:
-    """No config file, and the environment does not set ``tool_search_enabled``: on."""
-    return config.path is None and config.loaded.sources.get(_ENABLED) == "default"
-
-
-_ENABLED = "skills.tool_search_enabled"
-
-
 def _mode_line(session: _Session, *, name_file: bool = True) -> str:
     """Which tool-search mode the bot runs in, and why (said once at start-up); the config
     file is named unless the line names it already (``name_file=False``)."""
-    if _search_by_default(session.config):
+    if searching_by_default(session.config):
         mode = SearchMode(session.bot.settings.skills.tool_search_enabled, _NO_FILE)
     else:
         path = session.config.path

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .options import CliError, add_config_option, load_cli_config
+from .options import CliError, add_config_option, load_cli_config, searching_by_default
 
 __all__ = ["add_mcp_subparser"]
 
@@ -44,7 +44,6 @@ def add_mcp_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from bot_toolsearch._config.settings import BotSettings
     from bot_toolsearch._errors import ToolSearchError
     from bot_toolsearch._services.mode import search_mode
 
@@ -59,10 +58,7 @@ def _mcp(args: argparse.Namespace) -> int:
     config = load_cli_config(args)
     settings: Any = config.loaded.settings
     base_dir: Path | None = None
-    if config.path is None:  # no file: tool search on, as for `serve`
-        skills = {**settings.skills.model_dump(), "tool_search_enabled": True}
-        settings = BotSettings.model_validate({**settings.model_dump(), "skills": skills})
-    else:
+    if config.path is not None:  # (no file: tool search on, as `load_cli_config` gives it)
         base_dir = config.path.resolve().parent
         if settings.bot.hot_reload:
             from bot_toolsearch._config.reload import ConfigReloader
@@ -74,7 +70,8 @@ def _mcp(args: argparse.Namespace) -> int:
         _check_port(args.host, args.port)  # one error line, before any server starts
     where = f"http://{args.host}:{args.port}/mcp" if args.http else "stdio"
     mode = search_mode(
-        None if config.path is None else config.loaded.settings, source="config file"
+        None if searching_by_default(config) else config.loaded.settings,
+        source="config file" if config.path is not None else "environment",
     )
     # stderr: over stdio, stdout is the protocol.
     sys.stderr.write(f"mcp: serving {config.describe()} on {where}; {mode}\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NoReturn
 
@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "FAILURE",
     "INTERRUPTED",
+    "NO_FILE_SOURCE",
     "USAGE",
     "CliConfig",
     "CliError",
@@ -30,10 +31,17 @@ __all__ = [
     "load_cli_config",
     "plural",
     "report_error",
+    "searching_by_default",
 ]
 
 DEFAULT_CONFIG = "config.toml"
 """The config file a command reads when ``--config`` is not given."""
+
+NO_FILE_SOURCE = "no config file: the defaults, with tool search on"
+"""Where ``skills.tool_search_enabled`` comes from with no file and no environment variable
+setting it: every command runs with tool search on then (the rule of `_services.mode`), and
+``config show`` says so."""
+_ENABLED = "skills.tool_search_enabled"
 
 FAILURE = 1
 """Exit status of a command that could not do its job."""
@@ -138,7 +146,21 @@ def load_cli_config(args: argparse.Namespace, *, announce: bool = True) -> CliCo
             f"note: no ./{DEFAULT_CONFIG} here: running on the defaults and the environment "
             "(`bot-toolsearch config init` writes one)\n"
         )
+    if loaded.sources.get(_ENABLED) == "default":  # no settings at all: tool search on
+        settings = loaded.settings
+        skills = settings.skills.model_copy(update={"tool_search_enabled": True})
+        loaded = replace(
+            loaded,
+            settings=settings.model_copy(update={"skills": skills}),
+            sources={**loaded.sources, _ENABLED: NO_FILE_SOURCE},
+        )
     return CliConfig(loaded, None)
+
+
+def searching_by_default(config: CliConfig) -> bool:
+    """Whether tool search is on only because there is no config file (and the environment
+    does not set ``tool_search_enabled``), as `load_cli_config` gives it."""
+    return config.path is None and config.loaded.sources.get(_ENABLED) == NO_FILE_SOURCE
 
 
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:

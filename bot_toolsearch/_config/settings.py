@@ -198,7 +198,8 @@ class EmbeddingsSettings(_Table):
     """Seconds per embeddings request, start to end (not per read); a search waits at most
     this long for the stage, then answers with BM25."""
     batch_size: StrictInt = Field(default=128, ge=1, le=2048)
-    """Tool texts per embeddings request (or per local model run) when a catalog is embedded."""
+    """Tool texts per embeddings request when a catalog is embedded (a local model runs at
+    most 8 of them at once: small runs of texts of about the same length are fastest on CPU)."""
     max_texts_per_minute: StrictInt = Field(default=60_000, ge=1)
     """Most texts (tool texts and queries) sent to the endpoint per minute, per process;
     past it searches use BM25 alone, with one warning a minute."""
@@ -231,9 +232,10 @@ class EmbeddingsSettings(_Table):
     the model's vectors) answers "no tool matches", naming the closest tools as hints,
     instead of loading weak ones. ``None`` (the default): off. What a value costs in recall,
     measured with all-MiniLM-L6-v2: docs/core.md (0.25 costs none, 0.3 up to a point)."""
-    max_tokens: StrictInt = Field(default=128, ge=8, le=512)
-    """A local model reads at most this many tokens of a tool's text (tool texts are short;
-    fewer tokens embed a catalog faster)."""
+    max_tokens: StrictInt = Field(default=48, ge=8, le=512)
+    """A local model reads at most this many tokens of a tool's text: its name, namespace and
+    first sentences at the default, which rank as well as whole texts (all-MiniLM-L6-v2 on
+    the dev set, docs/core.md) and embed a catalog about twice as fast as 128."""
 
     @field_validator("cache_dir", "model_dir", "tokenizer_dir", mode="before")
     @classmethod

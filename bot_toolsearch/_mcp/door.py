@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,10 @@ MCP_FALLBACK = (
 
 MAX_CLIENTS = 1024
 """Client sessions whose state the door keeps; the least recently used goes first."""
+IDLE_SECONDS = 30 * 60.0
+"""A session that ends on its own (``client(expires=True)``: streamable HTTP) and has sent
+nothing for this long is forgotten: the ``mcp`` SDK ends such a session after the same 30
+minutes by default, and its id is never used again."""
 
 _CALL_ID = "mcp"
 
@@ -200,6 +205,10 @@ class ClientState:
     """Sends ``notifications/tools/list_changed`` to this client (set by the server)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """One protocol step at a time (a search may run in a worker thread)."""
+    expires: bool = False
+    """Forgotten after `IDLE_SECONDS` without a request (a streamable-HTTP session)."""
+    used: float = field(default_factory=time.monotonic)
+    """When the session last sent a request (`time.monotonic`)."""
 
 
 class McpDoor:
@@ -315,21 +324,42 @@ class McpDoor:
             view = self._view = DoorTools.build(snapshot, settings, reserved)
         return view
 
-    def client(self, key: object, name: str = "") -> ClientState:
-        """The state of the client session ``key`` (created on first use)."""
+    def client(self, key: object, name: str = "", *, expires: bool = False) -> ClientState:
+        """The state of the client session ``key`` (created on first use); ``expires``: it
+        is forgotten after `IDLE_SECONDS` without a request (see `forget` for its end)."""
+        now = time.monotonic()
+        self._forget_idle(now)
         state = self._clients.get(key)
         if state is None:
-            state = ClientState(client=name)
+            state = ClientState(client=name, expires=expires)
             self._clients[key] = state
             if len(self._clients) > MAX_CLIENTS:
                 self._clients.popitem(last=False)
         else:
             self._clients.move_to_end(key)
+        state.used = now
         return state
 
+    def _forget_idle(self, now: float) -> None:
+        """Drop the expiring sessions idle for `IDLE_SECONDS` (the least recently used come
+        first, so this stops at the first recent one)."""
+        stale = []
+        for key, state in self._clients.items():
+            if now - state.used < IDLE_SECONDS:
+                break
+            if state.expires:
+                stale.append(key)
+        for key in stale:
+            del self._clients[key]
+
     def forget(self, key: object) -> None:
-        """Drop a client session's state (its transport ended)."""
+        """Drop a client session's state (it ended: a streamable-HTTP client's DELETE)."""
         self._clients.pop(key, None)
+
+    @property
+    def client_sessions(self) -> int:
+        """How many client sessions' states the door keeps (at most `MAX_CLIENTS`)."""
+        return len(self._clients)
 
     def _protocol(self, state: ClientState) -> ToolSearchProtocol | None:
         """The session's protocol over the current view (``None``: tool search is off)."""

@@ -4,6 +4,8 @@
 the ``mcp-session-id`` of a streamable-HTTP session, or the one stdio connection. A search that
 loads tools under ``append`` sends ``notifications/tools/list_changed`` on the call's own
 stream (before its result); a new catalog or settings snapshot sends it to every session.
+A streamable-HTTP session's state goes when the session ends: at once on the client's
+``DELETE`` (`_ForgetEnded`), else after `door.IDLE_SECONDS` without a request.
 """
 
 from __future__ import annotations
@@ -60,6 +62,35 @@ def _key(ctx: ServerRequestContext[Any, Any], connection: object) -> object:
     return connection
 
 
+class _ForgetEnded:
+    """ASGI middleware: a ``DELETE`` of a streamable-HTTP session that the SDK accepted (a
+    2xx: the session existed and has ended) makes the door forget the session's state."""
+
+    def __init__(self, app: Any, door: McpDoor) -> None:
+        self.app = app
+        self.door = door
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "DELETE":
+            await self.app(scope, receive, send)
+            return
+        session = next(
+            (v for k, v in scope.get("headers", ()) if k.lower() == _SESSION_HEADER.encode()),
+            None,
+        )
+        status = 0
+
+        async def watch(message: Any) -> None:
+            nonlocal status
+            if message.get("type") == "http.response.start":
+                status = int(message.get("status", 0))
+            await send(message)
+
+        await self.app(scope, receive, watch)
+        if session and 200 <= status < 300:
+            self.door.forget(f"http:{session.decode('latin-1')}")
+
+
 def _client_name(ctx: ServerRequestContext[Any, Any]) -> str:
     params = ctx.session.client_params
     info = getattr(params, "client_info", None)
@@ -97,7 +128,8 @@ def build_server(door: McpDoor) -> Server[Any]:
     connection = object()  # this server's one stdio (or in-process) connection
 
     def state_of(ctx: ServerRequestContext[Any, Any]) -> Any:
-        state = door.client(_key(ctx, connection), _client_name(ctx))
+        key = _key(ctx, connection)
+        state = door.client(key, _client_name(ctx), expires=key is not connection)
         session = ctx.session
         state.notify = session.send_tool_list_changed  # the connection's own stream
         return state
@@ -163,7 +195,7 @@ async def run_http(door: McpDoor, host: str, port: int, *, ready: Any = None) ->
     import uvicorn
 
     server = build_server(door)
-    app = server.streamable_http_app(host=host)
+    app = _ForgetEnded(server.streamable_http_app(host=host), door)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     http = uvicorn.Server(config)
     if ready is not None:

@@ -44,13 +44,13 @@ from bot_toolsearch._transports.embeddings import EmbeddingsClient, EmbeddingsEr
 
 from .local_embedder import LocalEmbedder
 from .threads import POOLS, PoolBusy
+from .tool_text import MAX_TEXT_CHARS, tool_text
 
 __all__ = [
     "MAX_CACHED_VECTORS",
     "RETRY_SECONDS",
     "VectorCache",
     "semantic_ranker",
-    "tool_text",
     "warm_semantic",
 ]
 
@@ -63,27 +63,13 @@ MAX_CACHED_VECTORS = 50_000
 _BUDGET_WINDOW = 60.0
 """Seconds over which ``max_texts_per_minute`` counts the texts sent."""
 _QUERY_CACHE_SIZE = 256
-_MAX_TEXT_CHARS = 2000
+_DIGITS = 6
+"""Similarities are rounded to this many decimals (float32 vectors hold about 7), so that
+equal ones tie exactly on both scan paths, whose rounding errors differ, and a tie keeps
+the catalog's order on both."""
 _MAGIC = b"bot_toolsearch-embeddings 1\n"
 _DIGEST = 32
 _T = TypeVar("_T")
-
-
-def tool_text(name: str, description: str, parameters: Sequence[str]) -> str:
-    """The text a tool is embedded as: its name in words, namespace, description, parameters.
-
-    >>> tool_text("geo.get_area", "Area of a shape.", ["shape", "unit"])
-    'get area (geo.get_area, in geo). Area of a shape. Parameters: shape, unit.'
-    """
-    namespace, _, leaf = name.rpartition(".")
-    words = " ".join(leaf.replace("_", " ").replace("-", " ").split()) or name
-    where = f", in {namespace}" if namespace else ""
-    text = f"{words} ({name}{where})."
-    if description.strip():
-        text += f" {' '.join(description.split())}"
-    if parameters:
-        text += f" Parameters: {', '.join(parameters)}."
-    return text[:_MAX_TEXT_CHARS]
 
 
 def _catalog_texts(catalog: ToolCatalog) -> list[str]:
@@ -321,14 +307,14 @@ class _Matrix:
         # |r|^2 - |r - q|^2 = 2 r.q - |q|^2 ranks as the dot product r.q does (up to rounding),
         # and math.dist runs in C: 1.4x faster than sum(map(mul, row, query)).
         flat, step, dist, point = self._flat, self.dimension, math.dist, tuple(query)
+        squared = math.fsum(x * x for x in point)
         similarity = [
-            norm - dist(flat[start : start + step], point) ** 2
+            round((norm - dist(flat[start : start + step], point) ** 2 + squared) / 2, _DIGITS)
             for norm, start in zip(self._norms, range(0, len(flat), step), strict=True)
         ]
-        squared = math.fsum(x * x for x in point)
         # nlargest keeps the first of equal items, as sorted(..., reverse=True) does.
         best = heapq.nlargest(count, range(self.count), key=similarity.__getitem__)
-        return [(d, (similarity[d] + squared) / 2) for d in best]
+        return [(d, similarity[d]) for d in best]
 
     def _numpy_top(self, query: Sequence[float], count: int) -> list[tuple[int, float]]:
         np = _import_numpy()
@@ -336,6 +322,7 @@ class _Matrix:
         # busy the cores are), where a threaded BLAS took 1.4 ms on idle cores but 8-12 ms on
         # busy ones (its threads wait for the scheduler); searches run concurrently anyway.
         scores = np.einsum("ij,j->i", self._rows, np.asarray(query, dtype=np.float32))
+        scores = np.round(scores.astype(np.float64), _DIGITS)
         if count < self.count:
             # Every row at least as similar as the count-th best: ties at the cut included,
             # so the stable sort below keeps the earliest of them, as the pure path does.
@@ -567,7 +554,7 @@ class _Embedder:
                 return found
         self.budget.take(1, self.client.endpoint)
         try:
-            future = POOLS.embeddings.submit(self.client.embed, [text[:_MAX_TEXT_CHARS]], dimension)
+            future = POOLS.embeddings.submit(self.client.embed, [text[:MAX_TEXT_CHARS]], dimension)
         except PoolBusy as exc:
             raise EmbeddingsError(str(exc)) from None
         try:

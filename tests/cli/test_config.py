@@ -42,6 +42,26 @@ def test_show_lists_every_value_with_its_source(folder: Path) -> None:
     assert "environment" not in result.stderr  # an env fallback is supported: no warning
 
 
+def test_show_and_get_without_a_file_say_tool_search_is_on(tmp_path: Path) -> None:
+    """No file: every command runs with tool search on, and ``show``/``get`` say so (one
+    rule, `load_cli_config`); the environment still decides when it sets the key."""
+    shown = run("config", "show", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    lines = {line.split(" = ")[0]: line for line in shown.stdout.splitlines()}
+    assert "= true" in lines["skills.tool_search_enabled"]
+    assert lines["skills.tool_search_enabled"].endswith(
+        "# no config file: the defaults, with tool search on"
+    )
+    assert run("config", "get", "skills.tool_search_enabled", cwd=tmp_path).stdout == "true\n"
+    env = {"TOOL_SEARCH_ENABLED": "false"}
+    got = run("config", "get", "skills.tool_search_enabled", cwd=tmp_path, env=env)
+    assert got.stdout == "false\n"
+    shown = run("config", "show", cwd=tmp_path, env=env)
+    line = next(x for x in shown.stdout.splitlines() if x.startswith("skills.tool_search_enabled"))
+    assert line.endswith("# env TOOL_SEARCH_ENABLED")
+    assert "= false" in line
+
+
 def test_show_masks_the_api_key(folder: Path) -> None:
     (folder / "config.toml").write_text('[model]\napi_key = "sk-secret"\n', encoding="utf-8")
     result = run("config", "show", cwd=folder)

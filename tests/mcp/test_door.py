@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,7 +18,7 @@ import anyio
 import pytest
 from mcp import Client, types
 
-from bot_toolsearch._mcp.door import McpDoor
+from bot_toolsearch._mcp.door import IDLE_SECONDS, McpDoor
 from bot_toolsearch._mcp.server import build_server
 from tests.mcp.conftest import write_config
 
@@ -442,3 +443,23 @@ async def test_with_tool_search_off_a_real_tool_search_is_listed_and_runs(
             assert (text(ran), ran.is_error) == ("the real tool_search ran", False)
     assert runs == [{"q": "x"}]
     assert not [r for r in caplog.records if "(1 reserved)" in r.getMessage()]
+
+
+async def test_idle_expiring_sessions_are_forgotten(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    """A streamable-HTTP session (``expires``) idle for `IDLE_SECONDS` is forgotten at the
+    next request of any session; a stdio connection's state never is."""
+    door: McpDoor = await door_factory(write_config(tmp_path, upstream=False))
+    stdio = object()
+    old_http, old_stdio = door.client("http:old", expires=True), door.client(stdio)
+    old_http.loaded.append("notes.shout")
+    fresh = door.client("http:fresh", expires=True)
+    assert door.client_sessions == 3
+    long_ago = time.monotonic() - IDLE_SECONDS - 1
+    old_http.used = old_stdio.used = long_ago
+    door.client("http:fresh", expires=True)  # any request sweeps
+    assert door.client_sessions == 2
+    assert door.client(stdio) is old_stdio
+    assert door.client("http:fresh", expires=True) is fresh
+    assert door.client("http:old", expires=True).loaded == []  # a new, empty state

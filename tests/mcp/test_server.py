@@ -7,19 +7,23 @@ tools.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from bot_toolsearch._mcp.door import McpDoor
+from bot_toolsearch._mcp.server import run_http
 from tests.mcp.conftest import write_config
 from tests.mcp.test_door import Seen, names, text
 
@@ -134,3 +138,47 @@ async def test_http_sessions_are_separate(http_door: str) -> None:
         ):
             await second.initialize()
             assert names(await second.list_tools()) == ["tool_search"]
+
+
+async def test_an_ended_http_session_is_forgotten(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    """A streamable-HTTP session's state (its loads) goes when the client ends the session
+    (its DELETE), so the door keeps nothing of clients that left; a live session keeps its
+    loads meanwhile."""
+    door: McpDoor = await door_factory(write_config(tmp_path, upstream=False))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    servers: list[Any] = []
+    serving = asyncio.create_task(run_http(door, "127.0.0.1", port, ready=servers.append))
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        for _ in range(600):
+            if servers and servers[0].started:
+                break
+            await anyio.sleep(0.05)
+        async with (
+            streamable_http_client(url) as (read, write),
+            ClientSession(read, write) as staying,
+        ):
+            await staying.initialize()
+            await staying.call_tool("tool_search", {"query": "select:notes.shout"})
+            for _ in range(3):
+                async with (
+                    streamable_http_client(url) as (read2, write2),
+                    ClientSession(read2, write2) as leaving,
+                ):
+                    await leaving.initialize()
+                    await leaving.call_tool("tool_search", {"query": "select:notes.boom"})
+                    assert door.client_sessions == 2
+                for _ in range(600):  # the DELETE's answer reaches the client first
+                    if door.client_sessions == 1:
+                        break
+                    await anyio.sleep(0.05)
+                assert door.client_sessions == 1
+            assert names(await staying.list_tools()) == ["tool_search", "notes.shout"]
+    finally:
+        servers[0].should_exit = True
+        with anyio.fail_after(30):
+            await serving
