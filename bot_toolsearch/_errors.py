@@ -32,8 +32,9 @@ class ToolSearchError(Exception):
 class ToolSearchNameCollisionError(ToolSearchError, ValueError):
     """A real tool uses the reserved name ``tool_search``.
 
-    No door raises it any more: a catalog skips such a tool with its one summary warning and
-    keeps every other tool. Kept so that code catching it still imports.
+    Never raised: every door skips such a tool while it offers the virtual ``tool_search``
+    (with the catalog's one summary warning) and keeps every other tool searchable; without
+    tool search it is an ordinary tool. Kept so that code catching it still imports.
 
     Attributes:
         name: the colliding tool name as given.

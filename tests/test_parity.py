@@ -6,12 +6,14 @@ the same ``additional_tools`` declarations and the same ``tool_search`` answers.
 (``bot-toolsearch mcp``) gives the same search answers, loads and refusals for the same calls.
 The `Bot` runs the tools itself; the wrapper's caller is a loop that runs them with the same
 handlers and resends its history, as a framework does. Both APIs, every loading mode, ``[tools]
-allow``/``deny``, prefetch, keep-loaded and configured namespace descriptions are covered.
+allow``/``deny``, prefetch, keep-loaded and configured namespace descriptions are covered, and
+a catalog holding a real tool named ``tool_search`` (skipped alike, with the same one warning).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +22,7 @@ import openai
 import pytest
 
 from bot_toolsearch import Bot, BotSettings, Tool, wrap_openai
+from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._protocol.messages import PREFETCH_HEADER
 from bot_toolsearch._transports.responses import flat_tool
 from bot_toolsearch.testing import ModelRequest, ScriptedOpenAIServer, ScriptEntry, call, text
@@ -419,3 +422,72 @@ async def test_the_mcp_door_loads_and_refuses_as_the_bot_does(mode: str, case: s
         assert "no tool named mail.send" in from_door["call_x2"]
     else:
         assert "tool_search" in from_door["call_x1"]  # not loaded yet: search first
+
+
+# -- a real tool named tool_search: every door skips it alike while it offers the virtual one --
+
+REAL = "A real tool that happens to use the reserved name."
+
+
+def with_real_tool_search() -> list[Tool]:
+    """The catalog plus a real tool named ``tool_search`` (as a 528-tool catalog has one)."""
+    tools = catalog()
+    tools.insert(3, _tool("tool_search", REAL, "q"))
+    return tools
+
+
+def reserved_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    found = [r.getMessage() for r in caplog.records if "(1 reserved)" in r.getMessage()]
+    caplog.clear()
+    return found
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_a_real_tool_search_is_skipped_alike_by_the_bot_and_the_wrapper(
+    api: str, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = _settings(api, mode)
+    asks = conversation(mode, api)
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        bot = await run_bot(settings, with_real_tool_search(), asks)
+        from_bot = reserved_warnings(caplog)
+        wrapped = await run_wrapper(settings, with_real_tool_search(), asks)
+        from_wrapper = reserved_warnings(caplog)
+    assert_parity(bot, wrapped, ["call_s1", "call_s2"])
+    assert REAL not in json.dumps([r.body for r in (*bot, *wrapped)])
+    assert "tool_search" not in directory(bot[0])[0].split("</available_deferred_tools>")[0]
+    # The same one warning, worded once (the catalog's), once per tool set.
+    assert len(from_bot) == 1
+    assert from_bot == from_wrapper
+
+
+@pytest.mark.parametrize("mode", ["append", "bridge"])
+async def test_the_mcp_door_skips_a_real_tool_search_as_the_bot_does(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = _settings("chat_completions", mode)
+    ids = ["call_s1", "call_r1", "call_s2", "call_t1"]
+    turns = [
+        call("tool_search", id="call_s1", query="weather forecast"),
+        call("tool_search", id="call_r1", q="the real tool's own arguments"),
+        call("tool_search", id="call_s2", query="select:tool_search,clock.now"),
+        _target_call(mode, "chat_completions", "call_t1", "weather.forecast", city="Oslo"),
+    ]
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        bot = await run_bot(settings, with_real_tool_search(), [Ask("x", [*turns, text("ok")])])
+        from_bot = reserved_warnings(caplog)
+        from_door = await run_mcp_door(settings, with_real_tool_search(), turns)
+        door_warnings = reserved_warnings(caplog)
+    answers = searches(bot, ids)
+    assert sorted(answers) == sorted(ids)
+    assert from_door == answers
+    assert json.loads(from_door["call_s2"])["loaded"] == ["clock.now"]
+    assert "tool_search ran with" not in json.dumps(from_door)  # the real tool never ran
+    assert len(from_bot) == 1
+    # The same one line as a catalog of the door's own tool list logs (no built-ins there; a
+    # snapshot keeps the real tool last).
+    listed = sorted(with_real_tool_search(), key=lambda t: t.name == "tool_search")
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        ToolCatalog([t.schema() for t in listed])
+    assert door_warnings == reserved_warnings(caplog)

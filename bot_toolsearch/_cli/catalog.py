@@ -130,7 +130,7 @@ def catalog_stats(schemas: Sequence[Mapping[str, Any]], dot_delimiter: str) -> C
         for n in raw_names
         if n == TOOL_SEARCH_NAME
     )
-    # Reported above; a bot with tool search on refuses the whole catalog until it is renamed.
+    # Reported above; every door skips it while tool search is on (an ordinary tool when off).
     schemas = [e for e in schemas if (e.get("function") or {}).get("name") != TOOL_SEARCH_NAME]
     seen: set[str] = set()
     duplicates: list[str] = []

@@ -30,12 +30,16 @@ __all__ = [
     "Namespaces",
     "ToolCatalog",
     "invalid_name_reason",
+    "log_reserved_skipped",
     "schema_depth_problem",
     "search_index",
 ]
 
 TOOL_SEARCH_NAME = "tool_search"
-"""The name of the virtual search tool; no real tool may use it."""
+"""The name of the virtual search tool; a real tool of that name is skipped where it is offered."""
+
+_RESERVED_REASON = "the reserved name of the virtual search tool"
+"""Why a catalog skips a real tool named ``tool_search`` (shown in its one warning)."""
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -260,9 +264,7 @@ class ToolCatalog:
             if name == TOOL_SEARCH_NAME:
                 # The virtual search tool's name: skipped like any unusable entry, so that one
                 # such tool never costs the catalog every other tool.
-                skipped.add(
-                    position, name, "the reserved name of the virtual search tool", "reserved"
-                )
+                skipped.add(position, name, _RESERVED_REASON, "reserved")
                 continue
             reason = invalid_name_reason(name)
             if reason is not None:
@@ -520,6 +522,18 @@ def _encoded_entry(
     except (TypeError, ValueError, RecursionError) as exc:
         skipped.add(position, name, f"schema is not JSON: {exc}", "unusable schema")
         return None
+
+
+def log_reserved_skipped(position: int, total: int) -> None:
+    """Log the warning a catalog build logs when it skips only a real ``tool_search``: the
+    entry at ``position`` of a tool list of ``total`` entries.
+
+    For a door that keeps that tool out of its catalog itself, because whether it is skipped
+    depends on the request (`bot_toolsearch._core.reserved`): the same line, worded once.
+    """
+    skipped = _Skipped()
+    skipped.add(position, TOOL_SEARCH_NAME, _RESERVED_REASON, "reserved")
+    skipped.log(total)
 
 
 _EXAMPLES = 3

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.prompt import TOOL_SEARCH_NAME
+from bot_toolsearch._core.reserved import ReservedTool
 from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._protocol.calls import CallRequest, CallResult, parse_arguments
 from bot_toolsearch._protocol.engine import ToolSearchProtocol
@@ -87,7 +88,12 @@ def mcp_mode_report(level: int, text: str) -> None:
 @dataclass(frozen=True, slots=True, eq=False)
 class DoorTools:
     """One (tool snapshot, settings) pair as the door serves it: permitted and hidden names,
-    wire names and namespace descriptions, computed once per change."""
+    wire names and namespace descriptions, computed once per change.
+
+    While it offers the virtual ``tool_search``, a real tool of that name is left out (not
+    listed, not callable, not in the directory) with one warning per snapshot; without tool
+    search it is listed and runs as any tool (`bot_toolsearch._core.reserved`).
+    """
 
     snapshot: ToolSetSnapshot
     settings: BotSettings
@@ -95,34 +101,58 @@ class DoorTools:
     hidden: tuple[str, ...]
     names: WireNames
     namespaces: Mapping[str, str]
+    searching: bool = False
+    """Whether tool search applies: on in the settings, and some permitted tool deferred."""
+    reserved: ReservedTool = field(default_factory=lambda: ReservedTool(()))
+    """The snapshot's real ``tool_search``, if any (one per snapshot: its warning is logged
+    once)."""
 
     @classmethod
-    def build(cls, snapshot: ToolSetSnapshot, settings: BotSettings) -> DoorTools:
-        """The view of ``snapshot`` under ``settings`` (``[tools] allow``/``deny`` applied)."""
+    def build(
+        cls,
+        snapshot: ToolSetSnapshot,
+        settings: BotSettings,
+        reserved: ReservedTool | None = None,
+    ) -> DoorTools:
+        """The view of ``snapshot`` under ``settings`` (``[tools] allow``/``deny`` applied);
+        ``reserved``: the snapshot's, from an earlier view of it."""
         catalog = snapshot.catalog
         tools = settings.tools
-        permitted = pattern_filter(frozenset(catalog.names), tools.allow, tools.deny)
-        hidden = tuple(n for n in catalog.names if n not in permitted)
-        names = WireNames.build(
-            [*(n for n in catalog.names if n in permitted), TOOL_SEARCH_NAME],
-            dot_delimiter=tools.dot_delimiter,
-        )
+        if reserved is None:
+            reserved = ReservedTool(snapshot.tools)
+        everything = pattern_filter(frozenset(snapshot.tools), tools.allow, tools.deny)
+        hidden = tuple(n for n in catalog.names if n not in everything)
         namespaces = {**snapshot.namespaces, **tools.namespaces}
-        return cls(snapshot, settings, permitted, hidden, names, namespaces)
+
+        def view(permitted: frozenset[str], searching: bool) -> DoorTools:
+            names = WireNames.build(
+                [*(n for n in catalog.names if n in permitted), TOOL_SEARCH_NAME],
+                dot_delimiter=tools.dot_delimiter,
+            )
+            return cls(
+                snapshot, settings, permitted, hidden, names, namespaces, searching, reserved
+            )
+
+        if settings.skills.tool_search_enabled:
+            searched = view(reserved.skip(everything), True)
+            if searched.protocol(report=_quiet, semantic=False).active:
+                if searched.permitted is not everything:
+                    reserved.warn()
+                return searched
+        return view(everything, False)
 
     @property
     def catalog(self) -> ToolCatalog:
         """The catalog of every tool (hidden ones included; sessions hide them)."""
         return self.snapshot.catalog
 
-    @property
-    def searching(self) -> bool:
-        """Whether tool search applies: on in the settings, and no real ``tool_search``."""
-        return (
-            self.settings.skills.tool_search_enabled and TOOL_SEARCH_NAME not in self.snapshot.tools
-        )
-
-    def protocol(self, always_loaded: Sequence[str] = ()) -> ToolSearchProtocol:
+    def protocol(
+        self,
+        always_loaded: Sequence[str] = (),
+        *,
+        report: Callable[[int, str], None] = mcp_mode_report,
+        semantic: bool = True,
+    ) -> ToolSearchProtocol:
         """A fresh `ToolSearchProtocol` over this view (one client session's)."""
         return ToolSearchProtocol(
             self.catalog,
@@ -133,13 +163,18 @@ class DoorTools:
             hidden=self.hidden,
             namespaces=self.namespaces,
             always_loaded=always_loaded,
-            report=mcp_mode_report,
-            semantic=semantic_ranker(self.settings, self.catalog),
+            report=report,
+            semantic=semantic_ranker(self.settings, self.catalog) if semantic else None,
         )
 
     def all_tools(self) -> list[dict[str, Any]]:
-        """Every permitted tool's schema (tool search off), in catalog order."""
-        return self.catalog.schemas(n for n in self.catalog.names if n in self.permitted)
+        """Every permitted tool's schema (tool search off), in catalog order (a real
+        ``tool_search``, outside the catalog, last)."""
+        tools = self.catalog.schemas(n for n in self.catalog.names if n in self.permitted)
+        real = self.snapshot.tools.get(TOOL_SEARCH_NAME)
+        if real is not None and TOOL_SEARCH_NAME in self.permitted:
+            tools.append(real.schema())
+        return tools
 
 
 @dataclass(slots=True)
@@ -284,7 +319,9 @@ class McpDoor:
         settings = self.settings()
         view = self._view
         if view is None or view.snapshot is not snapshot or view.settings is not settings:
-            view = self._view = DoorTools.build(snapshot, settings)
+            same = view is not None and view.snapshot is snapshot
+            reserved = view.reserved if view is not None and same else None
+            view = self._view = DoorTools.build(snapshot, settings, reserved)
         return view
 
     def client(self, key: object, name: str = "", *, expires: bool = False) -> ClientState:
@@ -440,6 +477,11 @@ class McpDoor:
             self._kept.move_to_end(state.client)
             if len(self._kept) > MAX_CLIENTS:
                 self._kept.popitem(last=False)
+
+
+def _quiet(level: int, text: str) -> None:
+    """A mode fallback is reported by the sessions' protocols, not by the view's probe."""
+    del level, text
 
 
 def _prepare(view: DoorTools) -> None:

@@ -7,8 +7,10 @@ Per round it sends the protocol's tools and inserts its directory right after th
 system prompt, byte-identical in every round. Per batch of calls it lets the protocol answer
 ``tool_search`` and refuse every call this round does not expose, and records the stats, the
 announcements and the ``additional_tools`` declarations. Off (the full list, no directory, no
-virtual tool) when ``tool_search_enabled`` is false, when the ask may use a real tool named
-``tool_search`` (logged as an error), or when no deferred tools are left.
+virtual tool) when ``tool_search_enabled`` is false or when no deferred tools are left. An
+ask that offers the virtual ``tool_search`` leaves a real tool of that name out (not sent, not
+callable, not in the directory; one warning per tool set, `bot_toolsearch._core.reserved`);
+an ask without tool search sends and runs it as any tool.
 """
 
 from __future__ import annotations
@@ -85,19 +87,13 @@ class ToolSearchMiddleware:
         skills = ctx.settings.skills
         if not skills.tool_search_enabled:
             return
-        # Filtering comes first: a real ``tool_search`` this ask may not use collides with
-        # nothing, and the virtual tool serves the ask as usual.
-        if ctx.toolset.collision and TOOL_SEARCH_NAME in ctx.permitted:
-            logger.error(
-                "a real tool is named %r: tool search is off for this ask "
-                "(the full tool list is sent, with no directory)",
-                TOOL_SEARCH_NAME,
-            )
-            return
+        # The virtual tool takes the name: a real ``tool_search`` is not this ask's to use
+        # (the same frozenset for the same permitted set, so the cached views are shared).
+        permitted = ctx.toolset.searchable(ctx.permitted)
         generation = ctx.settings.generation
 
         def report(level: int, text: str) -> None:
-            # A fallback of the settings is logged once per generation; a collision per ask.
+            # A fallback of the settings is logged once per generation.
             if level == logging.WARNING:
                 if generation in self._fallback_logged:
                     return
@@ -108,17 +104,20 @@ class ToolSearchMiddleware:
             ctx.toolset.catalog,
             ctx.settings,
             api=ctx.settings.model.api,
-            names=ctx.toolset.wire_names(ctx.settings.tools.dot_delimiter, ctx.permitted),
-            permitted=ctx.permitted,
+            names=ctx.toolset.wire_names(ctx.settings.tools.dot_delimiter, permitted),
+            permitted=permitted,
             # The catalog names this ask may not use (the view is cached per permitted set).
-            hidden=ctx.toolset.view(ctx.permitted).hidden,
+            hidden=ctx.toolset.view(permitted).hidden,
             namespaces=ctx.toolset.namespace_descriptions(ctx.settings.tools.namespaces),
             always_loaded=ctx.always_loaded_extra,
             report=report,
             semantic=semantic_ranker(ctx.settings, ctx.toolset.catalog),
         )
         if not protocol.active:
-            return
+            return  # the full list: a real ``tool_search`` is an ordinary tool then
+        if permitted is not ctx.permitted:
+            ctx.toolset.reserved.warn()
+            ctx.permitted = permitted
         # tool_search_keep_loaded = "conversation": as if searched before round 1, so they
         # follow tool_search in first-call order (the directory is of the deferred set, which
         # loading does not change, so it stays byte-identical from ask to ask).

@@ -12,6 +12,7 @@ from typing import Any
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.prompt import TOOL_SEARCH_NAME
+from bot_toolsearch._core.reserved import ReservedTool
 from bot_toolsearch._errors import CatalogError
 from bot_toolsearch._services.permissions import pattern_filter
 from bot_toolsearch._tools.schema import function_schema
@@ -81,8 +82,9 @@ Entry = Tool | Agent | Builtin
 class ToolSet:
     """Every tool the bot has, with the catalog the tool-search core indexes (built once).
 
-    A real tool named exactly ``tool_search`` is kept out of the catalog (the core refuses it)
-    but stays in ``entries`` and ``schemas``, so an ask can run as if tool search were off.
+    A real tool named exactly ``tool_search`` is kept out of the catalog but stays in
+    ``entries`` and ``schemas``: an ask under tool search leaves it out (`searchable`, the rule
+    of `bot_toolsearch._core.reserved`), an ask without tool search sends and runs it.
     """
 
     entries: Mapping[str, Entry]
@@ -90,10 +92,9 @@ class ToolSet:
     catalog: ToolCatalog
     """The core's index over every entry except a real ``tool_search``."""
     schemas: tuple[Mapping[str, Any], ...]
-    """Every entry's schema, in catalog order (plus a real ``tool_search`` last). Shared: never
-    mutate."""
-    collision: bool
-    """A real tool is named ``tool_search``."""
+    """Every entry's schema, in entry order. Shared: never mutate."""
+    reserved: ReservedTool
+    """The real tool named ``tool_search``, if any, and its one warning."""
     names: frozenset[str] = frozenset()
     """Every entry's name (what the permission hook receives)."""
     namespaces: Mapping[str, str] = field(default_factory=dict)
@@ -106,6 +107,9 @@ class ToolSet:
         default_factory=dict, repr=False
     )
     _views: dict[int, tuple[frozenset[str], ToolView]] = field(default_factory=dict, repr=False)
+    _searchable: dict[int, tuple[frozenset[str], frozenset[str]]] = field(
+        default_factory=dict, repr=False
+    )
     _warned: set[tuple[str, str]] = field(default_factory=set, repr=False)
     _merged: dict[int, tuple[Mapping[str, str], Mapping[str, str]]] = field(
         default_factory=dict, repr=False
@@ -133,27 +137,31 @@ class ToolSet:
             if entry.name in entries:
                 raise CatalogError(f"duplicate tool name {entry.name!r}", name=entry.name)
             entries[entry.name] = entry
-        collision = TOOL_SEARCH_NAME in entries
         built = [_shared(e) for e in entries.values()]
+        # A real ``tool_search`` is left out here, not skipped by the catalog: whether an ask
+        # leaves it out depends on its settings, and so does its warning (`searchable`).
         catalog = ToolCatalog(
             [s for name, s in zip(entries, built, strict=True) if name != TOOL_SEARCH_NAME]
         )
         # The catalog skips (and logs) names it cannot index safely; they are unusable anywhere.
-        usable = {name: entries[name] for name in catalog.names}
-        if collision:
-            usable[TOOL_SEARCH_NAME] = entries[TOOL_SEARCH_NAME]
+        usable = {
+            name: entry
+            for name, entry in entries.items()
+            if name in catalog or name == TOOL_SEARCH_NAME
+        }
         # The catalog serialised every schema (its own isolated copy) and walked the same
         # objects for the index; the tool lists share them too, so no schema is parsed again.
         shared = dict(zip(entries, built, strict=True))
         schemas = tuple(shared[name] for name in usable)
-        return cls(usable, catalog, schemas, collision, frozenset(usable), dict(namespaces or {}))
+        reserved = ReservedTool(usable)
+        return cls(usable, catalog, schemas, reserved, frozenset(usable), dict(namespaces or {}))
 
     @classmethod
     def from_snapshot(cls, snapshot: ToolSetSnapshot, agents: Sequence[Agent]) -> ToolSet:
         """The tool set of a registry snapshot plus ``agents``, checked where it is built.
 
-        A snapshot tool named ``tool_search`` (a code tool; the registry skips folder and MCP
-        tools of that name) gives ``collision`` as in `build`: asks run with tool search off.
+        A snapshot tool named ``tool_search`` is kept as in `build`: asks under tool search
+        leave it out (`searchable`), asks without tool search send and run it.
 
         Raises:
             CatalogError: a snapshot tool uses a built-in's name (``send_message``, ``end``)
@@ -246,6 +254,23 @@ class ToolSet:
                 self._views.pop(next(iter(self._views)))
             self._views[id(permitted)] = (permitted, view)  # holding it keeps the id unique
         return view
+
+    def searchable(self, permitted: frozenset[str]) -> frozenset[str]:
+        """``permitted`` as an ask that offers the virtual ``tool_search`` may use it: without
+        a real tool of that name (`ReservedTool.skip`); the same object for the same set, so
+        the views and wire names cached per permitted set are shared. Nothing is logged here:
+        the ask logs `ReservedTool.warn` once it offers the virtual tool."""
+        if not self.reserved.present or TOOL_SEARCH_NAME not in permitted:
+            return permitted
+        cached = self._searchable.get(id(permitted))
+        if cached is not None and cached[0] is permitted:
+            return cached[1]
+        searchable = self.reserved.skip(permitted)
+        with self._lock:
+            if len(self._searchable) >= _CACHE_SIZE:
+                self._searchable.pop(next(iter(self._searchable)))
+            self._searchable[id(permitted)] = (permitted, searchable)  # keeps the id unique
+        return searchable
 
     def warn_unknown(self, setting: str, names: Iterable[str]) -> None:
         """Log one WARNING per name in ``names`` that is no tool here, once per tool set."""

@@ -19,7 +19,6 @@ import logging
 from collections.abc import Mapping
 
 from bot_toolsearch._config.settings import BotSettings
-from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._protocol.engine import ToolSearchProtocol
 from bot_toolsearch._services.indexing import build_index
 from bot_toolsearch._services.semantic import warm_semantic
@@ -58,9 +57,10 @@ def _build_directory(
     permitted set, so that ask only reads them. Nothing when prefetched tools are hidden
     (what an ask hides then depends on which prefetch succeeds)."""
     skills = settings.skills
-    permitted = toolset.pattern_permitted(settings.tools.allow, settings.tools.deny)
-    if toolset.collision and TOOL_SEARCH_NAME in permitted:
-        return  # asks run with tool search off
+    # Without a real ``tool_search``, as the asks that offer the virtual one (the same set).
+    permitted = toolset.searchable(
+        toolset.pattern_permitted(settings.tools.allow, settings.tools.deny)
+    )
     targets = prefetch_targets(toolset, skills.prefetch_tools, permitted)
     if targets and skills.prefetch_tools_hide:
         return

@@ -8,11 +8,11 @@ rebuilt only then) or a handler (an edited ``handler.py``, a replaced MCP connec
 
 Merge order and collisions: code tools first, then tool folders (directory order, then path
 order), then MCP servers (configuration order, then the server's order). A later tool whose
-name is already taken is skipped with one warning. A tool folder named ``tool_search`` is
-skipped with one warning too: nobody wrote it into the bot, and a dropped-in folder must not
-switch tool search off (MCP tools are always ``server.tool``, so they never take the name). A
-*code* tool of that name is the developer's choice and is kept, as without a registry: every
-ask logs an error and runs with tool search off.
+name is already taken is skipped with one warning. A tool named ``tool_search`` (a code tool
+or a tool folder; MCP tools are always ``server.tool``, so they never take the name) is kept
+like any other: the doors apply one rule to it (`bot_toolsearch._core.reserved`), left out
+with one warning while the virtual search tool is offered, an ordinary tool while tool search
+is off.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._errors import ConfigError
 
 from .folders import FolderTool, ScanWarnings, folder_namespaces, scan_tool_dirs
@@ -62,7 +61,7 @@ class ToolRegistry:
     Args:
         dirs: tools directories (``[tools] dirs``); relative ones resolve against ``base_dir``.
         extra_tools: tools defined in code; they win every name collision. One named
-            ``tool_search`` is kept (asks then run with tool search off, logging an error).
+            ``tool_search`` is kept (left out while tool search offers the virtual one).
         mcp_servers: ``[[tools.mcp_servers]]`` entries (`MCPServerConfig`, mappings, or settings
             models with the same fields).
         watch: watch ``dirs`` recursively after ``start()`` and reload on changes.
@@ -263,8 +262,6 @@ class ToolRegistry:
                 self._warn_once(
                     tool.name, source, f"the name is already used by {taken[tool.name]}"
                 )
-            elif tool.name == TOOL_SEARCH_NAME and source != CODE_SOURCE:
-                self._warn_once(tool.name, source, "the name is reserved for tool search")
             else:
                 taken[tool.name] = source
                 pairs.append((tool, source))

@@ -43,9 +43,9 @@ class ToolSetSnapshot:
     """Canonical name to `Tool`, in catalog order (plus a real ``tool_search`` last); executes
     the calls of asks on this snapshot."""
     catalog: ToolCatalog
-    """The search index over the tools' schemas, except a real ``tool_search`` (the catalog
-    cannot hold that name; a tool set built from this snapshot runs its asks with tool search
-    off, as `ToolSet.build` does for code tools)."""
+    """The search index over the tools' schemas, except a real ``tool_search`` (left out
+    while the virtual tool is offered, an ordinary tool otherwise:
+    `bot_toolsearch._core.reserved`)."""
     sources: Mapping[str, str]
     """Canonical name to source label: ``"code"``, ``"folder:tools/music/search_songs"``,
     ``"mcp:time"``."""
@@ -65,9 +65,9 @@ class ToolSetSnapshot:
     ) -> ToolSetSnapshot:
         """A snapshot over ``(tool, source label)`` pairs, in order.
 
-        A tool named ``tool_search`` stays in ``tools`` (callable) but not in the catalog, which
-        cannot hold that name; the `ToolSet` built from the snapshot then runs each ask with
-        tool search off and logs an error, as it does for code tools without a registry.
+        A tool named ``tool_search`` stays in ``tools`` (callable without tool search) but not
+        in the catalog: the doors leave it out while they offer the virtual search tool
+        (`bot_toolsearch._core.reserved`).
 
         Args:
             tools: the tools with their source labels; names must be unique (first one wins).

@@ -19,11 +19,12 @@ import logging
 import operator
 import threading
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from bot_toolsearch._config.settings import BotSettings, EmbeddingsSettings
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME, ToolCatalog, indexes_built
+from bot_toolsearch._core.reserved import ReservedTool
 from bot_toolsearch._errors import CatalogError
 from bot_toolsearch._services.indexing import build_index, index_built
 from bot_toolsearch._services.permissions import pattern_filter
@@ -97,6 +98,11 @@ class CallerView:
     """Permitted canonical name -> the caller's own entry, with the wire name set."""
     plain: bool
     """Every permitted name is its own wire name (nothing to encode or decode)."""
+    unsearched: tuple[Mapping[str, Any], ...] = ()
+    """What a call without tool search sends: the permitted entries in the caller's order,
+    with the caller's own ``tool_search`` when it has one and the patterns permit it."""
+    unsearched_names: tuple[str, ...] = ()
+    """The canonical names of ``unsearched``, in order."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -106,8 +112,8 @@ class CallerTools:
     api: Api
     """The tool shape of the list."""
     catalog: ToolCatalog | None
-    """The core's index of the function tools; ``None`` passes every request through (no
-    function tool other than one named ``tool_search``, which the catalog skips)."""
+    """The core's index of the function tools but one named ``tool_search``; ``None`` passes
+    every request through (no other function tool)."""
     entries: Mapping[str, Mapping[str, Any]]
     """Canonical (the caller's) name -> the caller's own entry, with the wire name set."""
     others: tuple[Any, ...]
@@ -116,6 +122,13 @@ class CallerTools:
     """Canonical <-> wire names of every catalog tool plus ``tool_search``."""
     plain: bool
     """Every catalog name is its own wire name (nothing to encode or decode)."""
+    real: Mapping[str, Any] | None = None
+    """The caller's own tool named ``tool_search`` (its first), if any: sent and the caller's
+    to run only in a call without tool search (`bot_toolsearch._core.reserved`)."""
+    real_at: int = 0
+    """How many ``entries`` precede ``real`` in the caller's order."""
+    reserved: ReservedTool = field(default_factory=lambda: ReservedTool(()))
+    """The warning of a skipped ``real``, logged once per list (`Projection` logs it)."""
     _permissions: dict[tuple[tuple[str, ...], tuple[str, ...]], CallerView] = field(
         default_factory=dict, repr=False
     )
@@ -139,23 +152,37 @@ class CallerTools:
                 functions.append(tool)
             else:
                 others.append(tool)
-        # A caller tool named ``tool_search`` is skipped by the catalog (its one summary
-        # warning): the virtual tool takes the name, every other tool stays searchable.
-        catalog: ToolCatalog | None = ToolCatalog([_chat_schema(tool, api) for tool in functions])
+        # A caller tool named ``tool_search`` is kept out of the catalog: a call that offers
+        # the virtual tool skips it (with the catalog's one summary warning, `Projection`), a
+        # call without tool search sends it; every other tool stays searchable.
+        listed = [tool_name(tool, api) for tool in functions]
+        real_at = listed.index(TOOL_SEARCH_NAME) if TOOL_SEARCH_NAME in listed else None
+        catalog: ToolCatalog | None = ToolCatalog(
+            [
+                _chat_schema(t, api)
+                for t, n in zip(functions, listed, strict=True)
+                if n != TOOL_SEARCH_NAME
+            ]
+        )
         names = WireNames.build(
             [*(catalog.names if catalog is not None else ()), TOOL_SEARCH_NAME],
             dot_delimiter=dot_delimiter,
         )
         entries: dict[str, Mapping[str, Any]] = {}
-        for tool in functions:
-            name = tool_name(tool, api)
+        real: Mapping[str, Any] | None = None
+        before = 0
+        for position, (tool, name) in enumerate(zip(functions, listed, strict=True)):
+            if position == real_at:
+                real = wire_tool(tool, names, api, canonical=TOOL_SEARCH_NAME)
+                before = len(entries)
             if catalog is None or name is None or name not in catalog or name in entries:
                 continue
             entries[name] = wire_tool(tool, names, api, canonical=name)
         plain = all(canonical == wire for canonical, wire in names.pairs)
         if catalog is not None and not len(catalog):
             catalog = None
-        return cls(api, catalog, entries, tuple(others), names, plain)
+        reserved = ReservedTool(n if n is not None else "" for n in listed)
+        return cls(api, catalog, entries, tuple(others), names, plain, real, before, reserved)
 
     @property
     def accepted(self) -> bool:
@@ -274,6 +301,9 @@ class CallerTools:
             return cached
         permitted = pattern_filter(frozenset(self.entries), allow, deny)
         hidden = tuple(n for n in self.entries if n not in permitted)
+        real = self.real
+        if real is not None and not pattern_filter(frozenset({TOOL_SEARCH_NAME}), allow, deny):
+            real = None
         if not hidden:
             view = CallerView(permitted, hidden, self.names, self.entries, self.plain)
         else:
@@ -288,6 +318,13 @@ class CallerTools:
             }
             plain = all(canonical == wire for canonical, wire in names.pairs)
             view = CallerView(permitted, hidden, names, entries, plain)
+        unsearched = list(view.entries.values())
+        order = list(view.entries)
+        if real is not None:
+            at = sum(1 for n in list(self.entries)[: self.real_at] if n in permitted)
+            unsearched.insert(at, real)
+            order.insert(at, TOOL_SEARCH_NAME)
+        view = replace(view, unsearched=tuple(unsearched), unsearched_names=tuple(order))
         with self._lock:
             if len(self._permissions) >= _CACHE_SIZE:
                 self._permissions.pop(next(iter(self._permissions)))

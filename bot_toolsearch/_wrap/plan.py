@@ -116,9 +116,10 @@ def setup(
 ) -> Setup | Pending | None:
     """The call's tool search, or ``None`` to pass the request through untouched.
 
-    Passes through when the request has no tool list, a caller tool is named
-    ``tool_search``, or tool search is off (in the settings, or no permitted tool is left to
-    defer) and ``[tools] allow``/``deny`` leave every tool: a deny is a promise whenever the
+    Passes through when the request has no tool list or no function tool other than one
+    named ``tool_search``, or tool search is off (in the settings, or no permitted tool is
+    left to defer) and ``[tools] allow``/``deny`` leave every tool (the caller's own
+    ``tool_search`` included): a deny is a promise whenever the
     wrapper is in the path, so with tool search off the denied tools are still left out (and
     a call to one is refused as no such tool).
 

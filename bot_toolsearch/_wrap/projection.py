@@ -105,6 +105,8 @@ class Projection:
         self._forced = forced
         on = skills.tool_search_enabled and self.protocol.active
         self.directory: str | None = str(self.protocol.directory["content"]) if on else None
+        if on and TOOL_SEARCH_NAME in self.view.unsearched_names:
+            tools.reserved.warn()  # the virtual tool takes the name of the caller's own
         """The directory and the rules, or ``None`` when tool search is off for this call
         (off in the settings, or nothing deferred): then the permitted tools are all sent."""
         self.exposed: frozenset[str] = frozenset()
@@ -123,8 +125,10 @@ class Projection:
 
     @property
     def filtering(self) -> bool:
-        """Whether ``[tools] allow``/``deny`` leave out some of the caller's tools."""
-        return bool(self.view.hidden)
+        """Whether ``[tools] allow``/``deny`` leave out some of the caller's tools (its own
+        ``tool_search`` included)."""
+        denied = self._tools.real is not None and TOOL_SEARCH_NAME not in self.view.unsearched_names
+        return bool(self.view.hidden) or denied
 
     def is_deferred(self, name: str) -> bool:
         """Whether ``name`` is a permitted tool that is not always loaded."""
@@ -184,10 +188,11 @@ class Projection:
         tools = self._tools
         out: list[Any] = list(tools.others)
         if not self.active:
-            # Tool search off: every permitted tool, in the caller's order (as the `Bot`).
-            out.extend(self.view.entries.values())
-            self.exposed = self.permitted
-            self.sent = tuple(self.view.entries)
+            # Tool search off: every permitted tool, in the caller's order (as the `Bot`), the
+            # caller's own ``tool_search`` among them (nothing else takes the name).
+            out.extend(self.view.unsearched)
+            self.sent = self.view.unsearched_names
+            self.exposed = frozenset(self.sent)
             return out
         sent: list[str] = []
         for schema in self.protocol.round_tools():

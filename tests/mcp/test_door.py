@@ -7,6 +7,7 @@ and an upstream server that grows its tool list or dies on request.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client, types
 
 from bot_toolsearch._mcp.door import IDLE_SECONDS, McpDoor
@@ -369,6 +371,78 @@ async def test_a_tool_folder_added_while_serving_reaches_the_session(tmp_path: P
             assert text(ran) == "quiet"
     finally:
         await door.aclose()
+
+
+# -- a real tool named tool_search: skipped while the door offers the virtual one ------------
+
+REAL = "A real tool that happens to use the reserved name."
+
+
+def reserved_door(searching: bool, runs: list[dict[str, Any]]) -> McpDoor:
+    from bot_toolsearch import BotSettings, Tool
+
+    def real(**arguments: Any) -> str:
+        runs.append(arguments)
+        return "the real tool_search ran"
+
+    def run(**arguments: Any) -> str:
+        return json.dumps(arguments)
+
+    settings = BotSettings.model_validate(
+        {"bot": {"hot_reload": False}, "skills": {"tool_search_enabled": searching}}
+    )
+    parameters = {"type": "object", "properties": {"q": {"type": "string"}}}
+    tools = [
+        Tool("a.one", "The first tool.", None, run),
+        Tool("tool_search", REAL, parameters, real),
+        Tool("a.two", "The second tool.", None, run),
+    ]
+    return McpDoor(settings, tools)
+
+
+async def test_a_real_tool_search_is_skipped_and_the_virtual_one_answers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runs: list[dict[str, Any]] = []
+    door = reserved_door(True, runs)
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        async with door:
+            for _ in range(2):  # two sessions: the warning is the snapshot's, logged once
+                async with connect(door) as (client, _):
+                    listed = await client.list_tools()
+                    assert names(listed) == ["tool_search"]
+                    description = listed.tools[0].description or ""
+                    block = description.split("<available_deferred_tools>\n")[1]
+                    assert block.split("\n</available_deferred_tools>")[0] == "a.one\na.two"
+                    assert REAL not in json.dumps(listed.model_dump(mode="json"))
+                    found = await search(client, "select:a.two,tool_search")
+                    assert found["loaded"] == ["a.two"]
+                    assert names(await client.list_tools()) == ["tool_search", "a.two"]
+                    own = await client.call_tool("tool_search", {"q": "x"})  # the real one's
+                    assert "the real tool_search ran" not in text(own)
+                    assert "query" in text(own)
+    assert runs == []
+    warnings = [r.getMessage() for r in caplog.records if "(1 reserved)" in r.getMessage()]
+    assert warnings == [
+        "tool catalog: skipping 1 of 3 entries (1 reserved): entry 2 ('tool_search'): "
+        "the reserved name of the virtual search tool"
+    ]
+
+
+async def test_with_tool_search_off_a_real_tool_search_is_listed_and_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runs: list[dict[str, Any]] = []
+    door = reserved_door(False, runs)
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        async with door, connect(door) as (client, _):
+            listed = await client.list_tools()
+            assert names(listed) == ["a.one", "a.two", "tool_search"]
+            assert listed.tools[2].description == REAL
+            ran = await client.call_tool("tool_search", {"q": "x"})
+            assert (text(ran), ran.is_error) == ("the real tool_search ran", False)
+    assert runs == [{"q": "x"}]
+    assert not [r for r in caplog.records if "(1 reserved)" in r.getMessage()]
 
 
 async def test_idle_expiring_sessions_are_forgotten(

@@ -111,24 +111,6 @@ async def test_disabled_sends_the_full_filtered_list_without_directory(
     assert result.stats.searches == 0
 
 
-async def test_a_real_tool_search_runs_the_ask_as_disabled_and_logs_an_error(
-    server: ScriptedOpenAIServer,
-    make_bot: BotFactory,
-    weather_tools: list[Tool],
-    ran: Ran,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    real = ran.tool("tool_search", "A real tool that happens to use the name.", q="query")
-    server.script(call("tool_search", q="x"), call("end"))
-    with caplog.at_level(logging.ERROR, logger="bot_toolsearch"):
-        await make_bot([*weather_tools, real]).ask("x")
-
-    assert server.requests[0].tool_names == [*FULL, "tool_search"]
-    assert no_directory(server)
-    assert ran.calls == [("tool_search", {"q": "x"})]
-    assert any("tool search is off for this ask" in r.getMessage() for r in caplog.records)
-
-
 async def test_no_deferred_tools_left_means_the_full_list(
     server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool]
 ) -> None:
@@ -187,7 +169,7 @@ async def test_the_history_keeps_the_models_spelling_of_a_forbidden_call(
     assert ran.names == ["weather.forecast"]
 
 
-async def test_a_forbidden_real_tool_search_does_not_turn_search_off(
+async def test_a_denied_real_tool_search_is_neither_sent_nor_warned_about(
     server: ScriptedOpenAIServer,
     make_bot: BotFactory,
     weather_tools: list[Tool],
@@ -196,7 +178,7 @@ async def test_a_forbidden_real_tool_search_does_not_turn_search_off(
 ) -> None:
     real = ran.tool("tool_search", "A real tool that happens to use the name.", q="query")
     server.script(call("tool_search", id="s1", query="select:music.play"), call("end"))
-    with caplog.at_level(logging.ERROR, logger="bot_toolsearch"):
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
         result = await make_bot([*weather_tools, real], tools_table={"deny": ["tool_search"]}).ask(
             "x"
         )
@@ -208,4 +190,4 @@ async def test_a_forbidden_real_tool_search_does_not_turn_search_off(
     assert "A real tool that happens" not in json.dumps(server.requests[0].body)
     assert ran.calls == []
     assert result.stats.searches == 1
-    assert not any("tool search is off" in r.getMessage() for r in caplog.records)
+    assert not any("'tool_search'" in r.getMessage() for r in caplog.records)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from bot_toolsearch import Tool
@@ -104,7 +105,7 @@ async def test_a_forbidden_tool_is_never_prefetched(
     assert prefetch_texts(server, 0) == []
 
 
-async def test_prefetch_works_when_a_real_tool_search_turns_search_off(
+async def test_prefetch_never_runs_a_real_tool_search_and_search_stays_on(
     server: ScriptedOpenAIServer, make_bot: BotFactory, weather_tools: list[Tool], ran: Ran
 ) -> None:
     clock = ran.tool("time.now", "Current time.", result="12:00")
@@ -113,12 +114,12 @@ async def test_prefetch_works_when_a_real_tool_search_turns_search_off(
     skills = {"prefetch_tools": ["time.now", "tool_search"], "prefetch_tools_hide": True}
     await make_bot([*weather_tools, clock, real], skills=skills).ask("x")
 
-    full = ["send_message", "end", "weather-_-forecast", "music-_-play", "calendar-_-add"]
     for index in range(3):
-        # The full list minus the prefetched (hidden) tool, with the real tool_search last.
-        assert server.requests[index].tool_names == [*full, "tool_search"]
+        # The virtual tool_search (the real one is skipped), the prefetched tool hidden.
+        assert server.requests[index].tool_names == ["send_message", "end", "tool_search"]
         assert prefetch_texts(server, index) == [f"{PREFETCH_HEADER}\n- time.now: 12:00"]
-    assert server.requests[1].tool_outputs[-1] == ("r1", "tool_search ok [('q', 'x')]")
+    assert "A real tool with the reserved name" not in json.dumps(server.requests[0].body)
+    assert "tool_search ok" not in server.requests[1].tool_outputs[-1][1]
     assert server.requests[2].tool_outputs[-1] == ("t1", NO_SUCH_TOOL.format(name="time-_-now"))
     # The reserved name is never prefetched, even when it is a real tool.
-    assert ran.calls == [("time.now", {}), ("tool_search", {"q": "x"})]
+    assert ran.calls == [("time.now", {})]

@@ -1,6 +1,6 @@
 """A `Bot` over the `ToolRegistry` that ``[tools]`` configures: folders added and removed while
-it runs, ``[tools] dirs`` edits, reserved names refused at reload time, a code ``tool_search``
-running asks with tool search off, ``catalog list``."""
+it runs, ``[tools] dirs`` edits, reserved names refused at reload time, a real ``tool_search`` from
+code or a folder (skipped while searching, ordinary without), ``catalog list``."""
 
 from __future__ import annotations
 
@@ -245,11 +245,12 @@ def no_directory(server: ScriptedOpenAIServer) -> bool:
     )
 
 
-def off_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+def reserved_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The catalog's summary warnings of a skipped real ``tool_search``."""
     return [
         r.getMessage()
         for r in caplog.records
-        if r.levelno == logging.ERROR and "tool search is off for this ask" in r.getMessage()
+        if r.levelno == logging.WARNING and "(1 reserved)" in r.getMessage()
     ]
 
 
@@ -266,7 +267,7 @@ def real_tool_search() -> tuple[Tool, list[dict[str, object]]]:
     return Tool("tool_search", "A real tool with the reserved name.", parameters, handler), runs
 
 
-async def test_a_code_tool_search_with_a_registry_runs_each_ask_as_disabled(
+async def test_a_code_tool_search_with_a_registry_is_skipped_and_search_stays_on(
     server: ScriptedOpenAIServer,
     tmp_path: Path,
     api: str,
@@ -279,31 +280,29 @@ async def test_a_code_tool_search_with_a_registry_runs_each_ask_as_disabled(
         tmp_path / "config.toml",
         server.base_url,
         api,
-        '[tools]\ndirs = ["tools"]\n[skills]\ntool_search_enabled = true\n',
+        '[tools]\ndirs = ["tools"]\n[skills]\ntool_search_enabled = true\n'
+        'tool_search_loading = "append"\n',
     )
-    with caplog.at_level(logging.ERROR, logger="bot_toolsearch"):
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
         async with Bot.from_config(path, [real]) as bot:
-            assert bot.toolset.collision
-            server.script(call("tool_search", q="x"), call("notes"), call("end"))
+            assert bot.toolset.reserved.present
+            server.script(call("tool_search", query="select:notes"), call("notes"), call("end"))
             first = await bot.ask("one")
-            server.script(call("end"))
+            server.script(call("tool_search", q="x"), call("end"))
             await bot.ask("two")
 
-    full = ["send_message", "end", "notes", "tool_search"]
-    assert [r.tool_names for r in server.requests] == [full] * 4
-    assert no_directory(server)
-    assert runs == [{"q": "x"}]
-    assert server.requests[1].tool_outputs[0][1] == "the real tool_search ran"
+    assert server.requests[0].tool_names == ["send_message", "end", "tool_search"]
+    assert "<available_deferred_tools>\nnotes\n</available_deferred_tools>" in directory(server, 0)
+    assert "A real tool with the reserved name" not in json.dumps(server.requests[0].body)
+    assert runs == []
     ran = [(c.name, c.outcome, c.result) for r in first.trace for c in r.calls]
-    assert ran[:2] == [
-        ("tool_search", "ran", "the real tool_search ran"),
-        ("notes", "ran", "notes ok"),
-    ]
-    assert first.stats.searches == 0
-    assert len(off_errors(caplog)) == 2  # one per ask
+    assert ran[1] == ("notes", "ran", "notes ok")
+    assert first.stats.searches == 1
+    assert "the real tool_search ran" not in server.requests[4].tool_outputs[0][1]
+    assert len(reserved_warnings(caplog)) == 1  # once for the tool set, not per ask
 
 
-async def test_a_registry_source_passed_to_bot_keeps_a_code_tool_search_callable(
+async def test_a_registry_source_passed_to_bot_keeps_a_code_tool_search_callable_without_search(
     server: ScriptedOpenAIServer,
     client: openai.AsyncOpenAI,
     tmp_path: Path,
@@ -313,20 +312,25 @@ async def test_a_registry_source_passed_to_bot_keeps_a_code_tool_search_callable
     real, runs = real_tool_search
     write_tool(tmp_path / "tools", "notes", "notes ok")
     registry = ToolRegistry([tmp_path / "tools"], extra_tools=[real])
-    settings = BotSettings.model_validate({"skills": {"tool_search_enabled": True}})
+    settings = BotSettings.model_validate({"skills": {"tool_search_enabled": False}})
     server.script(call("tool_search", q="y"), call("end"))
-    with caplog.at_level(logging.ERROR, logger="bot_toolsearch"):
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
         result = await Bot(settings, registry, client=client).ask("x")
 
     assert server.requests[0].tool_names == ["send_message", "end", "notes", "tool_search"]
     assert no_directory(server)
     assert runs == [{"q": "y"}]
     assert result.trace[0].calls[0].result == "the real tool_search ran"
-    assert len(off_errors(caplog)) == 1
+    assert not reserved_warnings(caplog)
 
 
-async def test_a_folder_named_tool_search_is_skipped_and_search_stays_on(
-    server: ScriptedOpenAIServer, tmp_path: Path, api: str, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("searching", [True, False])
+async def test_a_folder_named_tool_search_follows_the_same_rule_as_a_code_one(
+    server: ScriptedOpenAIServer,
+    tmp_path: Path,
+    api: str,
+    caplog: pytest.LogCaptureFixture,
+    searching: bool,
 ) -> None:
     write_tool(tmp_path / "tools", "tool_search", "folder ran")
     write_tool(tmp_path / "tools", "notes", "notes ok")
@@ -335,20 +339,27 @@ async def test_a_folder_named_tool_search_is_skipped_and_search_stays_on(
         server.base_url,
         api,
         '[tools]\ndirs = ["tools"]\n[bot]\nhot_reload = false\n'
-        "[skills]\ntool_search_enabled = true\n",
+        f"[skills]\ntool_search_enabled = {str(searching).lower()}\n"
+        'tool_search_loading = "append"\n',
     )
-    server.script(call("tool_search", query="select:notes"), call("notes"), call("end"))
+    if searching:
+        server.script(call("tool_search", query="select:notes"), call("notes"), call("end"))
+    else:
+        server.script(call("tool_search", query="anything"), call("notes"), call("end"))
     with caplog.at_level(logging.WARNING):
         async with Bot.from_config(path) as bot:
-            assert not bot.toolset.collision
             result = await bot.ask("x")
 
-    assert server.requests[0].tool_names == ["send_message", "end", "tool_search"]
-    assert "<available_deferred_tools>" in directory(server, 0)
-    assert server.requests[1].tool_names == ["send_message", "end", "tool_search", "notes"]
     outcomes = [(c.name, c.result) for r in result.trace for c in r.calls]
-    assert "folder ran" not in json.dumps(outcomes)
     assert ("notes", "notes ok") in outcomes
-    assert result.stats.searches == 1
-    assert not off_errors(caplog)
-    assert any("reserved for tool search" in r.getMessage() for r in caplog.records)
+    if searching:  # skipped, with the one warning: search stays on for every other tool
+        assert server.requests[0].tool_names == ["send_message", "end", "tool_search"]
+        assert "<available_deferred_tools>" in directory(server, 0)
+        assert server.requests[1].tool_names == ["send_message", "end", "tool_search", "notes"]
+        assert "folder ran" not in json.dumps(outcomes)
+        assert result.stats.searches == 1
+        assert len(reserved_warnings(caplog)) == 1
+    else:  # an ordinary tool
+        assert server.requests[0].tool_names == ["send_message", "end", "notes", "tool_search"]
+        assert ("tool_search", "folder ran") in outcomes
+        assert not reserved_warnings(caplog)

@@ -16,14 +16,27 @@ def test_builtins_come_first_and_hostile_names_are_unusable() -> None:
     toolset = ToolSet.build([noop("a.b"), noop("bad\nname"), noop("x<y>")], ())
     assert list(toolset.entries) == ["send_message", "end", "a.b"]
     assert [s["function"]["name"] for s in toolset.schemas] == ["send_message", "end", "a.b"]
-    assert not toolset.collision
+    assert not toolset.reserved.present
 
 
-def test_a_real_tool_search_is_kept_out_of_the_catalog_but_usable() -> None:
+def test_a_real_tool_search_is_kept_out_of_the_catalog_but_usable_without_search() -> None:
     toolset = ToolSet.build([noop("tool_search"), noop("a")], ())
-    assert toolset.collision
+    assert toolset.reserved.present
     assert "tool_search" not in toolset.catalog
-    assert "tool_search" in toolset.entries
+    assert list(toolset.entries) == ["send_message", "end", "tool_search", "a"]
+    assert [s["function"]["name"] for s in toolset.schemas] == list(toolset.entries)
+
+
+def test_searchable_leaves_the_real_tool_search_out_once_per_permitted_set() -> None:
+    toolset = ToolSet.build([noop("tool_search"), noop("a")], ())
+    permitted = toolset.pattern_permitted((), ())
+    searchable = toolset.searchable(permitted)
+    assert searchable == {"send_message", "end", "a"}
+    assert toolset.searchable(permitted) is searchable  # the views cached per set are shared
+    assert toolset.searchable(searchable) is searchable
+    plain = ToolSet.build([noop("a")], ())
+    names = plain.pattern_permitted((), ())
+    assert plain.searchable(names) is names
 
 
 def test_wire_names_are_cached_per_delimiter() -> None:

@@ -156,8 +156,8 @@ def test_invalid_folders_are_skipped_with_one_warning_each(
         "bad_params": write_tool(
             root, "bad_params", config={"name": "bad_params", "parameters": "nope"}
         ),
-        "tool_search": write_tool(root, "tool_search"),
     }
+    write_tool(root, "tool_search")  # kept like any tool (the doors skip it while searching)
     only_handler = root / "only_handler"
     only_handler.mkdir()
     (only_handler / "handler.py").write_text("def execute():\n    return 1\n")
@@ -165,7 +165,7 @@ def test_invalid_folders_are_skipped_with_one_warning_each(
     code = Tool("code_name", "from code", None, lambda: "code")
     with caplog.at_level(logging.WARNING, REGISTRY_LOG):
         snap = ToolRegistry([root], extra_tools=[code]).snapshot()
-    assert list(snap.tools) == ["code_name", "good"]
+    assert list(snap.tools) == ["code_name", "good", "tool_search"]
     assert snap.tools["code_name"] is code
     for label, path in bad.items():
         assert len(warnings_naming(caplog, path)) == 1, label
@@ -444,14 +444,19 @@ def test_a_code_tool_search_is_kept_and_a_folder_one_skipped_with_one_warning(
     ]
 
 
-def test_a_folder_tool_search_without_a_code_one_is_skipped_as_reserved(
+def test_a_folder_tool_search_without_a_code_one_is_kept_as_a_code_one_is(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # Every source alike: kept in the snapshot (callable without tool search), never in the
+    # catalog; the doors leave it out while they offer the virtual tool.
     folder = write_tool(tmp_path / "tools", "tool_search")
+    write_tool(tmp_path / "tools", "notes")
     with caplog.at_level(logging.WARNING, REGISTRY_LOG):
         snap = ToolRegistry([tmp_path / "tools"]).snapshot()
-    assert dict(snap.tools) == {}
-    assert [m for m in warnings_naming(caplog, folder) if "reserved for tool search" in m]
+    assert list(snap.tools) == ["notes", "tool_search"]
+    assert snap.sources["tool_search"] == f"folder:{folder}"
+    assert snap.catalog.names == ("notes",)
+    assert not warnings_naming(caplog, folder)
 
 
 MCP_TOOL_SEARCH_SERVER = """\

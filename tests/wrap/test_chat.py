@@ -144,6 +144,40 @@ async def test_caller_tool_named_tool_search_is_skipped_and_the_rest_stays_searc
     assert "'tool_search'" in warnings[0]
 
 
+@pytest.mark.parametrize("deny", [["get_weather"], ["tool_search"]])
+async def test_with_tool_search_off_and_a_deny_the_callers_tool_search_is_an_ordinary_tool(
+    server: ScriptedOpenAIServer,
+    make: Callable[..., openai.AsyncOpenAI],
+    caplog: pytest.LogCaptureFixture,
+    deny: list[str],
+) -> None:
+    # With a deny the wrapper rewrites the list even with tool search off: the caller's own
+    # tool_search stays in its place and its call reaches the caller, unless denied too.
+    own = chat_tools(1)[0] | {"function": {"name": "tool_search", "parameters": {}}}
+    tools = [chat_tools()[0], own, *chat_tools()[1:]]
+    settings = BotSettings.model_validate(
+        {"skills": {"tool_search_enabled": False}, "tools": {"deny": deny}}
+    )
+    server.script(call("tool_search", q="x"))
+    if "tool_search" in deny:
+        server.script(text("ok"))  # after the refusal, the wrapper asks again
+    with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
+        completion = await make(settings=settings).chat.completions.create(
+            model="m", messages=[USER], tools=tools
+        )
+    permitted = [t["function"]["name"] for t in tools if t["function"]["name"] not in deny]
+    assert server.requests[0].tool_names == permitted
+    calls = completion.choices[0].message.tool_calls or []
+    if "tool_search" in deny:  # refused as no such tool, as any denied tool is
+        assert not calls
+        assert server.requests[-1].tool_outputs[-1][1] == no_such_tool("tool_search")
+    else:
+        assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
+            ("tool_search", {"q": "x"})
+        ]
+    assert not [r for r in caplog.records if "(1 reserved)" in r.getMessage()]
+
+
 async def test_upstream_errors_raise_the_sdk_exception(
     server: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
 ) -> None:

@@ -176,8 +176,9 @@ def test_a_chat_custom_tool_and_an_mcp_tool_list_are_filtered() -> None:
 
 def test_a_caller_tool_named_tool_search_no_longer_lets_a_denied_tool_through() -> None:
     """Such a list turned tool search off and passed through whole, denied tools included.
-    Now the caller's ``tool_search`` is skipped as the virtual tool's reserved name (issue 30)
-    and the denied tool is never sent: nothing is left to send or to search."""
+    Now the denied tool is never sent (issue 30); nothing is left to search, so no virtual
+    tool takes the name and the caller's own ``tool_search`` is sent as an ordinary tool, as
+    every door does."""
     own = {"type": "function", "function": {"name": "tool_search", "parameters": {}}}
     admin = {"type": "function", "function": {"name": "admin.wipe", "parameters": {}}}
     with RawUpstream() as upstream:
@@ -186,7 +187,7 @@ def test_a_caller_tool_named_tool_search_no_longer_lets_a_denied_tool_through() 
         client.chat.completions.create(model="m", messages=USER, tools=[own, admin])
         sent = json.loads(_sent(upstream))
     assert "admin.wipe" not in json.dumps(sent)
-    assert sent.get("tools", []) == []
+    assert sent["tools"] == [own]
 
 
 def test_permitted_choices_pass_unchanged() -> None:
