@@ -27,13 +27,14 @@ import threading
 from array import array
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bot_toolsearch._config.settings import EmbeddingsSettings
 from bot_toolsearch._transports.embeddings import EmbeddingsError
 
-__all__ = ["DEFAULT_THREADS", "RUN_BATCH", "LocalEmbedder", "find_model_files"]
+__all__ = ["DEFAULT_THREADS", "RUN_BATCH", "LocalEmbedder", "choose_output", "find_model_files"]
 
 DEFAULT_THREADS = 2
 """Batches of a catalog embedded at once, each on one thread (onnxruntime releases the GIL);
@@ -110,6 +111,51 @@ def find_model_files(settings: EmbeddingsSettings) -> tuple[Path, Path]:
     return model, _find(tokenizer_folder, _TOKENIZER, "tokenizer")
 
 
+_POOLED = "sentence_embedding"
+"""The output name of sentence-transformers' ONNX exports that is already pooled (whatever
+the model's pooling: mean, CLS); used as it is when the model has it."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Model:
+    """A loaded model: the libraries' objects and which output gives the vectors."""
+
+    numpy: Any
+    tokenizer: Any
+    session: Any
+    inputs: frozenset[str]
+    output: str
+    """The output read: ``sentence_embedding`` when there is one, else the first output of
+    rank 3 (token states, mean-pooled over the attention mask)."""
+    pooled: bool
+    """Whether ``output`` is one vector per text already."""
+
+
+def choose_output(outputs: Sequence[tuple[str, Sequence[object]]], model: Path) -> tuple[str, bool]:
+    """``(name, pooled)`` of the output a model's vectors come from (`_Model.output`), given
+    each output's name and shape (a dimension is a number or a symbolic name).
+
+    >>> tokens, sentence = ("token_embeddings", ["b", "t", 384]), ("sentence_embedding", ["b", 384])
+    >>> choose_output([tokens, sentence], Path("m"))
+    ('sentence_embedding', True)
+    >>> choose_output([("logits", ["b"]), ("last_hidden_state", ["b", "t", 384])], Path("m"))
+    ('last_hidden_state', False)
+
+    Raises:
+        EmbeddingsError: the model has neither output (not a sentence encoder).
+    """
+    for name, shape in outputs:
+        if name == _POOLED and len(shape) == 2:
+            return name, True
+    for name, shape in outputs:
+        if len(shape) == 3:
+            return name, False
+    raise EmbeddingsError(
+        f"local model {model} is not a sentence encoder: no {_POOLED!r} output and no "
+        f"(batch, tokens, dimension) one among {[name for name, _ in outputs][:8]}"
+    )
+
+
 class LocalEmbedder:
     """An `EmbeddingsClient` look-alike that runs a local ONNX encoder.
 
@@ -123,7 +169,7 @@ class LocalEmbedder:
         self.settings = settings
         self._threads = threads
         self._lock = threading.Lock()
-        self._loaded: tuple[Any, Any, Any, frozenset[str]] | None = None
+        self._loaded: _Model | None = None
         self._endpoint: str | None = None
 
     @property
@@ -146,7 +192,7 @@ class LocalEmbedder:
                 self._endpoint = f"local:{source}:{s.max_tokens}:{files}"
             return self._endpoint
 
-    def _load(self) -> tuple[Any, Any, Any, frozenset[str]]:
+    def _load(self) -> _Model:
         with self._lock:
             if self._loaded is not None:
                 return self._loaded
@@ -181,7 +227,9 @@ class LocalEmbedder:
                     f"local model {model_path} is not a text encoder: its inputs are "
                     f"{sorted(inputs)}, not input_ids and attention_mask"
                 )
-            self._loaded = (numpy, tokenizer, session, inputs)
+            outputs = [(o.name, list(o.shape or ())) for o in session.get_outputs()]
+            output, pooled = choose_output(outputs, model_path)
+            self._loaded = _Model(numpy, tokenizer, session, inputs, output, pooled)
             return self._loaded
 
     def embed(self, texts: Sequence[str], dimension: int | None = None) -> list[array[float]]:
@@ -194,7 +242,7 @@ class LocalEmbedder:
         if not texts:
             return []
         loaded = self._load()
-        encodings = loaded[1].encode_batch(list(texts))
+        encodings = loaded.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         size = min(self.settings.batch_size, RUN_BATCH)
         chunks = [order[start : start + size] for start in range(0, len(order), size)]
@@ -214,14 +262,14 @@ class LocalEmbedder:
 
     @staticmethod
     def _run(
-        loaded: tuple[Any, Any, Any, frozenset[str]],
+        loaded: _Model,
         encodings: Sequence[Any],
         chunk: Sequence[int],
         dimension: int | None,
         out: list[array[float]],
     ) -> None:
         """Embed the texts ``chunk`` indexes (one padded batch) into their places of ``out``."""
-        np, _, session, inputs = loaded
+        np = loaded.numpy
         width = max([1, *(len(encodings[i].ids) for i in chunk)])
         ids = np.zeros((len(chunk), width), dtype=np.int64)
         mask = np.zeros((len(chunk), width), dtype=np.int64)
@@ -230,18 +278,20 @@ class LocalEmbedder:
             ids[row, : len(tokens)] = tokens
             mask[row, : len(tokens)] = 1
         feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in inputs:
+        if "token_type_ids" in loaded.inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
         try:
-            hidden = session.run(None, feed)[0]
+            state = loaded.session.run([loaded.output], feed)[0]
         except Exception as exc:  # onnxruntime's own error types
             raise EmbeddingsError(f"local model failed on a batch: {exc}") from exc
-        if getattr(hidden, "ndim", 0) != 3:
-            raise EmbeddingsError(
-                "local model: the first output is not a (batch, tokens, dimension) state"
-            )
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        if getattr(state, "ndim", 0) != (2 if loaded.pooled else 3):
+            shape = "(batch, dimension)" if loaded.pooled else "(batch, tokens, dimension)"
+            raise EmbeddingsError(f"local model: output {loaded.output!r} is not {shape}")
+        if loaded.pooled:
+            pooled = state.astype(np.float32)
+        else:
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (state * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         pooled = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
         if dimension is not None and pooled.shape[1] != dimension:

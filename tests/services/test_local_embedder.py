@@ -17,7 +17,7 @@ import pytest
 from bot_toolsearch import BotSettings, wrap_openai
 from bot_toolsearch._config.settings import EmbeddingsSettings
 from bot_toolsearch._errors import ConfigError
-from bot_toolsearch._services.local_embedder import LocalEmbedder, find_model_files
+from bot_toolsearch._services.local_embedder import LocalEmbedder, choose_output, find_model_files
 from bot_toolsearch._services.semantic import VectorCache, semantic_ranker, warm_semantic
 from bot_toolsearch._services.semantic import _identity as semantic_identity
 from bot_toolsearch._transports.embeddings import EmbeddingsError
@@ -232,3 +232,27 @@ def test_wrap_openai_with_the_local_model_and_the_no_match_floor(
     assert hotel["loaded"] == []
     assert hotel["not_found"] == ["reserve a hotel room in Paris"]
     assert 1 <= len(hotel["names"]) <= 3
+
+
+def test_the_vectors_come_from_a_pooled_output_or_the_token_states() -> None:
+    """sentence-transformers' exports carry a pooled ``sentence_embedding`` (right whatever
+    the pooling); otherwise the first rank-3 output is mean-pooled; a model with neither is
+    one clear error. (The real model's path, last_hidden_state, is run by the tests above.)"""
+    tokens, pooled = (
+        ("token_embeddings", ["batch", "tokens", 384]),
+        ("sentence_embedding", [1, 384]),
+    )
+    assert choose_output([tokens, pooled], Path("m")) == ("sentence_embedding", True)
+    assert choose_output([pooled, tokens], Path("m")) == ("sentence_embedding", True)
+    odd = [
+        ("output", ["batch", "tokens"]),
+        ("onnx::Shape_422", ["b", "t", 384]),
+        ("461", ["b", 384]),
+    ]
+    assert choose_output(odd, Path("m")) == ("onnx::Shape_422", False)
+    with pytest.raises(EmbeddingsError, match=r"is not a sentence encoder.*'logits'"):
+        choose_output([("logits", ["batch", 2]), ("pooler_output", ["b", 384])], Path("m"))
+    model, _ = find_model_files(EmbeddingsSettings(**PACKAGES))
+    loaded = LocalEmbedder(EmbeddingsSettings(**PACKAGES))._load()
+    assert (loaded.output, loaded.pooled) == ("last_hidden_state", False)
+    assert model.name == "model.onnx"
