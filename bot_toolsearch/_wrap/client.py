@@ -13,6 +13,8 @@ the client-level ones included (the SDK's own, over the wrapped resources);
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -136,19 +138,46 @@ class _AsyncResource(_Resource):
         takes time in proportion to the list (most of a second at 10,000 tools), which the
         loop never waits. A cancelled call leaves the build to finish; the list is kept.
 
+        Calls that need the same build (the same cached list under the same settings: a
+        burst of clients sending one new list) wait for the one under way, then plan on the
+        loop, rather than each taking a place in the pool's bounded queue.
+
         Raises:
             PoolBusy: the index pool's queue is full (a server answers 503).
         """
         plan = self._plan(kwargs, build=False)
-        if plan is Pending.INDEXING:
-            plan = await POOLS.index.run(functools.partial(self._plan, kwargs), deadline=0)
-        return plan
+        if not isinstance(plan, Pending):
+            return plan
+        builds = self._engine.builds
+        key = None if plan.build is None else (asyncio.get_running_loop(), plan.build)
+        running = None if key is None else builds.get(key)
+        if running is not None:
+            with contextlib.suppress(Exception):  # its own call's error, not this one's
+                await asyncio.shield(running)
+            plan = self._plan(kwargs, build=False)
+            if not isinstance(plan, Pending):
+                return plan
+        task = asyncio.ensure_future(
+            POOLS.index.run(functools.partial(self._plan, kwargs), deadline=0)
+        )
+        task.add_done_callback(_retrieved)
+        if key is not None:
+            builds[key] = task
+            task.add_done_callback(lambda t: builds.pop(key) if builds.get(key) is t else None)
+        return await asyncio.shield(task)  # a cancelled call leaves the build to finish
 
     def _plan(self, kwargs: dict[str, Any], *, build: bool = True) -> Any:
         raise NotImplementedError
 
     async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
         raise NotImplementedError
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Mark a build's outcome seen: its caller may have left (asyncio logs an exception
+    nobody retrieved)."""
+    if not task.cancelled():
+        task.exception()
 
 
 class _SyncResource(_Resource):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from bot_toolsearch._config.reload import ConfigReloader
@@ -50,6 +50,9 @@ class Engine:
         self._reloader: ConfigReloader | None = None
         self._fixed: BotSettings | None = settings
         self.cache = ToolsCache()
+        self.builds: dict[Hashable, Any] = {}
+        """The index builds under way in the ``index`` pool, by event loop and `Pending.build`:
+        a call that needs one under way waits for it (`bot_toolsearch._wrap.client`)."""
         self.aliases = ResponseAliases()
         self.platform: object = None
         """The SDK's platform headers, once a client of this engine has found them: a copy
@@ -104,7 +107,7 @@ class Engine:
 
     def chat_plan(self, kwargs: dict[str, Any], *, build: bool = True) -> ChatPlan | Pending | None:
         """The plan of a ``chat.completions.create`` call, or ``None`` to pass it through;
-        `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`).
+        a `Pending` instead of indexing when not to ``build`` (see `setup`).
 
         ``kwargs`` are first held to ``[tools] allow``/``deny`` in place (`enforce`), so what
         passes through is held to them too.
@@ -143,7 +146,7 @@ class Engine:
         self, kwargs: dict[str, Any], *, build: bool = True
     ) -> ResponsesPlan | Pending | None:
         """The plan of a ``responses.create`` call, or ``None`` to pass it through;
-        `Pending.INDEXING` instead of indexing when not to ``build`` (see `setup`).
+        a `Pending` instead of indexing when not to ``build`` (see `setup`).
 
         Raises:
             ToolNotPermittedError: ``tool_choice`` names a denied tool (see `chat_plan`).

@@ -6,7 +6,6 @@ sync client drive the same plan, so both behave identically.
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -95,12 +94,16 @@ class Setup:
         self.tools.accept(self.settings)
 
 
-class Pending(enum.Enum):
-    """What `setup` answers instead of indexing when told not to build (``build=False``)."""
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """What `setup` answers instead of indexing when told not to build (``build=False``):
+    the call needs a new tool list indexed, or its search index or directory built, so an
+    async door makes the plan in a worker thread (`bot_toolsearch._wrap.client`)."""
 
-    INDEXING = "indexing"
-    """The call needs a new tool list indexed, or its search index built: an async door
-    makes the plan in a worker thread then (`bot_toolsearch._wrap.client`)."""
+    build: Hashable | None = None
+    """The build the call needs: its cached list and the settings the build is for, the
+    same for every call with that list under those settings (concurrent ones wait for one
+    build); ``None`` for a list not cached yet."""
 
 
 def setup(
@@ -127,8 +130,8 @@ def setup(
     the first round needs); its search index and vectors come once the upstream accepts a
     request carrying it (`CallerTools.accept`, which the plans call on a 2xx answer). An
     accepted list is prepared for these settings when it is not yet (a reload changed the
-    namespace descriptions). With ``build=False`` nothing is indexed: `Pending.INDEXING`
-    says that the call would have to.
+    namespace descriptions). With ``build=False`` nothing is indexed: a `Pending` says that
+    the call would have to, and what.
 
     A ``dialect`` (a client that speaks tool search itself, `bot_toolsearch._wrap.native`)
     is honoured whatever ``tool_search_enabled`` says, and never passes through while its
@@ -156,17 +159,17 @@ def setup(
         else cache.lookup(tools, api, delimiter)
     )
     if indexed is None:
-        return Pending.INDEXING
+        return Pending()
     if indexed.catalog is None:
         return None
     key = (_directory_key(settings), dialect)
     searching = settings.skills.tool_search_enabled or dialect is not None
     if indexed.accepted and not indexed.prepared(settings):
         if not build:
-            return Pending.INDEXING
+            return Pending((indexed, key))
         indexed.prepare(settings)
     if not build and searching and not indexed.directory_built(key):
-        return Pending.INDEXING
+        return Pending((indexed, key))
     forced = requested_tool(tool_choice, api)
     # The first projection of a list under these settings builds its directory (token counts
     # of every name, the tokenizer loaded once): in a worker thread for an async door.

@@ -190,3 +190,34 @@ def test_the_index_build_starts_at_the_upstreams_2xx_headers_before_its_body() -
     finally:
         upstream.close()
     assert built_before_body == [True]
+
+
+async def test_a_burst_of_clients_with_one_new_list_all_get_answers(
+    server: ScriptedOpenAIServer, proxy_url: str
+) -> None:
+    """Forty clients sending the same new list at once, cold: the list is indexed once and
+    every client is answered, none refused as busy (503), as a fleet of identical agents
+    starting together would send it."""
+    import asyncio
+
+    import httpx
+
+    from tests.wrap.test_index_ahead import many_tools
+
+    burst = 40
+    server.script(*(text("Nothing to do.") for _ in range(burst)))
+    body = json.dumps(
+        {
+            "model": "m",
+            "messages": [{"role": "user", "content": "Where is the stock?"}],
+            "tools": many_tools(4_000),
+        }
+    ).encode()
+    headers = {"authorization": "Bearer k", "content-type": "application/json"}
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=burst)) as http:
+        answers = await asyncio.gather(
+            *(http.post(f"{proxy_url}/chat/completions", content=body, headers=headers)
+              for _ in range(burst))
+        )  # fmt: skip
+    assert [a.status_code for a in answers] == [200] * burst, answers[0].text
+    assert POOLS.index.wait_idle(30)

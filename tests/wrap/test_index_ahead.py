@@ -130,6 +130,11 @@ async def test_the_async_client_indexes_a_new_list_off_the_event_loop(
     assert index_built(catalog_of(client, tools), NAMESPACES)
 
 
+def made(plan: object) -> bool:
+    """Whether ``plan`` is a plan made (not `None`, not a `Pending` build)."""
+    return plan is not None and not isinstance(plan, Pending)
+
+
 def test_a_plan_that_must_index_says_so_instead_of_building() -> None:
     cache = ToolsCache()
     tools = dotted_tools()
@@ -137,25 +142,29 @@ def test_a_plan_that_must_index_says_so_instead_of_building() -> None:
     def plan(settings: BotSettings, *, build: bool) -> object:
         return setup(settings, cache, tools=tools, tool_choice=None, api="chat", build=build)
 
-    assert plan(SETTINGS, build=False) is Pending.INDEXING
+    assert plan(SETTINGS, build=False) == Pending()  # a new list: no build to wait for
     assert len(cache) == 0  # nothing indexed
-    assert plan(SETTINGS, build=True) not in (None, Pending.INDEXING)
+    assert made(plan(SETTINGS, build=True))
     found = cache.lookup(tools, "chat", "-_-")
     assert found is not None
     assert found.catalog is not None
     assert not index_built(found.catalog, NAMESPACES)  # no upstream accepted it yet
+    assert made(plan(SETTINGS, build=False))  # not accepted: nothing more is due
     found.pin()
-    assert plan(SETTINGS, build=False) is Pending.INDEXING  # accepted: its index is due
-    assert plan(SETTINGS, build=True) not in (None, Pending.INDEXING)
+    due = plan(SETTINGS, build=False)
+    assert isinstance(due, Pending)  # accepted: its index is due ...
+    assert due.build is not None  # ... one build every such call can wait for
+    assert plan(SETTINGS, build=False) == due
+    assert made(plan(SETTINGS, build=True))
     assert index_built(found.catalog, NAMESPACES)
-    assert plan(SETTINGS, build=False) not in (None, Pending.INDEXING)
+    assert made(plan(SETTINGS, build=False))
     # Other namespace descriptions need another index: not built on the loop either.
     described = BotSettings.model_validate(
         {"skills": {"tool_search_enabled": True}, "tools": {"namespaces": {"inventory": "Stock."}}}
     )
-    assert plan(described, build=False) is Pending.INDEXING
+    assert isinstance(plan(described, build=False), Pending)
     off = BotSettings.model_validate({"tools": {"deny": ["get_weather"]}})
-    assert plan(off, build=False) not in (None, Pending.INDEXING)  # no index without search
+    assert made(plan(off, build=False))  # no index without search
 
 
 async def test_a_reload_builds_the_cached_lists_new_index_in_the_reload_thread(
@@ -212,13 +221,13 @@ def test_a_plan_whose_directory_is_not_built_is_made_off_the_loop() -> None:
     def plan(settings: BotSettings, *, build: bool) -> object:
         return setup(settings, cache, tools=tools, tool_choice=None, api="chat", build=build)
 
-    assert plan(SETTINGS, build=False) is Pending.INDEXING  # index built, directory not
-    assert plan(SETTINGS, build=True) not in (None, Pending.INDEXING)
-    assert plan(SETTINGS, build=False) not in (None, Pending.INDEXING)
+    assert isinstance(plan(SETTINGS, build=False), Pending)  # index built, directory not
+    assert made(plan(SETTINGS, build=True))
+    assert made(plan(SETTINGS, build=False))
     budget = SETTINGS.model_copy(
         update={"skills": SETTINGS.skills.model_copy(update={"tool_search_directory_budget": 50})}
     )
-    assert plan(budget, build=False) is Pending.INDEXING  # another directory
+    assert isinstance(plan(budget, build=False), Pending)  # another directory
 
 
 def test_a_call_the_upstream_refuses_builds_no_index_and_embeds_nothing(
@@ -249,3 +258,53 @@ def test_a_call_the_upstream_refuses_builds_no_index_and_embeds_nothing(
         idle()
         assert index_built(catalog_of(client, lists[-1]), {})
         assert server.embeddings.requests
+
+
+def many_tools(count: int) -> list[dict[str, Any]]:
+    """``count`` distinct tools in 40 namespaces: a list whose index takes a while to build."""
+    words = ("stock", "order", "ship", "invoice", "refund", "ticket", "user", "report")
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": f"ns{i % 40}.{words[i % 8]}_{i}",
+                "description": f"Handle {words[i % 8]} number {i}: look up, change or list it "
+                f"for the {words[(i // 8) % 8]} desk.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {f"{words[i % 8]}_id": {"type": "string"}},
+                },
+            },
+        }
+        for i in range(count)
+    ]
+
+
+async def test_a_burst_of_calls_with_a_new_list_waits_for_one_build(
+    server: ScriptedOpenAIServer,
+) -> None:
+    """Calls that need the same list's index (clients sending one new list at once, just
+    after the upstream accepted it) wait for the one build under way instead of each taking
+    a place in the index pool's bounded queue, which refused all but a few (PoolBusy)."""
+    tools, burst = many_tools(4_000), 40
+    server.script(*(text("Nothing to do.") for _ in range(burst + 1)))
+    inner = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+    client = wrap_openai(inner, settings=SETTINGS)
+    try:
+        await client.chat.completions.create(model="m", messages=[USER], tools=tools)
+        answers = await asyncio.gather(
+            *(
+                client.chat.completions.create(model="m", messages=[USER], tools=tools)
+                for _ in range(burst)
+            ),
+            return_exceptions=True,
+        )
+    finally:
+        await client.close()
+    failed = [a for a in answers if isinstance(a, BaseException)]
+    assert failed == []
+    assert [a.choices[0].message.content for a in answers] == ["Nothing to do."] * burst
+    engine = engine_of(client)
+    assert engine is not None
+    assert engine.builds == {}  # nothing left behind
+    idle()
