@@ -58,7 +58,51 @@ SCAN = "embeddings/scan "
 RATIO_OF = r"ours ([\d.]+)x"
 BUILD_RATIO = r"^[\d.]+ s\s+([\d.]+)x"
 
+H = "hybrid/"
+QUESTIONS = r"^([\d.]+ / [\d.]+)"
+KEYWORDS = r"\| ([\d.]+ / [\d.]+)"
+CPU = "hybrid search (769), local model, CPU"
+CPU_10K = "hybrid search (10,000), local model, CPU"
+ADDED = r"(\+[\d.]+ ms) a search"
+
+
+def hybrid_row(label: str, metric: str, bold: str = "") -> str:
+    """A README row of the hybrid table: questions and keywords at 769 and 10,000 tools."""
+    cells = [
+        f"{bold}<<{H}{metric} ({size})|{style}>>{bold}"
+        for size in ("769", "10,000")
+        for style in (QUESTIONS, KEYWORDS)
+    ]
+    return f"| {label} | {' | '.join(cells)} |"
+
+
 CLAIMS: list[tuple[str, str]] = [
+    # README.md: hybrid search with the local model (issue 30).
+    ("README.md", hybrid_row("BM25 alone", "BM25 alone")),
+    (
+        "README.md",
+        hybrid_row(
+            "+ all-MiniLM-L6-v2 (int8), score fusion", "local model + score fusion", bold="**"
+        ),
+    ),
+    (
+        "README.md",
+        hybrid_row("(the same model, equal-weight RRF, before)", "local model + RRF (k=60)"),
+    ),
+    (
+        "README.md",
+        f"Embedding the catalog: <<{H}catalog embedding (769), local model>> for the 769 dev "
+        f"tools, <<{H}catalog embedding (10,000), local model>> for 10,000 real-world tools "
+        f"(<<{H}catalog embedding (10,000), local model|wall (\\d+ s)>> on 2 cores, two batches at "
+        "a time)",
+    ),
+    (
+        "README.md",
+        f"Per search: <<{H}{CPU}|{ADDED}>> of CPU at 769 tools, <<{H}{CPU_10K}|{ADDED}>> at "
+        f"10,000 (the query embedded, the scan, the fusion), against "
+        f"<<{H}{CPU}|BM25 alone ([\\d.]+) ms>> and <<{H}{CPU_10K}|BM25 alone ([\\d.]+ ms)>> for "
+        "BM25 alone",
+    ),
     # docs/wrapper.md: work per create, first-request tokens, the proxy.
     (
         "docs/wrapper.md",

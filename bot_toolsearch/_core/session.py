@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -453,34 +454,35 @@ class ToolSearchSession:
         """What `_take` needs of the BM25 ranking, in order: the ``limit + 1`` best tools not
         loaded yet and every loaded tool ranked above the last of them.
 
-        Its cost does not grow with the loaded set: the loaded tools' scores are set aside
-        (one look-up each) instead of deepening the cut by their number.
+        With nothing loaded, the cut is made at the ``limit + 1``-th best score (in C) and
+        only what is above it is sorted. Once tools are loaded, any number of them may rank
+        above that cut, so the candidates are heaped by (score, document id) instead, in C,
+        and taken best first until ``limit + 1`` are not loaded: the cost does not grow with
+        the loaded set, which is only looked up in.
         """
         names = self._catalog.sorted_names
         loaded = self._loaded_docs
-        held: dict[int, float] = {}
-        if loaded:
-            if len(loaded) < len(scores):
-                held = {d: scores.pop(d) for d in loaded if d in scores}
-            else:
-                held = {d: s for d, s in scores.items() if d in loaded}
-                scores = {d: s for d, s in scores.items() if d not in loaded}
         depth = limit + 1
-        if depth < len(scores):
-            # Cut at the depth-th best score first (in C); ties at the cut stay in, so the
-            # (score, doc id) order below is exact.
-            floor = heapq.nlargest(depth, scores.values())[-1]
-            top = [d for d, s in scores.items() if s >= floor]
-        else:
-            top = list(scores)
-        top.sort(key=lambda d: (-scores[d], d))
-        if held:
-            cut = (-scores[top[limit]], top[limit]) if len(top) > limit else None
-            keys = {d: (-s, d) for d, s in held.items()}
-            above = [d for d, key in keys.items() if cut is None or key < cut]
-            merged = {d: (-scores[d], d) for d in top[:depth]} | {d: keys[d] for d in above}
-            return [names[doc] for doc in sorted(merged, key=merged.__getitem__)]
-        return [names[doc] for doc in top[:depth]]
+        if not loaded:
+            if depth < len(scores):
+                # Ties at the cut stay in, so the (score, doc id) order below is exact.
+                floor = heapq.nlargest(depth, scores.values())[-1]
+                top = [d for d, s in scores.items() if s >= floor]
+            else:
+                top = list(scores)
+            top.sort(key=lambda d: (-scores[d], d))
+            return [names[doc] for doc in top[:depth]]
+        heap = list(zip(map(operator.neg, scores.values()), scores, strict=True))
+        heapq.heapify(heap)
+        taken: list[str] = []
+        fresh = 0
+        pop = heapq.heappop
+        while heap and fresh < depth:
+            doc = pop(heap)[1]
+            taken.append(names[doc])
+            if doc not in loaded:
+                fresh += 1
+        return taken
 
     def _fused(
         self, parsed: KeywordQuery, scores: dict[int, float], limit: int

@@ -496,8 +496,8 @@ def test_a_decoder_of_the_names_sent_resolves_other_delimiters_and_hidden_stays_
 
 
 def test_a_session_with_many_loaded_tools_ranks_as_the_full_sort_does() -> None:
-    """The loaded tools' scores are set aside rather than deepening the cut: the result must
-    still be what walking the whole (score, id) order gives."""
+    """With tools loaded the candidates are heaped and taken best first rather than cut at
+    a depth: the result must still be what walking the whole (score, id) order gives."""
     import random
 
     from bot_toolsearch._core.query import KeywordQuery, parse_query
