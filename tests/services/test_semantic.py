@@ -274,10 +274,14 @@ def test_every_fault_leaves_bm25_and_one_warning_per_reload(
     plain = ToolSearchSession(catalog).search("send email")
     assert plain.loaded == ("mail.send",)
     for generation in (3, 4):
+        # Nothing left in the embeddings pool by earlier tests of this process (a full pool
+        # starts no build: BM25 answers, rightly, with no endpoint failure to warn of).
+        assert POOLS.embeddings.wait_idle(30)
         settings = _settings(embeddings, tmp_path, generation=generation, timeout=0.2)
         for _ in range(3):
             assert _session(settings, catalog).search("send email") == plain
             assert _session(settings, catalog).search(RAIN).loaded == ()
+        assert POOLS.embeddings.wait_idle(30)  # the generation's build has failed, and said so
         assert len(_warnings(caplog)) == generation - 2
     # Once per reload: the endpoint is asked again after a reload, not on every search.
     assert len(embeddings.embeddings.requests) == 2
