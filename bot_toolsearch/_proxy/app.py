@@ -26,9 +26,11 @@ leaves the upstream's base path, or bypasses tool search.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import gc
+import hashlib
 import inspect
 import json
 import logging
@@ -44,7 +46,7 @@ from openai.resources.responses import AsyncResponses
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._errors import ToolNotPermittedError
-from bot_toolsearch._services.threads import POOLS, PoolBusy
+from bot_toolsearch._services.threads import POOLS, PoolBusy, outcome_seen
 from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 from bot_toolsearch._wrap.native import speaks_native
@@ -320,6 +322,9 @@ class ProxyApp:
         self._cache = engine.cache
         self._lengths: list[int] = []
         """Byte lengths of the ``tools`` values parsed before, newest first (`_parse_known`)."""
+        self._indexing: dict[bytes, asyncio.Future[CallerTools]] = {}
+        """New tool lists being indexed, by the digest of their raw bytes: a request with the
+        same list waits for that build instead of queueing its own (`_index`)."""
         self.timeout = timeout if timeout is not None else engine.snapshot().model.timeout
         self._client = self._client.with_options(timeout=self.timeout)
         self._keys: ClientKeys | None = None
@@ -636,17 +641,9 @@ class ProxyApp:
             return None
         delimiter = settings.tools.dot_delimiter
         found = self._cache.lookup(tools, api, delimiter)
-        if found is None:
-            try:
-                found = await POOLS.index.run(
-                    self._cache.get, tools, api, delimiter, deadline=self.timeout
-                )
-            except PoolBusy:
-                raise _busy("too many new tool lists", "serve --index-builds") from None
-            except TimeoutError:
-                busy = _busy("a new tool list is still being indexed", "serve --index-builds")
-                raise busy from None
         span = None if raw is None else tools_span(raw)
+        if found is None:
+            found = await self._build(tools, api, delimiter, raw, span)
         if raw is not None and span is not None:
             start, end = span
             self._cache.add_source(tools, raw[start:end])
@@ -654,6 +651,48 @@ class ProxyApp:
                 self._lengths.insert(0, end - start)
                 del self._lengths[_LENGTHS:]
         return found
+
+    async def _build(
+        self,
+        tools: list[Any],
+        api: Api,
+        delimiter: str,
+        raw: bytes | None,
+        span: tuple[int, int] | None,
+    ) -> CallerTools | None:
+        """Index a new list in the ``index`` pool; requests carrying the same raw list
+        meanwhile (a burst of clients starting together) wait for that one build rather than
+        each taking a place in the pool's bounded queue.
+
+        Raises:
+            _Refused: 503 when the index pool cannot take the list, or not within ``timeout``.
+        """
+        key = None
+        if raw is not None and span is not None:
+            digest = hashlib.sha256(raw[span[0] : span[1]]).digest()
+            key = digest + f"\x00{api}\x00{delimiter}".encode()
+            running = self._indexing.get(key)
+            if running is not None:
+                with contextlib.suppress(Exception):  # that request's refusal, not this one's
+                    await asyncio.shield(running)
+                found = self._cache.lookup(tools, api, delimiter)
+                if found is not None:
+                    return found
+        task = asyncio.ensure_future(
+            POOLS.index.run(self._cache.get, tools, api, delimiter, deadline=self.timeout)
+        )
+        if key is not None:
+            indexing = self._indexing
+            indexing[key] = task
+            task.add_done_callback(lambda t: indexing.pop(key) if indexing.get(key) is t else None)
+        task.add_done_callback(outcome_seen)
+        try:
+            return await asyncio.shield(task)  # a request that leaves leaves the build to finish
+        except PoolBusy:
+            raise _busy("too many new tool lists", "serve --index-builds") from None
+        except TimeoutError:
+            busy = _busy("a new tool list is still being indexed", "serve --index-builds")
+            raise busy from None
 
     def _settle(self) -> None:
         """After a new tool list was indexed: move the long-lived heap out of the collector's way.

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["POOLS", "Pool", "PoolBusy", "PoolStatus", "Pools", "off_loop"]
+__all__ = ["POOLS", "Pool", "PoolBusy", "PoolStatus", "Pools", "off_loop", "outcome_seen"]
 
 _T = TypeVar("_T")
 
@@ -216,3 +216,10 @@ async def off_loop(slow: bool, function: Callable[..., _T], *args: Any) -> _T:
     if not slow:
         return function(*args)
     return await POOLS.search.run(function, *args, deadline=0)
+
+
+def outcome_seen(task: asyncio.Future[Any]) -> None:
+    """A done callback for a shared task of pool work that its first caller may have left
+    (``asyncio.shield``): its exception counts as retrieved (asyncio logs one nobody read)."""
+    if not task.cancelled():
+        task.exception()

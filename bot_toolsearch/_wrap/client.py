@@ -28,7 +28,7 @@ import openai.resources.responses as responses_resources
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._protocol.trace import RoundTrace
 from bot_toolsearch._services.mode import announce, search_mode
-from bot_toolsearch._services.threads import POOLS, off_loop
+from bot_toolsearch._services.threads import POOLS, off_loop, outcome_seen
 
 from .chat import ChatPlan
 from .engine import Engine
@@ -160,7 +160,7 @@ class _AsyncResource(_Resource):
         task = asyncio.ensure_future(
             POOLS.index.run(functools.partial(self._plan, kwargs), deadline=0)
         )
-        task.add_done_callback(_retrieved)
+        task.add_done_callback(outcome_seen)
         if key is not None:
             builds[key] = task
             task.add_done_callback(lambda t: builds.pop(key) if builds.get(key) is t else None)
@@ -171,13 +171,6 @@ class _AsyncResource(_Resource):
 
     async def _run(self, plan: Any, kwargs: dict[str, Any]) -> Any:
         raise NotImplementedError
-
-
-def _retrieved(task: asyncio.Future[Any]) -> None:
-    """Mark a build's outcome seen: its caller may have left (asyncio logs an exception
-    nobody retrieved)."""
-    if not task.cancelled():
-        task.exception()
 
 
 class _SyncResource(_Resource):

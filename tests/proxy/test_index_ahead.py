@@ -219,5 +219,6 @@ async def test_a_burst_of_clients_with_one_new_list_all_get_answers(
             *(http.post(f"{proxy_url}/chat/completions", content=body, headers=headers)
               for _ in range(burst))
         )  # fmt: skip
-    assert [a.status_code for a in answers] == [200] * burst, answers[0].text
+    refused = [a.text for a in answers if a.status_code != 200]
+    assert refused == []
     assert POOLS.index.wait_idle(30)
