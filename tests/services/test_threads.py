@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from bot_toolsearch._services.threads import Pool, PoolBusy, Pools
+from bot_toolsearch._services.threads import Pool, PoolBusy, Pools, outcome_seen
 
 
 def _blocked(pool: Pool, release: threading.Event, count: int) -> None:
@@ -78,3 +78,28 @@ async def test_run_carries_the_callers_context_variables() -> None:
     request.set("req-1")
     pool = Pool("context", workers=1, queue=1, deadline=30)
     assert await pool.run(request.get) == "req-1"
+
+
+def test_outcome_seen_marks_a_left_tasks_exception_retrieved() -> None:
+    """A shared build whose first caller left: its failure is not reported by asyncio as an
+    exception nobody retrieved once `outcome_seen` has run; without it, it is."""
+    import gc
+
+    def unretrieved(seen: bool) -> list[str]:
+        loop = asyncio.new_event_loop()
+        reported: list[str] = []
+        loop.set_exception_handler(lambda _, context: reported.append(context["message"]))
+        try:
+            future = loop.create_future()
+            if seen:
+                future.add_done_callback(outcome_seen)
+            future.set_exception(RuntimeError("the build failed"))
+            loop.run_until_complete(asyncio.sleep(0))  # the callbacks run
+            del future
+            gc.collect()
+        finally:
+            loop.close()
+        return reported
+
+    assert unretrieved(seen=True) == []
+    assert unretrieved(seen=False) == ["Future exception was never retrieved"]
