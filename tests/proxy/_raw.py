@@ -17,8 +17,9 @@ from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
 
 
 @contextmanager
-def served(app: ProxyApp, *, access_log: bool = False) -> Iterator[int]:
-    """Serve ``app`` on 127.0.0.1; yields the port."""
+def served(app: ProxyApp, *, access_log: bool = False, ws: str = "none") -> Iterator[int]:
+    """Serve ``app`` on 127.0.0.1 (``ws``: uvicorn's WebSocket implementation); yields the
+    port."""
     sock = _bind(None)
     port: int = sock.getsockname()[1]
     config = uvicorn.Config(
@@ -27,7 +28,7 @@ def served(app: ProxyApp, *, access_log: bool = False) -> Iterator[int]:
         port=port,
         loop="asyncio",
         http="h11",
-        ws="none",
+        ws=ws,  # type: ignore[arg-type]
         lifespan="on",
         log_config=None,
         access_log=access_log,

@@ -8,47 +8,17 @@ forwarded (uvicorn's h11 takes the chunked body); a WebSocket upgrade got a plai
 from __future__ import annotations
 
 import socket
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
-import uvicorn
 
 from bot_toolsearch._proxy.app import ProxyApp
-from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
-from tests.proxy._raw import Reply, Upstream, answer, parse, request
+from tests.proxy._raw import Reply, Upstream, answer, parse, request, served
 
 UPGRADE = (
     b"GET /v1/realtime?model=m HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
     b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
     b"Sec-WebSocket-Version: 13\r\n\r\n"
 )
-
-
-@contextmanager
-def served(app: ProxyApp, ws: str) -> Iterator[int]:
-    sock = _bind(None)
-    port: int = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        http="h11",
-        ws=ws,  # type: ignore[arg-type]
-        lifespan="on",
-        log_config=None,
-        access_log=False,
-    )
-    running = _ThreadServer(config)
-    thread = threading.Thread(target=_serve, args=(running, sock), daemon=True)
-    thread.start()
-    assert running.ready.wait(30)
-    try:
-        yield port
-    finally:
-        running.request_exit()
-        thread.join(30)
 
 
 def _raw(port: int, data: bytes) -> Reply:
@@ -78,7 +48,7 @@ def _json_error(reply: Reply, code: str) -> None:
 @pytest.mark.parametrize("ws", ["none", "websockets-sansio"])
 def test_a_websocket_upgrade_is_a_json_400_and_reaches_no_upstream(ws: str) -> None:
     upstream = Upstream(answer({"ok": True}))
-    with served(ProxyApp(upstream.url), ws) as port:
+    with served(ProxyApp(upstream.url), ws=ws) as port:
         reply = _raw(port, UPGRADE)
     _json_error(reply, "websocket_not_supported")
     assert upstream.received == []
@@ -93,7 +63,7 @@ def test_both_transfer_encoding_and_content_length_is_a_400(path: str) -> None:
         f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\nTransfer-Encoding: chunked"
     ).encode()
-    with served(ProxyApp(upstream.url), "none") as port:
+    with served(ProxyApp(upstream.url)) as port:
         reply = request(port, head, b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
         plain = request(
             port,
