@@ -145,7 +145,7 @@ def run() -> list[Row]:
     template = json.dumps(
         {"model": "m", "messages": [user], "tools": _tools(ATTACK_TOOLS, "@TAG@")}
     ).encode()
-    upstream = [py, "-m", "bench._keyed_upstream", str(upstream_port)]
+    upstream = [py, "-m", "bench._instant_upstream", str(upstream_port), "--key", "sk-good"]
     serve = [
         *(py, "-m", "bot_toolsearch", "serve", "--port", str(proxy_port)),
         *("--upstream", f"http://127.0.0.1:{upstream_port}/v1"),
