@@ -26,6 +26,36 @@ def free_port() -> int:
     return port
 
 
+def start_serve(cwd: Path, *options: str) -> tuple[str, subprocess.Popen[str]]:
+    """``python -m bot_toolsearch serve --upstream=offline`` on a free port with ``options``,
+    once it answers ``/healthz`` (or has died: its stderr fails the test); ``(root, proc)``."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "bot_toolsearch", "serve", "--upstream=offline"),
+            *(f"--port={port}", *options),
+        ],
+        cwd=cwd,
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    while True:  # until it listens (or has died)
+        assert proc.poll() is None, proc.communicate(timeout=TIMEOUT)[1]
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                return f"http://127.0.0.1:{port}", proc
+        except httpx.TransportError:
+            time.sleep(0.1)
+
+
+def stop_serve(proc: subprocess.Popen[str]) -> str:
+    """Ctrl-C the server; its stderr."""
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=TIMEOUT)[1]
+
+
 def test_help_shows_the_defaults() -> None:
     done = run_cli("serve", "--help")
     assert done.returncode == 0
@@ -57,25 +87,9 @@ def test_a_bad_upstream_is_a_usage_error() -> None:
 
 
 def test_offline_upstream_through_the_proxy_with_the_openai_sdk(tmp_path: Path) -> None:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bot_toolsearch", "serve", "--upstream=offline", f"--port={port}"],
-        cwd=tmp_path,
-        env=clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    root, proc = start_serve(tmp_path)
     try:
-        base_url = f"http://127.0.0.1:{port}/v1"
-        while True:  # until it listens (or has died)
-            assert proc.poll() is None, proc.communicate(timeout=TIMEOUT)[1]
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        client = openai.OpenAI(base_url=base_url, api_key="no-key-needed", max_retries=0)
+        client = openai.OpenAI(base_url=f"{root}/v1", api_key="no-key-needed", max_retries=0)
         tools = [t.schema() for t in demo_tools()]
         reply = client.chat.completions.create(
             model="any",
@@ -87,10 +101,9 @@ def test_offline_upstream_through_the_proxy_with_the_openai_sdk(tmp_path: Path) 
         # The proxy ran tool_search with the offline model; the client gets the real call.
         assert [c.function.name.split(".")[0] for c in calls] == ["units"], reply
     finally:
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=TIMEOUT)
+        stderr = stop_serve(proc)
     banner = stderr.splitlines()[0]
-    assert banner.startswith(f"serve: http://127.0.0.1:{port}/v1 -> upstream http://127.0.0.1:")
+    assert banner.startswith(f"serve: {root}/v1 -> upstream http://127.0.0.1:")
     assert "(the EMBEDDED OFFLINE MODEL, not an LLM); config: no config file; tool search on" in (
         banner
     )
@@ -99,35 +112,8 @@ def test_offline_upstream_through_the_proxy_with_the_openai_sdk(tmp_path: Path) 
 def test_the_banner_says_why_tool_search_is_off(tmp_path: Path) -> None:
     # Issue 29: a config that leaves tool_search_enabled unset is said, with the key to set.
     (tmp_path / "config.toml").write_text("[skills]\ntool_search_max_results = 3\n")
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bot_toolsearch",
-            "serve",
-            "--upstream=offline",
-            f"--port={port}",
-            "--config=config.toml",
-            "--log-level=warning",
-        ],
-        cwd=tmp_path,
-        env=clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        while True:
-            assert proc.poll() is None, proc.communicate(timeout=TIMEOUT)[1]
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=TIMEOUT)
+    _, proc = start_serve(tmp_path, "--config=config.toml", "--log-level=warning")
+    stderr = stop_serve(proc)
     assert (
         "; config: config.toml; tool search off ([skills] tool_search_enabled is not set in "
         in (stderr.splitlines()[0])

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -16,44 +12,11 @@ import openai
 
 from bot_toolsearch._proxy.access_log import JsonFormatter
 from bot_toolsearch.offline import demo_tools
-from tests._cli_runner import clean_env
-from tests.cli.test_serve import TIMEOUT, free_port
-
-
-def _serve(tmp_path: Path, *options: str) -> tuple[str, subprocess.Popen[str]]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bot_toolsearch",
-            "serve",
-            "--upstream=offline",
-            f"--port={port}",
-            *list(options),
-        ],
-        cwd=tmp_path,
-        env=clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    while True:  # until it listens (or has died)
-        assert proc.poll() is None, proc.communicate(timeout=TIMEOUT)[1]
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                return f"http://127.0.0.1:{port}", proc
-        except httpx.TransportError:
-            time.sleep(0.1)
-
-
-def _stop(proc: subprocess.Popen[str]) -> str:
-    proc.send_signal(signal.SIGINT)
-    return proc.communicate(timeout=TIMEOUT)[1]
+from tests.cli.test_serve import start_serve, stop_serve
 
 
 def test_json_access_log_and_round_lines(tmp_path: Path) -> None:
-    root, proc = _serve(tmp_path, "--access-log=json", "--log-level=info")
+    root, proc = start_serve(tmp_path, "--access-log=json", "--log-level=info")
     try:
         client = openai.OpenAI(base_url=f"{root}/v1", api_key="sk-do-not-log", max_retries=0)
         client.chat.completions.create(
@@ -64,7 +27,7 @@ def test_json_access_log_and_round_lines(tmp_path: Path) -> None:
         client.close()
         httpx.get(f"{root}/metrics?token=s3cret")
     finally:
-        stderr = _stop(proc)
+        stderr = stop_serve(proc)
     assert "sk-do-not-log" not in stderr
     assert "s3cret" not in stderr
     records = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
@@ -87,7 +50,7 @@ def test_json_access_log_and_round_lines(tmp_path: Path) -> None:
 
 
 def test_log_level_warning_hides_the_round_lines(tmp_path: Path) -> None:
-    root, proc = _serve(tmp_path, "--log-level=warning")
+    root, proc = start_serve(tmp_path, "--log-level=warning")
     try:
         client = openai.OpenAI(base_url=f"{root}/v1", api_key="k", max_retries=0)
         client.chat.completions.create(
@@ -97,7 +60,7 @@ def test_log_level_warning_hides_the_round_lines(tmp_path: Path) -> None:
         )
         client.close()
     finally:
-        stderr = _stop(proc)
+        stderr = stop_serve(proc)
     assert "bot_toolsearch.rounds" not in stderr
     assert "Uvicorn running" not in stderr  # uvicorn's info lines follow --log-level too
 
