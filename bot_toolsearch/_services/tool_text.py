@@ -3,48 +3,36 @@
 A model's cost grows with every token, and a tool's identifier is the costliest part of its
 text: ``dlp.projects.deidentifyTemplates.create`` is a dozen word pieces that say no more
 than ``create (in dlp projects deidentify templates)``. So the name is given once, in
-lower-case words (separators and camelCase humps split), with its namespace; then the
+lower-case words (split as the search index splits names), with its namespace; then the
 description without its links (``See https://... to learn more`` is many pieces and no
-meaning); then the parameter names, in words. Everything here is one linear pass over the
-text (no regular expression), so a hostile catalog costs what its length costs.
+meaning); then the parameter names, in words. Everything here is linear in the text (the
+index's tokenizer has no backtracking pattern), so a hostile catalog costs what its length
+costs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bot_toolsearch._core.tokens import split_name
+
 __all__ = ["MAX_TEXT_CHARS", "tool_text", "words"]
 
 MAX_TEXT_CHARS = 2000
 """Longest text embedded (the model reads only its first ``max_tokens`` tokens anyway)."""
-_SEPARATORS = frozenset("_-./:")
 _LINK = "://"
 
 
 def words(identifier: str) -> str:
-    """``identifier`` in lower-case words: split at ``_ - . / :`` and at camelCase humps.
+    """``identifier`` in lower-case words, split as the search index splits names
+    (`split_name`: at ``_ - . / :`` and at camelCase humps).
 
     >>> words("deidentifyTemplates.HTTPServer_v2")
     'deidentify templates http server v2'
     >>> words("__get_all_user_list")
     'get all user list'
     """
-    out: list[str] = []
-    previous = ""
-    last = len(identifier) - 1
-    for place, char in enumerate(identifier):
-        if char in _SEPARATORS:
-            out.append(" ")
-        else:
-            if char.isupper() and (
-                previous.islower()
-                or previous.isdigit()
-                or (previous.isupper() and place < last and identifier[place + 1].islower())
-            ):
-                out.append(" ")  # fooBar, item2Name, HTTPServer
-            out.append(char)
-        previous = char
-    return " ".join("".join(out).lower().split())
+    return " ".join(split_name(identifier))
 
 
 def _without_links(text: str) -> str:

@@ -16,6 +16,7 @@ from bot_toolsearch._services.tool_text import MAX_TEXT_CHARS, tool_text, words
         ("HTTPServer", "http server"),
         ("parseHTTPResponse", "parse http response"),
         ("item2Name", "item2 name"),
+        ("get_13F_HR", "get 13f hr"),
         ("v2", "v2"),
         ("a.b-c/d:e", "a b c d e"),
         ("__private__", "private"),
