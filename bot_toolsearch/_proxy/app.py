@@ -26,7 +26,6 @@ leaves the upstream's base path, or bypasses tool search.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 import gc
@@ -46,7 +45,7 @@ from openai.resources.responses import AsyncResponses
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._errors import ToolNotPermittedError
-from bot_toolsearch._services.threads import POOLS, PoolBusy, outcome_seen
+from bot_toolsearch._services.threads import POOLS, PoolBusy, SharedWork
 from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 from bot_toolsearch._wrap.native import speaks_native
@@ -322,7 +321,7 @@ class ProxyApp:
         self._cache = engine.cache
         self._lengths: list[int] = []
         """Byte lengths of the ``tools`` values parsed before, newest first (`_parse_known`)."""
-        self._indexing: dict[bytes, asyncio.Future[CallerTools]] = {}
+        self._indexing = SharedWork()
         """New tool lists being indexed, by the digest of their raw bytes: a request with the
         same list waits for that build instead of queueing its own (`_index`)."""
         self.timeout = timeout if timeout is not None else engine.snapshot().model.timeout
@@ -669,25 +668,17 @@ class ProxyApp:
         """
         key = None
         if raw is not None and span is not None:
-            digest = hashlib.sha256(raw[span[0] : span[1]]).digest()
-            key = digest + f"\x00{api}\x00{delimiter}".encode()
-            running = self._indexing.get(key)
-            if running is not None:
-                with contextlib.suppress(Exception):  # that request's refusal, not this one's
-                    await asyncio.shield(running)
+            key = (
+                hashlib.sha256(raw[span[0] : span[1]]).digest()
+                + f"\x00{api}\x00{delimiter}".encode()
+            )
+            if await self._indexing.wait(key):
                 found = self._cache.lookup(tools, api, delimiter)
                 if found is not None:
                     return found
-        task = asyncio.ensure_future(
-            POOLS.index.run(self._cache.get, tools, api, delimiter, deadline=self.timeout)
-        )
-        if key is not None:
-            indexing = self._indexing
-            indexing[key] = task
-            task.add_done_callback(lambda t: indexing.pop(key) if indexing.get(key) is t else None)
-        task.add_done_callback(outcome_seen)
+        work = POOLS.index.run(self._cache.get, tools, api, delimiter, deadline=self.timeout)
         try:
-            return await asyncio.shield(task)  # a request that leaves leaves the build to finish
+            return await self._indexing.run(key, work)  # one that leaves lets it finish
         except PoolBusy:
             raise _busy("too many new tool lists", "serve --index-builds") from None
         except TimeoutError:

@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["POOLS", "Pool", "PoolBusy", "PoolStatus", "Pools", "off_loop", "outcome_seen"]
+__all__ = ["POOLS", "Pool", "PoolBusy", "PoolStatus", "Pools", "SharedWork", "off_loop"]
 
 _T = TypeVar("_T")
 
@@ -218,8 +219,38 @@ async def off_loop(slow: bool, function: Callable[..., _T], *args: Any) -> _T:
     return await POOLS.search.run(function, *args, deadline=0)
 
 
-def outcome_seen(task: asyncio.Future[Any]) -> None:
-    """A done callback for a shared task of pool work that its first caller may have left
-    (``asyncio.shield``): its exception counts as retrieved (asyncio logs one nobody read)."""
-    if not task.cancelled():
-        task.exception()
+class SharedWork:
+    """Async work shared by key: a caller that needs work already under way waits for it
+    instead of starting it again (a burst of requests with one new tool list builds it once,
+    rather than each taking a place in a pool's bounded queue).
+
+    The work runs as its own task, so a caller that leaves (is cancelled) leaves it to finish
+    for the others; its outcome is its first caller's, and the others check again for what
+    they need once it is over. A task belongs to the loop that runs it: a caller used from
+    several loops puts its loop in the key.
+    """
+
+    def __init__(self) -> None:
+        self._running: dict[Hashable, asyncio.Future[Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+    async def wait(self, key: Hashable) -> bool:
+        """Wait for the work of ``key`` under way, whatever its outcome; whether there was."""
+        running = self._running.get(key)
+        if running is None:
+            return False
+        with contextlib.suppress(Exception):  # that caller's error, not this one's
+            await asyncio.shield(running)
+        return True
+
+    async def run(self, key: Hashable | None, work: Awaitable[_T]) -> _T:
+        """Run ``work`` as the work of ``key`` (``None``: not shared) and wait for it."""
+        task = asyncio.ensure_future(work)
+        if key is not None:
+            running = self._running
+            running[key] = task
+            task.add_done_callback(lambda t: running.pop(key) if running.get(key) is t else None)
+        # A cancelled caller's shield marks the task's exception retrieved when it ends.
+        return await asyncio.shield(task)

@@ -14,7 +14,6 @@ the client-level ones included (the SDK's own, over the wrapped resources);
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import os
@@ -28,7 +27,7 @@ import openai.resources.responses as responses_resources
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._protocol.trace import RoundTrace
 from bot_toolsearch._services.mode import announce, search_mode
-from bot_toolsearch._services.threads import POOLS, off_loop, outcome_seen
+from bot_toolsearch._services.threads import POOLS, off_loop
 
 from .chat import ChatPlan
 from .engine import Engine
@@ -150,21 +149,13 @@ class _AsyncResource(_Resource):
             return plan
         builds = self._engine.builds
         key = None if plan.build is None else (asyncio.get_running_loop(), plan.build)
-        running = None if key is None else builds.get(key)
-        if running is not None:
-            with contextlib.suppress(Exception):  # its own call's error, not this one's
-                await asyncio.shield(running)
+        if key is not None and await builds.wait(key):
             plan = self._plan(kwargs, build=False)
             if not isinstance(plan, Pending):
                 return plan
-        task = asyncio.ensure_future(
-            POOLS.index.run(functools.partial(self._plan, kwargs), deadline=0)
+        return await builds.run(
+            key, POOLS.index.run(functools.partial(self._plan, kwargs), deadline=0)
         )
-        task.add_done_callback(outcome_seen)
-        if key is not None:
-            builds[key] = task
-            task.add_done_callback(lambda t: builds.pop(key) if builds.get(key) is t else None)
-        return await asyncio.shield(task)  # a cancelled call leaves the build to finish
 
     def _plan(self, kwargs: dict[str, Any], *, build: bool = True) -> Any:
         raise NotImplementedError

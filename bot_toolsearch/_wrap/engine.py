@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from bot_toolsearch._config.reload import ConfigReloader
 from bot_toolsearch._config.settings import BotSettings, SkillsSettings
+from bot_toolsearch._services.threads import SharedWork
 
 from .caller_tools import Api, CallerTools, ToolsCache
 from .chat import ChatPlan
@@ -50,7 +51,7 @@ class Engine:
         self._reloader: ConfigReloader | None = None
         self._fixed: BotSettings | None = settings
         self.cache = ToolsCache()
-        self.builds: dict[Hashable, Any] = {}
+        self.builds = SharedWork()
         """The index builds under way in the ``index`` pool, by event loop and `Pending.build`:
         a call that needs one under way waits for it (`bot_toolsearch._wrap.client`)."""
         self.aliases = ResponseAliases()

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from bot_toolsearch._services.threads import Pool, PoolBusy, Pools, outcome_seen
+from bot_toolsearch._services.threads import Pool, PoolBusy, Pools, SharedWork
 
 
 def _blocked(pool: Pool, release: threading.Event, count: int) -> None:
@@ -80,26 +80,41 @@ async def test_run_carries_the_callers_context_variables() -> None:
     assert await pool.run(request.get) == "req-1"
 
 
-def test_outcome_seen_marks_a_left_tasks_exception_retrieved() -> None:
-    """A shared build whose first caller left: its failure is not reported by asyncio as an
-    exception nobody retrieved once `outcome_seen` has run; without it, it is."""
+async def test_shared_work_runs_once_for_waiting_callers_and_survives_a_caller_leaving() -> None:
+    """Callers that need work under way wait for it instead of starting it again; the first
+    caller leaving does not cancel it for them; its failure is its caller's alone (and never
+    reported by asyncio as an exception nobody retrieved)."""
+    shared = SharedWork()
+    started: list[str] = []
+    release = asyncio.Event()
+
+    async def build(name: str, fail: bool = False) -> str:
+        started.append(name)
+        await release.wait()
+        if fail:
+            raise RuntimeError("the build failed")
+        return name
+
+    first = asyncio.ensure_future(shared.run("list", build("first")))
+    await asyncio.sleep(0)
+    assert len(shared) == 1
+    waiters = [asyncio.ensure_future(shared.wait("list")) for _ in range(5)]
+    assert not await shared.wait("other")  # nothing under way for another key
+    first.cancel()  # the first caller leaves ...
+    await asyncio.sleep(0)
+    release.set()
+    assert await asyncio.gather(*waiters) == [True] * 5  # ... the work still finished
+    assert started == ["first"]
+    assert len(shared) == 0
+
+    reported: list[str] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, c: reported.append(c["message"]))
+    failing = asyncio.ensure_future(shared.run("list", build("second", fail=True)))
+    waiter = asyncio.ensure_future(shared.wait("list"))
+    await asyncio.sleep(0)
+    failing.cancel()  # its caller left: nobody reads the failure
+    assert await waiter is True  # the waiter is not handed the other caller's error
     import gc
 
-    def unretrieved(seen: bool) -> list[str]:
-        loop = asyncio.new_event_loop()
-        reported: list[str] = []
-        loop.set_exception_handler(lambda _, context: reported.append(context["message"]))
-        try:
-            future = loop.create_future()
-            if seen:
-                future.add_done_callback(outcome_seen)
-            future.set_exception(RuntimeError("the build failed"))
-            loop.run_until_complete(asyncio.sleep(0))  # the callbacks run
-            del future
-            gc.collect()
-        finally:
-            loop.close()
-        return reported
-
-    assert unretrieved(seen=True) == []
-    assert unretrieved(seen=False) == ["Future exception was never retrieved"]
+    gc.collect()
+    assert reported == []
