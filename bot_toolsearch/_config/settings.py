@@ -461,7 +461,8 @@ class ProxySettings(_Table):
     native_tool_search: NativeToolSearch = "emulate"
     """A request carrying its own ``tool_search`` tool or ``defer_loading`` keys (Codex, the
     openai SDK): ``"emulate"`` runs that tool search here, on any backend; ``"pass"`` forwards
-    it untouched, for a backend that supports it natively."""
+    it as written (less the tools ``[tools] allow``/``deny`` leave out), for a backend that
+    supports it natively."""
     keys: Path | None = None
     """A file of client keys for ``bot-toolsearch serve``, one a line (``#`` comments), read
     at its start: a request to the proxy must carry one of them, and the upstream key is then

@@ -48,7 +48,7 @@ from bot_toolsearch._errors import ToolNotPermittedError
 from bot_toolsearch._services.threads import POOLS, PoolBusy, SharedWork
 from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
-from bot_toolsearch._wrap.native import speaks_native
+from bot_toolsearch._wrap.native import count_named, speaks_native
 
 from .access_log import configure_logging
 from .edge import WEBSOCKET_REFUSED, framing_problem, is_websocket_upgrade, refuse_websocket
@@ -124,6 +124,10 @@ _KEY_PROBE_BYTES = 1024 * 1024
 """Bodies larger than this are parsed only once the upstream key is known good: else the
 upstream is asked first (``GET /models``), and its 401 or 403 is the answer (`KnownKeys`)."""
 _LENGTHS = 8
+_NATIVE_PROBE_TOOLS = 256
+"""Most tools a request may name in the dialect's structures (a ``defer_loading`` or
+namespace list not parsed before, a resent ``tool_search_output``) before the upstream is
+asked whether the key is good (`_probe`), whatever the body's size: reading them is work."""
 _INLINE_CHECK = 64 * 1024
 """Largest pass-through body checked for tool fields on the event loop (larger: a thread)."""
 """Most tool-list byte lengths `ProxyApp._parse_known` tries before scanning the value."""
@@ -449,6 +453,12 @@ class ProxyApp:
             return
         body, known = self._parse_known(raw)
         tools = self._check(body, chat)
+        api: Api = "chat" if chat else "responses"
+        native = not known and tools is not None and speaks_native(tools, api)
+        if not await self._native_key(
+            receive, send, body, chat=chat, native=native, key=key, extra=extra
+        ):
+            return
         note_body(body)
         client = self._client.with_options(api_key=key or "unset", default_headers=extra)
         kwargs = _sdk_kwargs(body, _CHAT_PARAMS if chat else _RESPONSES_PARAMS)
@@ -473,6 +483,8 @@ class ProxyApp:
         except Exception as exc:
             raise self._failure(exc, calls) from None
         self._known.accept(key)
+        if native and tools:
+            self._remember_native(tools, raw)
         if self._freeze_heap and self._cache.builds != builds:
             self._settle()
         if answer is None:
@@ -565,19 +577,59 @@ class ProxyApp:
         if chat and not isinstance(body.get("messages"), list):
             raise _Refused(400, "'messages' must be an array", param="messages")
         tools = body.get("tools")
-        if tools is None:
-            return None
-        if not isinstance(tools, list):
+        if tools is not None and not isinstance(tools, list):
             raise _Refused(400, "'tools' must be an array", param="tools")
-        if len(tools) > self.max_tools:
+        listed, resent = count_named(body, "chat" if chat else "responses")
+        if listed + resent > self.max_tools:
             raise _Refused(
                 400,
-                f"'tools' has {len(tools)} entries; this proxy accepts at most {self.max_tools}"
-                " (serve --max-tools)",
+                f"the request names {listed + resent} tools ({listed} in 'tools', namespace"
+                f" members counted, {resent} in 'input' tool_search_output items); this proxy"
+                f" accepts at most {self.max_tools} (serve --max-tools)",
                 code="array_above_max_length",
-                param="tools",
+                param="tools" if listed > self.max_tools else None,
             )
         return tools
+
+    async def _native_key(
+        self,
+        receive: _Receive,
+        send: _Send,
+        body: dict[str, Any],
+        *,
+        chat: bool,
+        native: bool,
+        key: str | None,
+        extra: Mapping[str, str],
+    ) -> bool:
+        """Whether to go on with a request whose tool-search dialect names many tools (a
+        ``native`` list not parsed before, tools a resent ``tool_search_output`` loads): past
+        `_NATIVE_PROBE_TOOLS` of them under a key not known good, the upstream is asked first
+        (`_probe`); ``False`` when it refused the key and its answer was sent."""
+        if self._known.ok(key):
+            return True
+        listed, resent = count_named(body, "chat" if chat else "responses")
+        if resent + (listed if native else 0) <= _NATIVE_PROBE_TOOLS:
+            return True
+        refused = await _until_disconnect(receive, self._probe(key, extra))
+        if refused is None:
+            return True
+        await _json_bytes(send, *refused)
+        return False
+
+    def _remember_native(self, tools: list[Any], raw: bytes) -> None:
+        """The upstream took a request whose list is in the tool-search dialect: remember
+        the bytes it was parsed from, so the next request with them skips parsing and
+        reading it (`NativeCache`, `_parse_known`)."""
+        span = tools_span(raw)
+        if span is not None and self._engine.native.add_source(tools, raw[span[0] : span[1]]):
+            self._remember_length(span[1] - span[0])
+
+    def _remember_length(self, length: int) -> None:
+        """A tool list's byte length for `_parse_known` to try first."""
+        if length not in self._lengths:
+            self._lengths.insert(0, length)
+            del self._lengths[_LENGTHS:]
 
     def _parse_known(self, raw: bytes) -> tuple[dict[str, Any], bool]:
         """The JSON body, and whether its ``tools`` are a cached list found by its bytes.
@@ -591,6 +643,8 @@ class ProxyApp:
         if span is not None:
             start, end = span
             elements = self._cache.by_source(raw, start, end)
+            if elements is None:
+                elements = self._engine.native.by_source(raw, start, end)
             if elements is not None:
                 try:
                     rest = raw[:start] + b"null" + raw[end:]
@@ -646,9 +700,7 @@ class ProxyApp:
         if raw is not None and span is not None:
             start, end = span
             self._cache.add_source(tools, raw[start:end])
-            if end - start not in self._lengths:
-                self._lengths.insert(0, end - start)
-                del self._lengths[_LENGTHS:]
+            self._remember_length(end - start)
         return found
 
     async def _build(

@@ -18,7 +18,9 @@ from bot_toolsearch._services.threads import SharedWork
 
 from .caller_tools import Api, CallerTools, ToolsCache
 from .chat import ChatPlan
-from .native import NativeRequest, parse_native
+from .native import NativeRequest, count_named, parse_native, speaks_dialect
+from .native_cache import NativeCache
+from .native_pass import hold_native
 from .observe import RoundHook
 from .permitted import enforce, filter_function_tools
 from .plan import Pending, Setup, setup
@@ -27,6 +29,11 @@ from .responses import ResponseAliases, ResponsesPlan
 __all__ = ["Engine"]
 
 logger = logging.getLogger("bot_toolsearch")
+
+_INLINE_TOOLS = 256
+"""Most tools a request in the dialect may name, in a tool list not read before or in its
+input's ``tool_search_output`` items, for its read to happen on the event loop; more is read
+in the ``index`` pool (`Pending`), as a new plain list is indexed there."""
 
 
 class Engine:
@@ -51,6 +58,8 @@ class Engine:
         self._reloader: ConfigReloader | None = None
         self._fixed: BotSettings | None = settings
         self.cache = ToolsCache()
+        self.native = NativeCache()
+        """The reads of tool lists in OpenAI's tool-search dialect (`NativeCache`)."""
         self.builds = SharedWork()
         """The index builds under way in the ``index`` pool, by event loop and `Pending.build`:
         a call that needs one under way waits for it (`bot_toolsearch._wrap.client`)."""
@@ -78,16 +87,24 @@ class Engine:
         return self._fixed
 
     def _native(
-        self, kwargs: Mapping[str, Any], api: Api
-    ) -> tuple[BotSettings, NativeRequest | None, CallerTools | None] | None:
+        self, kwargs: Mapping[str, Any], api: Api, *, build: bool = True
+    ) -> tuple[BotSettings, NativeRequest | None, CallerTools | None] | Pending | None:
         """The call's settings, and its request in OpenAI's tool-search dialect made ordinary
         (``None`` when it does not speak it); ``None`` for a request in the dialect under
-        ``[proxy] native_tool_search = "pass"``: it goes to the upstream untouched.
+        ``[proxy] native_tool_search = "pass"``: it goes to the upstream as the client wrote
+        it, held to allow/deny (`through`). A `Pending` instead when not to ``build`` and
+        the read is large (a list not read before, or a resent ``tool_search_output``,
+        naming more than `_INLINE_TOOLS` tools): it is then made in the ``index`` pool.
 
         A client's explicit request is honoured whatever ``tool_search_enabled`` says, and
         its namespace descriptions join the configured ones (the client's own win). A tool
         list indexed before is ordinary (only ordinary lists are indexed): found in the cache
-        (returned, so it is looked up once), it is not scanned again."""
+        (returned, so it is looked up once), it is not scanned again. A list in the dialect
+        is read once (`NativeCache`).
+
+        Raises:
+            CatalogError: two tools under one name, one a namespace member.
+        """
         settings = self.snapshot()
         tools = kwargs.get("tools")
         known = (
@@ -95,11 +112,19 @@ class Engine:
             if isinstance(tools, list | tuple) and tools
             else None
         )
-        native = parse_native(kwargs, api, plain_tools=known is not None)
-        if native is None:
+        if not speaks_dialect(kwargs, api, plain_tools=known is not None):
             return settings, None, known
         if settings.proxy.native_tool_search == "pass":
             return None
+        if not build:
+            listed, resent = count_named(kwargs, api)
+            read = not listed or (
+                isinstance(tools, list | tuple) and self.native.cached(tools, api) is not None
+            )
+            if resent > _INLINE_TOOLS or (listed > _INLINE_TOOLS and not read):
+                return Pending()
+        native = parse_native(kwargs, api, plain_tools=known is not None, reader=self.native.read)
+        assert native is not None
         skills = settings.skills.model_copy(update={"tool_search_enabled": True})
         namespaces = {**settings.tools.namespaces, **native.namespaces}
         table = settings.tools.model_copy(update={"namespaces": namespaces})
@@ -123,9 +148,9 @@ class Engine:
         if not isinstance(messages, list | tuple):
             filter_function_tools(given, permissions)
             return None
-        read = self._native(kwargs, "chat")
-        if read is None:
-            return None
+        read = self._native(kwargs, "chat", build=build)
+        if read is None or isinstance(read, Pending):
+            return read
         settings, native, known = read
         if native is not None:
             kwargs = native.kwargs
@@ -155,9 +180,9 @@ class Engine:
         given = kwargs
         permissions = self.snapshot().tools
         enforce(given, permissions)
-        read = self._native(kwargs, "responses")
-        if read is None:
-            return None
+        read = self._native(kwargs, "responses", build=build)
+        if read is None or isinstance(read, Pending):
+            return read
         settings, native, known = read
         if native is not None:
             kwargs = native.kwargs
@@ -180,10 +205,16 @@ class Engine:
     def through(self, kwargs: dict[str, Any], api: Api) -> dict[str, Any]:
         """A passed-through call's arguments: a request in the dialect (with no function tool
         left to index, say a lone ``tool_search`` tool) goes upstream made ordinary, never as
-        the client wrote it, unless ``[proxy] native_tool_search = "pass"``."""
-        if self.snapshot().proxy.native_tool_search == "pass":
-            return kwargs
-        native = parse_native(kwargs, api)
+        the client wrote it, unless ``[proxy] native_tool_search = "pass"``: then as written,
+        less the tools ``[tools] allow``/``deny`` leave out (`hold_native`).
+
+        Raises:
+            CatalogError: two tools under one name, one a namespace member.
+        """
+        settings = self.snapshot()
+        if settings.proxy.native_tool_search == "pass":
+            return hold_native(kwargs, api, settings.tools)
+        native = parse_native(kwargs, api, reader=self.native.read)
         return kwargs if native is None else native.kwargs
 
     def share_platform(self, source: object, copied: object | None = None) -> None:

@@ -33,13 +33,24 @@ from openai.types.responses import (
 )
 
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
+from bot_toolsearch._errors import CatalogError
 from bot_toolsearch._protocol.calls import CallRequest, parse_arguments
 from bot_toolsearch._protocol.dialect import Dialect
 
 from .caller_tools import Api
 from .plan import mapping_get
 
-__all__ = ["CLIENT_SEARCH", "Execution", "NativeRequest", "parse_native", "speaks_native"]
+__all__ = [
+    "CLIENT_SEARCH",
+    "Execution",
+    "NativeRequest",
+    "ToolsReader",
+    "count_named",
+    "parse_native",
+    "read_tools",
+    "speaks_dialect",
+    "speaks_native",
+]
 
 Execution = Literal["server", "client"]
 """Who runs the searches: this wrapper (``server``, as OpenAI's hosted tool search) or the
@@ -99,18 +110,34 @@ class _Tools:
         entry = {k: v for k, v in tool.items() if k != "defer_loading"}
         if api == "chat":
             entry["function"] = {k: v for k, v in inner.items() if k != "defer_loading"}
-        canonical = name
+        canonical = name if namespace is None else f"{namespace}.{name}"
+        if canonical in self.entries:
+            first = self.members.get(canonical)
+            if first != (None if namespace is None else (namespace, name)):
+                raise _collision(canonical, first or (str(namespace), name))
+            return  # the first spelling wins, as the wrapper's own index keeps it
         if namespace is not None:
-            canonical = f"{namespace}.{name}"
             entry["name"] = canonical
             self.members[canonical] = (namespace, name)
-        if canonical in self.entries:
-            return  # the first spelling wins, as the wrapper's own index keeps it
         self.definitions[canonical] = tool
         self.entries[canonical] = entry
         if deferred:
             self.deferred.add(canonical)
         self.upstream.append(entry)
+
+    def copy(self) -> _Tools:
+        """A copy a request's own ``tool_search_output`` tools can join (the containers
+        copied, the tool entries shared): a cached read stays as read."""
+        return _Tools(
+            list(self.upstream),
+            set(self.deferred),
+            dict(self.namespaces),
+            dict(self.members),
+            dict(self.definitions),
+            dict(self.entries),
+            self.execution,
+            self.search_tool,
+        )
 
     def namespace(self, group: Mapping[str, Any], api: Api) -> None:
         """A ``{"type": "namespace"}`` group: each member indexed as ``<namespace>.<name>``."""
@@ -121,7 +148,8 @@ class _Tools:
         description = group.get("description")
         if isinstance(description, str) and description:
             self.namespaces[name] = description
-        for member in members:
+        for given in members:
+            member = _as_dict(given)
             if isinstance(member, Mapping) and member.get("type", "function") == "function":
                 self.function(member, api, namespace=name)
 
@@ -206,7 +234,11 @@ def _native_item(item: object) -> bool:
 
 def _output_tools(tools: object, read: _Tools) -> list[str]:
     """The canonical names a ``tool_search_output``'s ``tools`` load; a definition the request
-    does not carry (a client search found it) joins the tools read."""
+    does not carry (a client search found it) joins the tools read. Linear in the tools.
+
+    Raises:
+        CatalogError: a name is both a plain tool's and a namespace member's (`_collision`).
+    """
     names: list[str] = []
     for given in tools if isinstance(tools, list | tuple) else ():
         tool = _as_dict(given)
@@ -214,19 +246,31 @@ def _output_tools(tools: object, read: _Tools) -> list[str]:
             continue
         if tool.get("type") == "namespace":
             space = tool.get("name")
+            if not isinstance(space, str) or not space:
+                continue
+            read.namespace(tool, "responses")
             for inner in tool.get("tools") or ():
                 member = _as_dict(inner)
                 name = member.get("name") if isinstance(member, Mapping) else None
-                if isinstance(space, str) and isinstance(name, str):
-                    canonical = f"{space}.{name}"
-                    if canonical not in read.entries:
-                        read.namespace({**tool, "tools": [member]}, "responses")
-                    names.append(canonical)
+                if isinstance(name, str) and f"{space}.{name}" in read.entries:
+                    names.append(f"{space}.{name}")
         elif tool.get("type", "function") == "function" and isinstance(tool.get("name"), str):
-            if tool["name"] not in read.entries:
-                read.function(tool, "responses", namespace=None)
+            read.function(tool, "responses", namespace=None)
             names.append(tool["name"])
     return names
+
+
+def _collision(canonical: str, member: tuple[str, str]) -> CatalogError:
+    """Two tools under one name, one of them a namespace member (``<namespace>.<name>``):
+    the model would be shown one and the client handed the other, so the request is refused
+    (tool names are unique on the wire)."""
+    space, own = member
+    return CatalogError(
+        f"the tool name {canonical!r} names two tools, one of them the member {own!r} of the"
+        f" namespace {space!r} (a member is named <namespace>.<name>): tool names must be"
+        " unique; rename one of them",
+        name=canonical,
+    )
 
 
 def _read_input(items: Sequence[Any], read: _Tools) -> tuple[list[Any], list[str]]:
@@ -243,7 +287,7 @@ def _read_input(items: Sequence[Any], read: _Tools) -> tuple[list[Any], list[str
         if mapping_get(item, "type") == "tool_search_output"
     }
     out: list[Any] = []
-    loaded: list[str] = []
+    loaded: dict[str, None] = {}  # ordered, and a name's test is O(1): linear in the tools
     called: set[str] = set()
     for at, item in enumerate(items):
         kind = mapping_get(item, "type")
@@ -265,7 +309,7 @@ def _read_input(items: Sequence[Any], read: _Tools) -> tuple[list[Any], list[str
         elif kind == "tool_search_output":
             call_id = _call_id(item, at)
             names = _output_tools(mapping_get(item, "tools"), read)
-            loaded.extend(n for n in names if n not in loaded)
+            loaded.update(dict.fromkeys(names))
             if call_id not in called:
                 query = _compact({"query": "select:" + ",".join(names)})
                 out.append(
@@ -287,7 +331,7 @@ def _read_input(items: Sequence[Any], read: _Tools) -> tuple[list[Any], list[str
             out.append(plain)
         else:
             out.append(item)
-    return out, loaded
+    return out, list(loaded)
 
 
 def _call_id(item: object, at: int) -> str:
@@ -453,31 +497,89 @@ class NativeRequest:
         return tools
 
 
-def parse_native(
-    kwargs: Mapping[str, Any], api: Api, *, plain_tools: bool = False
-) -> NativeRequest | None:
-    """The request in OpenAI's tool-search dialect made ordinary, or ``None`` when it does not
-    speak it (no ``tool_search`` or ``namespace`` tool, no ``defer_loading`` key, no
-    ``tool_search_call``/``tool_search_output`` item or ``namespace`` on a call): then it keeps
-    today's path exactly. ``plain_tools``: the tool list is known not to speak it (the wrapper
-    indexed it before: only ordinary lists are indexed), so only the input is scanned."""
+def speaks_dialect(kwargs: Mapping[str, Any], api: Api, *, plain_tools: bool = False) -> bool:
+    """Whether a request speaks OpenAI's tool-search dialect (a ``tool_search`` or
+    ``namespace`` tool, a ``defer_loading`` key, a ``tool_search_call``/``tool_search_output``
+    item or ``namespace`` on a call); ``plain_tools``: the tool list is known not to."""
     tools = kwargs.get("tools")
     tool_list: Sequence[Any] = tools if isinstance(tools, list | tuple) else ()
     raw = kwargs.get("input") if api == "responses" else None
     items: Sequence[Any] = raw if isinstance(raw, list | tuple) else ()
-    if not any(map(_native_item, items)) and (plain_tools or not speaks_native(tool_list, api)):
+    return any(map(_native_item, items)) or (not plain_tools and speaks_native(tool_list, api))
+
+
+def _group_size(tool: object) -> int:
+    """How many tools one entry names: a namespace group its members, any other one."""
+    if type(tool) is dict and tool.get("type") == "namespace":
+        members = tool.get("tools")
+        return len(members) if isinstance(members, list | tuple) else 0
+    return 1
+
+
+def count_named(kwargs: Mapping[str, Any], api: Api) -> tuple[int, int]:
+    """How many tools a request names: in its ``tools`` list, and in its input's
+    ``tool_search_output`` items (both with a namespace counted as its members). Type and
+    key tests only, linear in the entries, nothing copied (what a server bounds before any
+    work on a list)."""
+    tools = kwargs.get("tools")
+    listed = sum(map(_group_size, tools)) if isinstance(tools, list | tuple) else 0
+    raw = kwargs.get("input") if api == "responses" else None
+    resent = 0
+    for item in raw if isinstance(raw, list | tuple) else ():
+        if mapping_get(item, "type") == "tool_search_output":
+            given = mapping_get(item, "tools")
+            if isinstance(given, list | tuple):
+                resent += sum(map(_group_size, given))
+    return listed, resent
+
+
+ToolsReader = Callable[[Sequence[Any], Api], _Tools]
+"""Reads a request's tool list (`read_tools`, or a cache of its reads)."""
+
+
+def read_tools(tools: Sequence[Any], api: Api) -> _Tools:
+    """A tool list read as the dialect says (not to be changed: `_Tools.copy` first).
+
+    Raises:
+        CatalogError: two tools under one name, one a namespace member (`_collision`).
+    """
+    return _read_tools(tools, api)
+
+
+def parse_native(
+    kwargs: Mapping[str, Any],
+    api: Api,
+    *,
+    plain_tools: bool = False,
+    reader: ToolsReader = read_tools,
+) -> NativeRequest | None:
+    """The request in OpenAI's tool-search dialect made ordinary, or ``None`` when it does not
+    speak it (`speaks_dialect`): then it keeps today's path exactly. ``plain_tools``: the
+    tool list is known not to speak it (the wrapper indexed it before: only ordinary lists
+    are indexed), so only the input is scanned. ``reader`` reads the tool list (a cache of
+    reads: a repeated list is read once). Linear in the tools and items.
+
+    Raises:
+        CatalogError: two tools under one name, one a namespace member (`_collision`).
+    """
+    if not speaks_dialect(kwargs, api, plain_tools=plain_tools):
         return None
-    read = _read_tools(tool_list, api)
+    tools = kwargs.get("tools")
+    tool_list: Sequence[Any] = tools if isinstance(tools, list | tuple) else ()
+    raw = kwargs.get("input") if api == "responses" else None
+    items: Sequence[Any] = raw if isinstance(raw, list | tuple) else ()
+    read = reader(tool_list, api)
     out = dict(kwargs)
     loaded: list[str] = []
     if items:
+        read = read.copy()
         out["input"], loaded = _read_input(items, read)
     upstream = read.upstream
     if read.execution == "client":
         # The client searches: its deferred tools reach the upstream once it loaded them.
         held = {id(read.entries[n]) for n in read.deferred.difference(loaded)}
         upstream = [entry for entry in upstream if id(entry) not in held]
-    out["tools"] = upstream
+    out["tools"] = list(upstream)  # a cached read's own list stays as read
     return NativeRequest(
         api=api,
         execution=read.execution,

@@ -129,7 +129,7 @@ def _permitted(name: str | None, allow: Sequence[str], deny: Sequence[str]) -> b
 def _names(value: object, depth: int, param: str) -> list[str]:
     """Every tool name a ``tool_choice``/``function_call`` value spells: each ``name``
     string of its objects, at any depth (``allowed_tools`` nests a list of tools; ``mcp``
-    choices name the server's tool).
+    choices name the server's tool), as ``<namespace>.<name>`` beside a ``namespace``.
 
     Raises:
         ToolNotPermittedError: the value nests deeper than `_MAX_DEPTH` (no API's does), so a
@@ -139,9 +139,11 @@ def _names(value: object, depth: int, param: str) -> list[str]:
         raise ToolNotPermittedError("(a value nested too deeply to check)", param)
     out: list[str] = []
     if isinstance(value, Mapping):
+        space = value.get("namespace")
         for key, inner in value.items():
             if key == "name" and isinstance(inner, str):
-                out.append(inner)
+                # A namespace member is the tool <namespace>.<name>, as the wrapper names it.
+                out.append(f"{space}.{inner}" if isinstance(space, str) and space else inner)
             elif isinstance(inner, Mapping | list | tuple):
                 out.extend(_names(inner, depth + 1, param))
     elif isinstance(value, list | tuple):

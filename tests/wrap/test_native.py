@@ -20,7 +20,8 @@ from openai.types.responses import (
 )
 from openai.types.responses.namespace_tool import NamespaceTool
 
-from bot_toolsearch import BotSettings, wrap_openai
+from bot_toolsearch import BotSettings, CatalogError, wrap_openai
+from bot_toolsearch._wrap.native import parse_native
 from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, text
 from tests.wrap._tools import chat_tools, loaded, responses_tools
 
@@ -731,3 +732,56 @@ async def test_client_mode_loads_a_namespace_group_the_client_found(
     assert loaded(request.tool_outputs[0][1]) == ["crm.lookup"]
     calls = [item for item in result.output if isinstance(item, ResponseFunctionToolCall)]
     assert [(c.name, c.namespace) for c in calls] == [("lookup", "crm")]
+
+
+class _Counted(str):
+    """A tool name that counts how often it is compared for equality."""
+
+    compared = 0
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        _Counted.compared += 1
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+
+def test_a_resent_output_of_n_tools_is_read_in_linear_operations() -> None:
+    """The attack's shape: one client-made ``tool_search_output`` loading N tools. Each name
+    is compared a bounded number of times (it was once compared with every name before it)."""
+    n = 2_000
+    tools = [{"type": "function", "name": _Counted(f"t{i}")} for i in range(n)]
+    output = {"type": "tool_search_output", "call_id": "c1", "tools": tools}
+    kwargs = {"model": "m", "input": [output], "tools": [{"type": "tool_search"}]}
+    _Counted.compared = 0
+    made = parse_native(kwargs, "responses")
+    assert made is not None
+    assert len(made.loaded) == n
+    assert _Counted.compared <= 4 * n  # quadratic: about n * n / 2 = 2,000,000
+
+
+def test_a_plain_tool_and_a_namespace_member_under_one_name_are_refused() -> None:
+    group = {"type": "namespace", "name": "files", "tools": [{"type": "function", "name": "read"}]}
+    plain = {"type": "function", "name": "files.read", "defer_loading": True}
+    for tools in ([plain, group], [group, plain]):
+        with pytest.raises(CatalogError, match=r"'files\.read'") as raised:
+            parse_native({"model": "m", "input": "x", "tools": tools}, "responses")
+        assert raised.value.name == "files.read"
+    # namespace ``files``/``read.x`` and namespace ``files.read``/``x``: two tools, one name
+    first = {
+        "type": "namespace",
+        "name": "files",
+        "tools": [{"type": "function", "name": "read.x"}],
+    }
+    second = {
+        "type": "namespace",
+        "name": "files.read",
+        "tools": [{"type": "function", "name": "x"}],
+    }
+    with pytest.raises(CatalogError, match=r"'files\.read\.x'"):
+        parse_native({"model": "m", "input": "x", "tools": [first, second]}, "responses")
+    same = parse_native({"model": "m", "input": "x", "tools": [group, group]}, "responses")
+    assert same is not None
+    assert list(same.members) == ["files.read"]  # one tool, twice

@@ -1,0 +1,109 @@
+"""A request in OpenAI's tool-search dialect forwarded as the client wrote it
+(``[proxy] native_tool_search = "pass"``), held to ``[tools] allow``/``deny`` first.
+
+The upstream runs the tool search then, so every tool the request names must be one the
+patterns permit before it leaves: function tools (``defer_loading`` or not, either API's
+shape), namespace members (as ``<namespace>.<name>``, a group left with no member dropped)
+and the tools a resent ``tool_search_output`` item loads. ``tool_choice`` is refused before
+(`bot_toolsearch._wrap.permitted.enforce`), a ``{name, namespace}`` choice as the member.
+Nothing else is changed; with no ``allow`` and no ``deny`` the request is returned as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bot_toolsearch._config.settings import ToolsSettings
+from bot_toolsearch._services.permissions import permits
+
+from .caller_tools import Api
+from .plan import mapping_get
+
+__all__ = ["hold_native"]
+
+
+def hold_native(kwargs: dict[str, Any], api: Api, tools: ToolsSettings) -> dict[str, Any]:
+    """``kwargs`` with every tool ``tools.allow``/``deny`` do not permit left out of its
+    ``tools`` and of its input's ``tool_search_output`` items (a new dict when one is)."""
+    allow, deny = tools.allow, tools.deny
+    if not allow and not deny:
+        return kwargs
+    out = dict(kwargs)
+    given = kwargs.get("tools")
+    if isinstance(given, list | tuple):
+        out["tools"] = _kept(given, allow, deny)
+    items = kwargs.get("input") if api == "responses" else None
+    if isinstance(items, list | tuple):
+        out["input"] = [_held_item(item, allow, deny) for item in items]
+    return out
+
+
+def _held_item(item: Any, allow: Sequence[str], deny: Sequence[str]) -> Any:
+    if mapping_get(item, "type") != "tool_search_output":
+        return item
+    loaded = mapping_get(item, "tools")
+    if not isinstance(loaded, list | tuple):
+        return item
+    plain = item if isinstance(item, Mapping) else _as_dict(item)
+    if not isinstance(plain, Mapping):
+        return item
+    return {**plain, "tools": _kept([_as_dict(t) for t in loaded], allow, deny)}
+
+
+def _kept(given: Sequence[Any], allow: Sequence[str], deny: Sequence[str]) -> list[Any]:
+    out: list[Any] = []
+    for tool in given:
+        if not isinstance(tool, Mapping):
+            out.append(tool)
+            continue
+        kind = tool.get("type", "function")
+        if kind == "namespace":
+            group = _group(tool, allow, deny)
+            if group is not None:
+                out.append(group)
+        elif _permitted(_tool_name(tool), allow, deny):
+            out.append(tool)
+    return out
+
+
+def _group(
+    group: Mapping[str, Any], allow: Sequence[str], deny: Sequence[str]
+) -> Mapping[str, Any] | None:
+    """A namespace group with only its permitted members; ``None`` when none is left."""
+    space, members = group.get("name"), group.get("tools")
+    if not isinstance(members, list | tuple):
+        return group
+    kept = []
+    for member in map(_as_dict, members):
+        name = _tool_name(member) if isinstance(member, Mapping) else None
+        if name is not None and isinstance(space, str):
+            name = f"{space}.{name}"
+        if _permitted(name, allow, deny):
+            kept.append(member)
+    if not kept:
+        return None
+    return group if len(kept) == len(members) else {**group, "tools": kept}
+
+
+def _tool_name(tool: Mapping[str, Any]) -> str | None:
+    """The name an entry declares: ``name``, or ``function.name``/``custom.name``."""
+    name = tool.get("name")
+    if isinstance(name, str):
+        return name
+    for key in ("function", "custom"):
+        inner = tool.get(key)
+        if isinstance(inner, Mapping) and isinstance(inner.get("name"), str):
+            return str(inner["name"])
+    return None
+
+
+def _permitted(name: str | None, allow: Sequence[str], deny: Sequence[str]) -> bool:
+    return name is None or permits(name, allow, deny)
+
+
+def _as_dict(item: object) -> Any:
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_none=True, mode="json")
+    return item
