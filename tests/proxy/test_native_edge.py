@@ -229,3 +229,34 @@ def test_chat_names_that_collide_across_a_namespace_are_refused(
     assert reply.status == 400, reply
     assert "'files.read'" in reply.json()["error"]["message"]
     assert upstream.requests == []
+
+
+def test_a_repeated_defer_loading_list_is_parsed_and_read_once(
+    upstream: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same bytes again: the proxy hands the wrapper the very objects it parsed the first
+    time, and the wrapper finds their read (one read for three requests)."""
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": f"tool_{i}", "description": f"Tool {i}.", "defer_loading": i > 1},
+        }
+        for i in range(300)
+    ]
+    seen: list[int] = []
+    read_tools = native._read_tools
+
+    def spy(given: Any, api: Any) -> Any:
+        seen.append(id(given[0]))
+        return read_tools(given, api)
+
+    monkeypatch.setattr(native, "_read_tools", spy)
+    payload = {"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": tools}
+    upstream.script(text("a"), text("b"), text("c"))
+    app = ProxyApp(upstream.base_url, settings=ON)
+    with served(app) as port:
+        for _ in range(3):
+            assert post(port, "/v1/chat/completions", payload).status == 200
+    assert app._engine.native.reads == 1
+    assert len(seen) == 1
+    assert [r.tool_names for r in upstream.requests[1:]] == [upstream.requests[0].tool_names] * 2
