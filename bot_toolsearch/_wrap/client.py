@@ -89,6 +89,13 @@ class _Resource(_Delegate):
             return kwargs
         return {**kwargs, "previous_response_id": self._engine.aliases.resolve(previous)}
 
+    @property
+    def _url(self) -> str:
+        """Where this resource's ``create`` posts (for an error about its reply)."""
+        client = getattr(self._inner, "_client", None)
+        path = "/chat/completions" if self._name == "chat.completions" else "/responses"
+        return f"{str(getattr(client, 'base_url', '')).rstrip('/')}{path}"
+
     def stream(self, **kwargs: Any) -> Any:
         """The SDK's ``stream()`` helper over the wrapped ``create(stream=True)``."""
         return self._sdk.stream(self, **kwargs)
@@ -112,7 +119,8 @@ class _AsyncResource(_Resource):
         mode, plain = split_raw(kwargs)
         plan = await self._aplan(plain)
         if plan is None:
-            return await self._inner.create(**self._through(carry(kwargs, plain)))
+            passed = await self._inner.create(**self._through(carry(kwargs, plain)))
+            return self._engine.passed(passed, self._url)
         done = await self._run(plan, plain)
         self._engine.share_platform(getattr(self._inner, "_client", None))
         return handled(mode, done, is_async=True)
@@ -172,7 +180,8 @@ class _SyncResource(_Resource):
         mode, plain = split_raw(kwargs)
         plan = self._plan(plain)
         if plan is None:
-            return self._inner.create(**self._through(carry(kwargs, plain)))
+            passed = self._inner.create(**self._through(carry(kwargs, plain)))
+            return self._engine.passed(passed, self._url)
         return handled(mode, self._run(plan, plain), is_async=False)
 
     def parse(self, **kwargs: Any) -> Any:

@@ -20,7 +20,7 @@ from .caller_tools import Api, CallerTools, ToolsCache
 from .chat import ChatPlan
 from .native import NativeRequest, count_named, parse_native, speaks_dialect
 from .native_cache import NativeCache
-from .native_pass import hold_native
+from .native_pass import guard_reply, hold_native
 from .observe import RoundHook
 from .permitted import enforce, filter_function_tools
 from .plan import Pending, Setup, setup
@@ -216,6 +216,16 @@ class Engine:
             return hold_native(kwargs, api, settings.tools)
         native = parse_native(kwargs, api, reader=self.native.read)
         return kwargs if native is None else native.kwargs
+
+    def passed(self, reply: Any, url: str) -> Any:
+        """A passed-through call's reply (from ``url``): with ``[tools] allow``/``deny`` set,
+        never one that calls a tool they do not permit (`guard_reply`; a stream is checked
+        as it is read).
+
+        Raises:
+            ModelReplyError: the reply calls such a tool.
+        """
+        return guard_reply(reply, self.snapshot().tools, url)
 
     def share_platform(self, source: object, copied: object | None = None) -> None:
         """Remember ``source``'s platform headers when it found them; give them to ``copied``

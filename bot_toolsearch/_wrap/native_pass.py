@@ -7,20 +7,29 @@ shape), namespace members (as ``<namespace>.<name>``, a group left with no membe
 and the tools a resent ``tool_search_output`` item loads. ``tool_choice`` is refused before
 (`bot_toolsearch._wrap.permitted.enforce`), a ``{name, namespace}`` choice as the member.
 Nothing else is changed; with no ``allow`` and no ``deny`` the request is returned as is.
+
+The reply is the upstream's own, so it is checked on its way back (`guard_reply`): a call of
+a tool the patterns do not permit (an upstream that made one up) is never handed to the
+client; it raises `ModelReplyError` instead (the proxy answers 502, or ends a stream with an
+error event). A raw-response call (``with_raw_response``) is handed over unread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
+
+import httpx
+import openai
 
 from bot_toolsearch._config.settings import ToolsSettings
 from bot_toolsearch._services.permissions import permits
+from bot_toolsearch._transports.base import ModelReplyError
 
 from .caller_tools import Api
 from .plan import mapping_get
 
-__all__ = ["hold_native"]
+__all__ = ["guard_reply", "hold_native"]
 
 
 def hold_native(kwargs: dict[str, Any], api: Api, tools: ToolsSettings) -> dict[str, Any]:
@@ -107,3 +116,102 @@ def _as_dict(item: object) -> Any:
     if callable(dump):
         return dump(exclude_none=True, mode="json")
     return item
+
+
+def guard_reply(reply: Any, tools: ToolsSettings, url: str) -> Any:
+    """``reply`` (a passed-through call's result, from ``url``) checked for calls of tools
+    ``tools.allow``/``deny`` do not permit; a stream is checked event by event as read.
+
+    Raises:
+        ModelReplyError: a finished reply calls such a tool (a stream raises while read).
+    """
+    allow, deny = tools.allow, tools.deny
+    if not allow and not deny:
+        return reply
+
+    def check(value: Any) -> None:
+        for name in _called(value):
+            if not permits(name, allow, deny):
+                reason = f"it calls the tool {name!r}, which [tools] allow/deny do not permit"
+                response = getattr(reply, "response", None)
+                sent = getattr(response, "request", None)
+                if not isinstance(sent, httpx.Request):
+                    sent = httpx.Request("POST", url)
+                raise ModelReplyError(reason, sent, "")
+
+    if isinstance(reply, openai.AsyncStream):
+        return _CheckedAsyncStream(reply, check)
+    if isinstance(reply, openai.Stream):
+        return _CheckedStream(reply, check)
+    check(reply)
+    return reply
+
+
+def _called(value: Any) -> Iterator[str]:
+    """The tool names a reply, a Responses event or a Chat chunk calls (``<namespace>.<name>``
+    for a namespace member's call)."""
+    item = getattr(value, "item", None)
+    output = getattr(value, "output", None)
+    for call in [item] if item is not None else output if isinstance(output, list) else ():
+        name = getattr(call, "name", None)
+        if getattr(call, "type", None) == "function_call" and isinstance(name, str):
+            space = getattr(call, "namespace", None)
+            yield f"{space}.{name}" if isinstance(space, str) and space else name
+    choices = getattr(value, "choices", None)
+    for choice in choices if isinstance(choices, list) else ():
+        message = getattr(choice, "message", None) or getattr(choice, "delta", None)
+        calls = getattr(message, "tool_calls", None)
+        for call in calls if isinstance(calls, list) else ():
+            name = getattr(getattr(call, "function", None), "name", None)
+            if isinstance(name, str):
+                yield name
+
+
+class _CheckedAsyncStream:
+    """An upstream stream whose events are checked as they are read; the rest is its own."""
+
+    def __init__(self, inner: Any, check: Callable[[Any], None]) -> None:
+        self._inner = inner
+        self._check = check
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self
+
+    async def __anext__(self) -> Any:
+        event = await self._inner.__anext__()
+        self._check(event)
+        return event
+
+    async def __aenter__(self) -> _CheckedAsyncStream:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self._inner.close()
+
+
+class _CheckedStream:
+    """`_CheckedAsyncStream` for a sync client."""
+
+    def __init__(self, inner: Any, check: Callable[[Any], None]) -> None:
+        self._inner = inner
+        self._check = check
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        event = next(self._inner)
+        self._check(event)
+        return event
+
+    def __enter__(self) -> _CheckedStream:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._inner.close()
