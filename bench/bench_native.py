@@ -8,6 +8,8 @@ costs against the same list as plain tools, and how a resent ``tool_search_outpu
 2. Scaling of a client-made ``tool_search_output`` that "loads" N tools: the seconds to make
    such a request ordinary (`parse_native`) at ``N`` and ``2N`` tools, and their ratio
    (about 2 when linear, about 4 when quadratic).
+3. ``/healthz`` while one such request of ``ATTACK`` tools (under 1 MiB, ``--max-tools``
+   raised so that it is served) is processed: its slowest answer against its median alone.
 
 ``python -m bench.bench_native`` runs it on its own; ``BOT_TOOLSEARCH_NATIVE_ROOT=/path/to/tree``
 measures another checkout (the same figures before a change).
@@ -28,6 +30,7 @@ from .bench_edge import _tools
 from .bench_wrap import _cpu_seconds, _port, _process
 
 REQUESTS = 40
+ATTACK = 20_000
 TOOLS = 1_000
 SCALE = 10_000
 ROOT = Path(os.environ.get("BOT_TOOLSEARCH_NATIVE_ROOT") or Path(__file__).resolve().parents[1])
@@ -74,6 +77,44 @@ def _cpu_per_request(url: str, body: bytes, pid: int) -> float:
         return (_cpu_seconds(pid) - before) / REQUESTS
 
 
+def _healthz(port: int, body: bytes) -> tuple[float, float, float]:
+    """``/healthz`` latency alone (median) and while one heavy request is served (slowest),
+    and that request's seconds."""
+    import threading
+
+    import httpx
+
+    url = f"http://127.0.0.1:{port}"
+    with httpx.Client(timeout=300) as client:
+        alone = []
+        for _ in range(20):
+            start = time.perf_counter()
+            client.get(f"{url}/healthz").raise_for_status()
+            alone.append(time.perf_counter() - start)
+        done = threading.Event()
+        took: list[float] = []
+
+        def heavy() -> None:
+            start = time.perf_counter()
+            with httpx.Client(timeout=300) as own:
+                headers = {"authorization": "Bearer k", "content-type": "application/json"}
+                own.post(f"{url}/v1/responses", content=body, headers=headers)
+            took.append(time.perf_counter() - start)
+            done.set()
+
+        thread = threading.Thread(target=heavy)
+        thread.start()
+        during = []
+        while not done.is_set():
+            start = time.perf_counter()
+            client.get(f"{url}/healthz").raise_for_status()
+            during.append(time.perf_counter() - start)
+            time.sleep(0.02)
+        thread.join()
+    alone.sort()
+    return alone[len(alone) // 2], max(during, default=0.0), took[0]
+
+
 def run() -> list[Row]:
     py = sys.executable
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -96,6 +137,18 @@ def run() -> list[Row]:
     ):
         for kind, body in bodies.items():
             cpu[kind] = _cpu_per_request(url, body, proxy.pid)
+    tools = [{"type": "function", "name": f"t{i}"} for i in range(ATTACK)]
+    output = {"type": "tool_search_output", "call_id": "c", "execution": "client", "tools": tools}
+    attack = json.dumps(
+        {"model": "m", "input": [user, output], "tools": [{"type": "tool_search"}]}
+    ).encode()
+    proxy_port = _port()
+    serve = [*serve[:5], str(proxy_port), *serve[6:], "--max-tools", str(2 * ATTACK)]
+    with (
+        _process([py, "-m", "bench._instant_upstream", str(upstream_port)], upstream_port, env),
+        _process(serve, proxy_port, env),
+    ):
+        calm, stalled, heavy = _healthz(proxy_port, attack)
     scaling = subprocess.run(
         [py, "-c", _SCALING, str(SCALE)],
         env=env,
@@ -125,6 +178,13 @@ def run() -> list[Row]:
             f"tool_search_output of {SCALE:,} tools made ordinary",
             f"{single * 1e3:.0f} ms",
             f"{2 * SCALE:,}: {double * 1e3:.0f} ms, x{double / max(single, 1e-9):.2f}",
+        ),
+        Row(
+            section,
+            f"/healthz during one {len(attack) // 1024:,} KiB request of {ATTACK:,} resent tools",
+            f"{stalled * 1e3:.0f} ms",
+            f"alone {calm * 1e3:.1f} ms (x{stalled / max(calm, 1e-9):.0f});"
+            f" the request {heavy:.1f} s",
         ),
     ]
 
