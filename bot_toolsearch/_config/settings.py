@@ -476,9 +476,11 @@ class ProxySettings(_Table):
         return value
 
 
-STORE_PATTERN = r"^(memory|sqlite:///.+)$"
-"""``[conversations] store``: ``memory``, or ``sqlite:///<path>`` (a relative path is relative to
-the config file's folder; ``sqlite:////abs/bot.db`` is absolute, as in SQLAlchemy URLs)."""
+STORE_PATTERN = r"^(memory|sqlite:///.+|postgres(ql)?://.+)$"
+"""``[conversations] store``: ``memory``, ``sqlite:///<path>`` (a relative path is relative to
+the config file's folder; ``sqlite:////abs/bot.db`` is absolute, as in SQLAlchemy URLs), or a
+PostgreSQL URL ``postgresql://user@host/db`` (the ``postgres`` extra; keep the password in
+``PGPASSWORD`` or ``~/.pgpass`` rather than in the file)."""
 
 
 class ConversationSettings(_Table):
