@@ -45,14 +45,16 @@ from openai.resources.responses import AsyncResponses
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._errors import ToolNotPermittedError
+from bot_toolsearch._services.client_policy import CURRENT as CURRENT_POLICY
 from bot_toolsearch._services.threads import POOLS, PoolBusy, SharedWork
 from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 from bot_toolsearch._wrap.native import speaks_native
 
 from .access_log import configure_logging
+from .admission import ADMITTED, Admission
 from .edge import WEBSOCKET_REFUSED, framing_problem, is_websocket_upgrade, refuse_websocket
-from .exchange import Observer, note_body, note_route
+from .exchange import Observer, note_body, note_client, note_route
 from .keys import ClientKeys, KnownKeys, read_keys
 from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, InFlight
 from .metrics import CONTENT_TYPE, ProxyMetrics
@@ -329,12 +331,14 @@ class ProxyApp:
         self._keys: ClientKeys | None = None
         self._known = KnownKeys()
         start = engine.snapshot()
+        self._operator_key = start.model.api_key or os.environ.get("OPENAI_API_KEY", "").strip()
         if api_keys is None and start.proxy.keys is not None:
             api_keys = read_keys(start.proxy.keys)
         if api_keys is not None:
-            self._keys = ClientKeys(
-                api_keys, start.model.api_key or os.environ.get("OPENAI_API_KEY", "").strip()
-            )
+            self._keys = ClientKeys(api_keys, self._operator_key)
+        self._admission = Admission(self._operator_key, self._keys)
+        if start.proxy.clients:
+            self._admission.check(start.proxy.clients)
 
     async def aclose(self) -> None:
         """Close the upstream connections and stop watching ``config.toml``."""
@@ -403,12 +407,29 @@ class ProxyApp:
             await _raw(send, 200, self.metrics.render(), CONTENT_TYPE)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if self._keys is not None and not self._keys.allows(_bearer(headers)):
+        admitted = self._admission.admit(_bearer(headers), self._engine.snapshot().proxy.clients)
+        if admitted is None:
             raise _Refused(401, "this proxy needs one of its client keys", code="invalid_api_key")
+        ADMITTED.set(admitted)
+        if admitted.policy is not None:
+            CURRENT_POLICY.set(admitted.policy)
+            note_client(admitted.policy.name)
         if not self._in_flight.enter():
             raise _Refused(
                 429,
                 f"more than {self._in_flight.limit} requests in flight (serve --max-in-flight);"
+                f" retry after {RETRY_AFTER} s",
+                "rate_limit_error",
+                code="too_many_requests",
+                retry_after=RETRY_AFTER,
+            )
+        if not self._admission.enter(admitted):
+            self._in_flight.leave()
+            assert admitted.policy is not None
+            raise _Refused(
+                429,
+                f"more than {admitted.policy.max_in_flight} requests of client"
+                f" {admitted.policy.name!r} in flight ([[proxy.clients]] max_in_flight);"
                 f" retry after {RETRY_AFTER} s",
                 "rate_limit_error",
                 code="too_many_requests",
@@ -422,6 +443,7 @@ class ProxyApp:
             else:
                 await self._forward(receive, send, scope, rest)
         finally:
+            self._admission.leave(admitted)
             self._in_flight.leave()
 
     async def _lifespan(self, receive: _Receive, send: _Send) -> None:
@@ -440,7 +462,7 @@ class ProxyApp:
         media = headers.get("content-type", "").partition(";")[0].strip().lower()
         if media != "application/json":
             raise _Refused(415, "the body must be JSON (Content-Type: application/json)")
-        key = _bearer(headers) if self._keys is None else self._keys.upstream_key
+        key = ADMITTED.get().upstream_key(_bearer(headers))
         if key is not None and not (key.isascii() and key.isprintable()):
             raise _Refused(401, "the API key is not printable ASCII", code="invalid_api_key")
         extra = {k: v for k, v in _forwarded_headers(headers).items() if v.isascii()}
@@ -712,11 +734,13 @@ class ProxyApp:
         forward = [
             (k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _HOP_HEADERS
         ]
-        if self._keys is not None:  # the client's key is the proxy's: the operator's goes on
+        admitted = ADMITTED.get()
+        if admitted.keyed:  # the client's key is the proxy's: the operator's goes on
             forward = [
                 (k, v) for k, v in forward if k.lower() not in (b"authorization", b"api-key")
             ]
-            forward.append((b"authorization", f"Bearer {self._keys.upstream_key}".encode()))
+            key = admitted.upstream_key(None)
+            forward.append((b"authorization", f"Bearer {key}".encode()))
         request = self._http.build_request(scope["method"], url, headers=forward, content=body)
         if request.url.host != self._host:  # never: the URL is built from parsed parts
             raise _Refused(400, "the request target is not a path")

@@ -153,6 +153,11 @@ class ProxyMetrics:
             "healthz, metrics) and status class.",
             lock,
         )
+        self.client_requests = _Counter(
+            "bot_toolsearch_client_requests_total",
+            "HTTP requests of named [[proxy.clients]] clients, by client name and status class.",
+            lock,
+        )
         self.rounds = _Counter(
             "bot_toolsearch_upstream_rounds_total",
             "Model rounds sent upstream for tool-searched calls, by API.",
@@ -190,6 +195,7 @@ class ProxyMetrics:
         )
         self._all: list[_Metric] = [
             self.requests,
+            self.client_requests,
             self.rounds,
             self.hidden_rounds,
             self.searches,
