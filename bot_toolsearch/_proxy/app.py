@@ -50,6 +50,7 @@ from bot_toolsearch._services.threads import POOLS, PoolBusy, SharedWork
 from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 from bot_toolsearch._wrap.native import speaks_native
+from bot_toolsearch._wrap.responses import ALIAS_SINK
 
 from .access_log import configure_logging
 from .admission import ADMITTED, Admission
@@ -60,6 +61,7 @@ from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, In
 from .metrics import CONTENT_TYPE, ProxyMetrics
 from .passthrough import refusal
 from .raw_tools import tools_span
+from .state import open_state
 from .upstream_timing import time_upstream
 
 __all__ = [
@@ -337,12 +339,15 @@ class ProxyApp:
         if api_keys is not None:
             self._keys = ClientKeys(api_keys, self._operator_key)
         self._admission = Admission(self._operator_key, self._keys)
+        self._state = open_state(start.proxy.state)
         if start.proxy.clients:
             self._admission.check(start.proxy.clients)
 
     async def aclose(self) -> None:
         """Close the upstream connections and stop watching ``config.toml``."""
         await self._client.close()
+        if self._state is not None:
+            await self._state.aclose()
 
     async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         if scope["type"] == "lifespan":
@@ -478,6 +483,7 @@ class ProxyApp:
         await self._catalog(receive, tools, chat, None if known else raw)
         calls = _Calls()
         _CALLS.set(calls)
+        flush = None if chat else await self._shared(kwargs)
         method = client.chat.completions.create if chat else client.responses.create
         try:
             result = await _until_disconnect(
@@ -498,9 +504,32 @@ class ProxyApp:
         if self._freeze_heap and self._cache.builds != builds:
             self._settle()
         if answer is None:
-            await _relay(receive, send, result, events=not chat)
+            await _relay(receive, send, result, events=not chat, flush=flush)
         else:
             await _json(send, 200, answer)
+
+    async def _shared(self, kwargs: Mapping[str, Any]) -> Callable[[], Awaitable[None]] | None:
+        """With ``[proxy] state``: the follow-up's ``previous_response_id`` looked up there
+        (another worker's stream id), and what flushes the aliases this request adds, so they
+        are stored before the client sees their id."""
+        state = self._state
+        if state is None:
+            return None
+        previous = kwargs.get("previous_response_id")
+        if isinstance(previous, str):
+            final = await state.resolve(previous)
+            if final is not None and final != previous:
+                self._engine.aliases.add(previous, final)
+        pending: list[tuple[str, str]] = []
+        ALIAS_SINK.set(pending)
+
+        async def flush() -> None:
+            if pending:
+                batch = pending[:]
+                pending.clear()
+                await state.store(batch)
+
+        return flush
 
     def _failure(self, exc: Exception, calls: _Calls) -> _Refused:
         """The answer to a ``create`` call that failed other than with an upstream status."""
@@ -919,10 +948,18 @@ async def _json(
     await send({"type": "http.response.body", "body": raw})
 
 
-async def _relay(receive: _Receive, send: _Send, stream: Any, *, events: bool) -> None:
-    """Relay ``stream``; when the client leaves, the stream and its upstream request end."""
+async def _relay(
+    receive: _Receive,
+    send: _Send,
+    stream: Any,
+    *,
+    events: bool,
+    flush: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Relay ``stream``; when the client leaves, the stream and its upstream request end.
+    ``flush`` runs before each event is sent (the shared state's aliases, `_shared`)."""
     try:
-        await _until_disconnect(receive, _sse(send, stream, events=events))
+        await _until_disconnect(receive, _sse(send, stream, events=events, flush=flush))
     finally:
         close = getattr(stream, "close", None)
         if close is not None:
@@ -931,7 +968,13 @@ async def _relay(receive: _Receive, send: _Send, stream: Any, *, events: bool) -
                 await closed
 
 
-async def _sse(send: _Send, stream: Any, *, events: bool = False) -> None:
+async def _sse(
+    send: _Send,
+    stream: Any,
+    *,
+    events: bool = False,
+    flush: Callable[[], Awaitable[None]] | None = None,
+) -> None:
     """The stream as server-sent events: Chat Completions chunks as ``data:`` lines ending with
     ``[DONE]``; Responses events (``events``) as ``event: <type>`` plus ``data:``, no ``[DONE]``,
     as the real APIs send them. Any failure after the status line is an error event the
@@ -947,6 +990,8 @@ async def _sse(send: _Send, stream: Any, *, events: bool = False) -> None:
     try:
         async for chunk in stream:
             data = chunk.model_dump_json(exclude_unset=True)
+            if flush is not None:
+                await flush()
             await line(data, getattr(chunk, "type", None) if events else None)
     except Exception as exc:  # the status line is sent: report in the stream
         logger.warning("proxy: upstream failed mid-stream: %s", type(exc).__name__)
