@@ -234,6 +234,7 @@ class Observer:
         status = exchange.status or 499  # the client left before any answer
         seconds = time.perf_counter() - exchange.started
         self.metrics.requests.inc(route=exchange.route, code=f"{status // 100}xx")
+        self.metrics.refresh()
         if exchange.client is not None:
             self.metrics.client_requests.inc(client=exchange.client, code=f"{status // 100}xx")
         if not access_log.isEnabledFor(logging.INFO):
