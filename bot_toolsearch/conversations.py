@@ -1,6 +1,7 @@
 """Conversation stores, public: where ``Bot.ask(..., conversation=...)`` keeps its turns.
 
 from bot_toolsearch.conversations import SQLiteConversationStore
+from bot_toolsearch.conversations import PostgreSQLConversationStore  # the postgres extra
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from bot_toolsearch._runtime.conversations import (
     MemoryConversationStore,
     SQLiteConversationStore,
 )
+from bot_toolsearch._runtime.conversations_postgres import PostgreSQLConversationStore
 
 __all__ = [
     "ConversationHistory",
     "ConversationStore",
     "ConversationTurn",
     "MemoryConversationStore",
+    "PostgreSQLConversationStore",
     "SQLiteConversationStore",
 ]
 

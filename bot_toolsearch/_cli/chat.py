@@ -34,7 +34,7 @@ from bot_toolsearch._errors import ConfigError, ConversationStoreError, ToolSear
 from bot_toolsearch._protocol.engine import ToolSearchProtocol
 from bot_toolsearch._runtime.ask_result import AskResult, RoundTrace
 from bot_toolsearch._runtime.bot import Bot
-from bot_toolsearch._runtime.conversations import open_store
+from bot_toolsearch._runtime.conversation_store import open_store
 from bot_toolsearch._runtime.endpoint_errors import describe_endpoint_error
 from bot_toolsearch._runtime.toolset import END, SEND_MESSAGE, not_a_tool
 from bot_toolsearch._services.mode import SearchMode, search_mode

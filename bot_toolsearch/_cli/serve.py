@@ -14,6 +14,7 @@ import errno
 import os
 import socket
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -193,7 +194,7 @@ def _serve(args: argparse.Namespace) -> int:
         mode = search_mode(settings, source=f"config {args.config}")
         dot_delimiter = settings.tools.dot_delimiter
     _check_port(args.host, args.port)
-    with _upstream(args.upstream, dot_delimiter) as upstream:
+    with _upstream(args.upstream, dot_delimiter) as upstream, _shared_metrics(args.workers):
         os.environ[ENV_UPSTREAM] = upstream
         # The banner never shows the upstream's userinfo or a key in its query.
         shown = redact_url(upstream)
@@ -216,6 +217,24 @@ def _serve(args: argparse.Namespace) -> int:
             timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN,
         )
     return 0
+
+
+@contextlib.contextmanager
+def _shared_metrics(workers: int) -> Iterator[None]:
+    """With several workers, one fresh folder they keep their metrics in, so any worker's
+    ``/metrics`` reports the whole server (`bot_toolsearch._proxy.metrics`); removed after.
+    A folder the operator set already is used as it is."""
+    from bot_toolsearch._proxy.metrics import MULTIPROCESS_ENV
+
+    if workers <= 1 or os.environ.get(MULTIPROCESS_ENV):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="bot_toolsearch-metrics-") as folder:
+        os.environ[MULTIPROCESS_ENV] = folder
+        try:
+            yield
+        finally:
+            os.environ.pop(MULTIPROCESS_ENV, None)
 
 
 @contextlib.contextmanager

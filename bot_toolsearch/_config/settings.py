@@ -53,6 +53,7 @@ __all__ = [
     "ModelSettings",
     "NativeToolSearch",
     "PluginSettings",
+    "ProxyClient",
     "ProxySettings",
     "SkillsSettings",
     "ToolSearchLoading",
@@ -455,6 +456,30 @@ NativeToolSearch = Literal["emulate", "pass"]
 """``[proxy] native_tool_search``: what a request that speaks tool search itself gets."""
 
 
+class ProxyClient(_Table):
+    """``[[proxy.clients]]``: one client of ``bot-toolsearch serve`` with a tool set of its own.
+
+    A request whose key (``Authorization: Bearer`` or ``api-key``) has the SHA-256 ``key_sha256``
+    is this client's: its ``allow`` replaces ``[tools] allow`` when given, its ``deny`` adds to
+    ``[tools] deny`` (a global deny holds for every client). The key itself is never in the
+    file: ``printf %s "$KEY" | sha256sum`` gives the digest."""
+
+    name: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+    """The client's name: it labels metrics and the access log (never its key)."""
+    key_sha256: Annotated[StrictStr, Field(pattern=r"^[0-9a-fA-F]{64}$")]
+    """The SHA-256 of the client's key, as 64 hex digits."""
+    allow: tuple[_Name, ...] | None = None
+    """fnmatch patterns of the tools this client is offered; ``None``: ``[tools] allow``."""
+    deny: tuple[_Name, ...] = ()
+    """fnmatch patterns of tools this client is never offered, beside ``[tools] deny``."""
+    upstream_key_env: Annotated[StrictStr, Field(pattern=ENV_VAR_PATTERN)] | None = None
+    """The environment variable holding this client's own upstream key; ``None``: the
+    operator's (``[model] api_key``, else ``OPENAI_API_KEY``)."""
+    max_in_flight: StrictInt | None = Field(default=None, ge=1)
+    """Most requests of this client in flight at once (429 past it); ``None``: only the
+    server's ``--max-in-flight``."""
+
+
 class ProxySettings(_Table):
     """``[proxy]``: the wrapper and the proxy in front of a backend (``bot-toolsearch serve``)."""
 
@@ -468,6 +493,29 @@ class ProxySettings(_Table):
     at its start: a request to the proxy must carry one of them, and the upstream key is then
     ``[model] api_key`` (else ``OPENAI_API_KEY``), never the client's. ``None``: no client
     keys (each client's own key goes upstream)."""
+    state: Annotated[StrictStr, Field(pattern=r"^(redis|rediss|unix)://.+$")] | None = None
+    """Shared state of ``serve`` for several workers or hosts: a Redis URL (the ``redis``
+    extra). It holds the Responses stream ids that stand for a later response, so any worker
+    serves a follow-up; ``None``: per process. Read at start."""
+    clients: tuple[ProxyClient, ...] = ()
+    """``[[proxy.clients]]``: clients with tool sets of their own, matched by their key's
+    SHA-256; with any, a request must be one of theirs (or carry a ``keys`` key), else 401.
+    Hot-reloaded."""
+
+    @model_validator(mode="after")
+    def _distinct_clients(self) -> Self:
+        names: set[str] = set()
+        digests: set[str] = set()
+        for client in self.clients:
+            if client.name in names:
+                raise ValueError(f"[[proxy.clients]]: the name {client.name!r} is given twice")
+            if client.key_sha256.lower() in digests:
+                raise ValueError(
+                    f"[[proxy.clients]]: {client.name!r} has the key_sha256 of another client"
+                )
+            names.add(client.name)
+            digests.add(client.key_sha256.lower())
+        return self
 
     @field_validator("keys", mode="before")
     @classmethod
@@ -477,9 +525,11 @@ class ProxySettings(_Table):
         return value
 
 
-STORE_PATTERN = r"^(memory|sqlite:///.+)$"
-"""``[conversations] store``: ``memory``, or ``sqlite:///<path>`` (a relative path is relative to
-the config file's folder; ``sqlite:////abs/bot.db`` is absolute, as in SQLAlchemy URLs)."""
+STORE_PATTERN = r"^(memory|sqlite:///.+|postgres(ql)?://.+)$"
+"""``[conversations] store``: ``memory``, ``sqlite:///<path>`` (a relative path is relative to
+the config file's folder; ``sqlite:////abs/bot.db`` is absolute, as in SQLAlchemy URLs), or a
+PostgreSQL URL ``postgresql://user@host/db`` (the ``postgres`` extra; keep the password in
+``PGPASSWORD`` or ``~/.pgpass`` rather than in the file)."""
 
 
 class ConversationSettings(_Table):

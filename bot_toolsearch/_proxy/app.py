@@ -45,19 +45,23 @@ from openai.resources.responses import AsyncResponses
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._errors import ToolNotPermittedError
+from bot_toolsearch._services.client_policy import CURRENT as CURRENT_POLICY
 from bot_toolsearch._services.threads import POOLS, PoolBusy, SharedWork
 from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 from bot_toolsearch._wrap.native import count_named, speaks_native
+from bot_toolsearch._wrap.responses import ALIAS_SINK
 
 from .access_log import configure_logging
+from .admission import ADMITTED, Admission
 from .edge import WEBSOCKET_REFUSED, framing_problem, is_websocket_upgrade, refuse_websocket
-from .exchange import Observer, note_body, note_route
+from .exchange import Observer, note_body, note_client, note_route
 from .keys import ClientKeys, KnownKeys, read_keys
 from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, InFlight
 from .metrics import CONTENT_TYPE, ProxyMetrics
 from .passthrough import refusal
 from .raw_tools import tools_span
+from .state import open_state
 from .upstream_timing import time_upstream
 
 __all__ = [
@@ -333,16 +337,21 @@ class ProxyApp:
         self._keys: ClientKeys | None = None
         self._known = KnownKeys()
         start = engine.snapshot()
+        self._operator_key = start.model.api_key or os.environ.get("OPENAI_API_KEY", "").strip()
         if api_keys is None and start.proxy.keys is not None:
             api_keys = read_keys(start.proxy.keys)
         if api_keys is not None:
-            self._keys = ClientKeys(
-                api_keys, start.model.api_key or os.environ.get("OPENAI_API_KEY", "").strip()
-            )
+            self._keys = ClientKeys(api_keys, self._operator_key)
+        self._admission = Admission(self._operator_key, self._keys)
+        self._state = open_state(start.proxy.state)
+        if start.proxy.clients:
+            self._admission.check(start.proxy.clients)
 
     async def aclose(self) -> None:
         """Close the upstream connections and stop watching ``config.toml``."""
         await self._client.close()
+        if self._state is not None:
+            await self._state.aclose()
 
     async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         if scope["type"] == "lifespan":
@@ -407,12 +416,29 @@ class ProxyApp:
             await _raw(send, 200, self.metrics.render(), CONTENT_TYPE)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if self._keys is not None and not self._keys.allows(_bearer(headers)):
+        admitted = self._admission.admit(_bearer(headers), self._engine.snapshot().proxy.clients)
+        if admitted is None:
             raise _Refused(401, "this proxy needs one of its client keys", code="invalid_api_key")
+        ADMITTED.set(admitted)
+        if admitted.policy is not None:
+            CURRENT_POLICY.set(admitted.policy)
+            note_client(admitted.policy.name)
         if not self._in_flight.enter():
             raise _Refused(
                 429,
                 f"more than {self._in_flight.limit} requests in flight (serve --max-in-flight);"
+                f" retry after {RETRY_AFTER} s",
+                "rate_limit_error",
+                code="too_many_requests",
+                retry_after=RETRY_AFTER,
+            )
+        if not self._admission.enter(admitted):
+            self._in_flight.leave()
+            assert admitted.policy is not None
+            raise _Refused(
+                429,
+                f"more than {admitted.policy.max_in_flight} requests of client"
+                f" {admitted.policy.name!r} in flight ([[proxy.clients]] max_in_flight);"
                 f" retry after {RETRY_AFTER} s",
                 "rate_limit_error",
                 code="too_many_requests",
@@ -426,6 +452,7 @@ class ProxyApp:
             else:
                 await self._forward(receive, send, scope, rest)
         finally:
+            self._admission.leave(admitted)
             self._in_flight.leave()
 
     async def _lifespan(self, receive: _Receive, send: _Send) -> None:
@@ -444,7 +471,7 @@ class ProxyApp:
         media = headers.get("content-type", "").partition(";")[0].strip().lower()
         if media != "application/json":
             raise _Refused(415, "the body must be JSON (Content-Type: application/json)")
-        key = _bearer(headers) if self._keys is None else self._keys.upstream_key
+        key = ADMITTED.get().upstream_key(_bearer(headers))
         if key is not None and not (key.isascii() and key.isprintable()):
             raise _Refused(401, "the API key is not printable ASCII", code="invalid_api_key")
         extra = {k: v for k, v in _forwarded_headers(headers).items() if v.isascii()}
@@ -466,6 +493,7 @@ class ProxyApp:
         await self._catalog(receive, tools, chat, None if known else raw)
         calls = _Calls()
         _CALLS.set(calls)
+        flush = None if chat else await self._shared(kwargs)
         method = client.chat.completions.create if chat else client.responses.create
         try:
             result = await _until_disconnect(
@@ -488,9 +516,32 @@ class ProxyApp:
         if self._freeze_heap and self._cache.builds != builds:
             self._settle()
         if answer is None:
-            await _relay(receive, send, result, events=not chat)
+            await _relay(receive, send, result, events=not chat, flush=flush)
         else:
             await _json(send, 200, answer)
+
+    async def _shared(self, kwargs: Mapping[str, Any]) -> Callable[[], Awaitable[None]] | None:
+        """With ``[proxy] state``: the follow-up's ``previous_response_id`` looked up there
+        (another worker's stream id), and what flushes the aliases this request adds, so they
+        are stored before the client sees their id."""
+        state = self._state
+        if state is None:
+            return None
+        previous = kwargs.get("previous_response_id")
+        if isinstance(previous, str):
+            final = await state.resolve(previous)
+            if final is not None and final != previous:
+                self._engine.aliases.add(previous, final)
+        pending: list[tuple[str, str]] = []
+        ALIAS_SINK.set(pending)
+
+        async def flush() -> None:
+            if pending:
+                batch = pending[:]
+                pending.clear()
+                await state.store(batch)
+
+        return flush
 
     def _failure(self, exc: Exception, calls: _Calls) -> _Refused:
         """The answer to a ``create`` call that failed other than with an upstream status."""
@@ -764,11 +815,13 @@ class ProxyApp:
         forward = [
             (k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _HOP_HEADERS
         ]
-        if self._keys is not None:  # the client's key is the proxy's: the operator's goes on
+        admitted = ADMITTED.get()
+        if admitted.keyed:  # the client's key is the proxy's: the operator's goes on
             forward = [
                 (k, v) for k, v in forward if k.lower() not in (b"authorization", b"api-key")
             ]
-            forward.append((b"authorization", f"Bearer {self._keys.upstream_key}".encode()))
+            key = admitted.upstream_key(None)
+            forward.append((b"authorization", f"Bearer {key}".encode()))
         request = self._http.build_request(scope["method"], url, headers=forward, content=body)
         if request.url.host != self._host:  # never: the URL is built from parsed parts
             raise _Refused(400, "the request target is not a path")
@@ -947,10 +1000,18 @@ async def _json(
     await send({"type": "http.response.body", "body": raw})
 
 
-async def _relay(receive: _Receive, send: _Send, stream: Any, *, events: bool) -> None:
-    """Relay ``stream``; when the client leaves, the stream and its upstream request end."""
+async def _relay(
+    receive: _Receive,
+    send: _Send,
+    stream: Any,
+    *,
+    events: bool,
+    flush: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Relay ``stream``; when the client leaves, the stream and its upstream request end.
+    ``flush`` runs before each event is sent (the shared state's aliases, `_shared`)."""
     try:
-        await _until_disconnect(receive, _sse(send, stream, events=events))
+        await _until_disconnect(receive, _sse(send, stream, events=events, flush=flush))
     finally:
         close = getattr(stream, "close", None)
         if close is not None:
@@ -959,7 +1020,13 @@ async def _relay(receive: _Receive, send: _Send, stream: Any, *, events: bool) -
                 await closed
 
 
-async def _sse(send: _Send, stream: Any, *, events: bool = False) -> None:
+async def _sse(
+    send: _Send,
+    stream: Any,
+    *,
+    events: bool = False,
+    flush: Callable[[], Awaitable[None]] | None = None,
+) -> None:
     """The stream as server-sent events: Chat Completions chunks as ``data:`` lines ending with
     ``[DONE]``; Responses events (``events``) as ``event: <type>`` plus ``data:``, no ``[DONE]``,
     as the real APIs send them. Any failure after the status line is an error event the
@@ -975,6 +1042,8 @@ async def _sse(send: _Send, stream: Any, *, events: bool = False) -> None:
     try:
         async for chunk in stream:
             data = chunk.model_dump_json(exclude_unset=True)
+            if flush is not None:
+                await flush()
             await line(data, getattr(chunk, "type", None) if events else None)
     except Exception as exc:  # the status line is sent: report in the stream
         logger.warning("proxy: upstream failed mid-stream: %s", type(exc).__name__)

@@ -34,7 +34,7 @@ from bot_toolsearch._protocol.trace import RoundTrace
 from .access_log import ACCESS_LOGGER
 from .metrics import ProxyMetrics
 
-__all__ = ["Exchange", "Observer", "Route", "current", "note_body", "note_route"]
+__all__ = ["Exchange", "Observer", "Route", "current", "note_body", "note_client", "note_route"]
 
 access_log = logging.getLogger(ACCESS_LOGGER)
 
@@ -67,6 +67,8 @@ class Exchange:
     refusals: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    client: str | None = None
+    """The ``[[proxy.clients]]`` name the request came from, if any (never its key)."""
     token: contextvars.Token[Exchange | None] | None = field(default=None, repr=False)
 
     @property
@@ -156,6 +158,13 @@ def note_route(route: Route) -> None:
         exchange.route = route
 
 
+def note_client(name: str) -> None:
+    """Note which named client the current exchange came from."""
+    exchange = _CURRENT.get()
+    if exchange is not None:
+        exchange.client = name
+
+
 def note_body(body: dict[str, Any]) -> None:
     """Note what the current exchange's JSON body asks: a stream, which model."""
     exchange = _CURRENT.get()
@@ -225,6 +234,9 @@ class Observer:
         status = exchange.status or 499  # the client left before any answer
         seconds = time.perf_counter() - exchange.started
         self.metrics.requests.inc(route=exchange.route, code=f"{status // 100}xx")
+        self.metrics.refresh()
+        if exchange.client is not None:
+            self.metrics.client_requests.inc(client=exchange.client, code=f"{status // 100}xx")
         if not access_log.isEnabledFor(logging.INFO):
             return
         record: dict[str, Any] = {
@@ -234,6 +246,8 @@ class Observer:
             "duration_ms": round(seconds * 1000, 1),
             "route": exchange.route,
         }
+        if exchange.client is not None:
+            record["client"] = exchange.client
         if exchange.api is not None:
             record |= {"model": exchange.model, "stream": exchange.stream, **exchange.summary()}
         access_log.info(

@@ -1,30 +1,36 @@
 """``GET /metrics``: the proxy's counters in the Prometheus text format (version 0.0.4).
 
-A small writer of our own rather than ``prometheus_client``: the proxy exposes a dozen metrics
-with fixed, bounded labels, which takes a few dozen lines; the library's process-global default
-registry would collide with an application that embeds the proxy and already uses it, its
-multiprocess mode needs a shared directory set before start-up, and ``/metrics`` must work in a
-plain install. Each metric belongs to one `ProxyMetrics` (one per `ProxyApp`), so two apps in
-one process count apart. Under ``serve --workers N`` each worker counts its own requests.
+Written by ``prometheus_client`` (the reference client: its exposition, escaping and histogram
+rules, and its multiprocess mode) on a `CollectorRegistry` of each `ProxyMetrics`' own, never
+the library's process-global default registry, so an application that embeds the proxy and
+uses that registry is untouched, and two apps in one process count apart.
+
+Under ``serve --workers N`` each worker is its own process: ``serve`` then gives the workers one
+shared folder (``PROMETHEUS_MULTIPROC_DIR``, set before any worker starts), each worker's
+counters and histograms live in files there, and whichever worker answers ``/metrics`` reports
+the whole server (`multiprocess.MultiProcessCollector`); the cached-list gauges are summed over
+the live workers.
 
 Names follow the Prometheus conventions: ``bot_toolsearch_`` prefix, ``_total`` counters,
 ``_seconds`` histograms. Labels take values from closed sets only (the API, a status class, a
-refusal reason), never a key, a model's text, a tool name or a path.
+refusal reason, a configured client's name), never a key, a model's text, a tool name or a path.
 """
 
 from __future__ import annotations
 
-import bisect
-import math
-import threading
-from collections.abc import Callable, Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
-__all__ = ["CONTENT_TYPE", "ProxyMetrics"]
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+__all__ = ["CONTENT_TYPE", "MULTIPROCESS_ENV", "ProxyMetrics"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """The media type of the Prometheus text exposition format."""
-
-Labels = tuple[tuple[str, str], ...]
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+"""The folder ``serve --workers N`` shares between its workers for their metrics."""
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 """Upstream model requests: tens of milliseconds (a cached short answer) to minutes."""
@@ -32,109 +38,66 @@ _BUILD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """Indexing a tool list: a millisecond for a few tools, about a second at 10,000."""
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+def _multiprocess() -> bool:
+    return bool(os.environ.get(MULTIPROCESS_ENV))
 
 
-def _labels(labels: Labels, extra: tuple[str, str] | None = None) -> str:
-    pairs = (*labels, extra) if extra is not None else labels
-    if not pairs:
-        return ""
-    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in pairs) + "}"
+class _Counter:
+    """A labelled counter: ``inc(amount, **labels)``."""
 
-
-def _number(value: float) -> str:
-    if value == math.inf:
-        return "+Inf"
-    return repr(float(value)) if not float(value).is_integer() else str(int(value))
-
-
-class _Metric:
-    kind = ""
-
-    def __init__(self, name: str, help_text: str, lock: threading.Lock) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, name: str, help_text: str, labels: Sequence[str]
+    ) -> None:
         self.name = name
-        self.help = help_text
-        self._lock = lock
-
-    def samples(self) -> list[str]:
-        raise NotImplementedError
-
-    def render(self) -> str:
-        head = f"# HELP {self.name} {self.help}\n# TYPE {self.name} {self.kind}\n"
-        return head + "".join(line + "\n" for line in self.samples())
-
-
-class _Counter(_Metric):
-    kind = "counter"
-
-    def __init__(self, name: str, help_text: str, lock: threading.Lock) -> None:
-        super().__init__(name, help_text, lock)
-        self._values: dict[Labels, float] = {}
+        self._metric = Counter(name, help_text, labels, registry=registry)
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
-        key = tuple(sorted(labels.items()))
-        with self._lock:
-            self._values[key] = self._values.get(key, 0.0) + amount
+        (self._metric.labels(**labels) if labels else self._metric).inc(amount)
 
     def value(self, **labels: str) -> float:
-        with self._lock:
-            return self._values.get(tuple(sorted(labels.items())), 0.0)
-
-    def samples(self) -> list[str]:
-        with self._lock:
-            items = sorted(self._values.items())
-        return [f"{self.name}{_labels(k)} {_number(v)}" for k, v in items]
-
-
-class _Gauge(_Metric):
-    kind = "gauge"
-
-    def __init__(
-        self, name: str, help_text: str, lock: threading.Lock, read: Callable[[], float]
-    ) -> None:
-        super().__init__(name, help_text, lock)
-        self._read = read
-
-    def samples(self) -> list[str]:
-        return [f"{self.name} {_number(self._read())}"]
+        """This process's count (for the tests)."""
+        for metric in self._metric.collect():
+            for sample in metric.samples:
+                if sample.name.endswith("_total") and sample.labels == labels:
+                    return sample.value
+        return 0.0
 
 
-class _Histogram(_Metric):
-    kind = "histogram"
+class _Histogram:
+    """A labelled histogram: ``observe(value, **labels)``."""
 
     def __init__(
-        self, name: str, help_text: str, lock: threading.Lock, buckets: Sequence[float]
+        self,
+        registry: CollectorRegistry,
+        name: str,
+        help_text: str,
+        labels: Sequence[str],
+        buckets: Sequence[float],
     ) -> None:
-        super().__init__(name, help_text, lock)
-        self._bounds = (*buckets, math.inf)
-        self._series: dict[Labels, tuple[list[int], list[float]]] = {}
+        self.name = name
+        self._metric = Histogram(name, help_text, labels, registry=registry, buckets=buckets)
 
     def observe(self, value: float, **labels: str) -> None:
-        key = tuple(sorted(labels.items()))
-        at = bisect.bisect_left(self._bounds, value)
-        with self._lock:
-            counts, total = self._series.setdefault(key, ([0] * len(self._bounds), [0.0]))
-            counts[at] += 1
-            total[0] += value
+        (self._metric.labels(**labels) if labels else self._metric).observe(value)
 
     def count(self, **labels: str) -> int:
-        with self._lock:
-            series = self._series.get(tuple(sorted(labels.items())))
-            return sum(series[0]) if series is not None else 0
+        """This process's number of observations (for the tests)."""
+        for metric in self._metric.collect():
+            for sample in metric.samples:
+                if sample.name.endswith("_count") and sample.labels == labels:
+                    return int(sample.value)
+        return 0
 
-    def samples(self) -> list[str]:
-        with self._lock:
-            items = sorted((k, (list(c), t[0])) for k, (c, t) in self._series.items())
-        lines: list[str] = []
-        for key, (counts, total) in items:
-            running = 0
-            for bound, count in zip(self._bounds, counts, strict=True):
-                running += count
-                lines.append(f"{self.name}_bucket{_labels(key, ('le', _number(bound)))} {running}")
-            lines.append(f"{self.name}_sum{_labels(key)} {_number(total)}")
-            lines.append(f"{self.name}_count{_labels(key)} {running}")
-        return lines
+
+class _Read(Collector):
+    """Gauges read when scraped (one process: the app's own cache)."""
+
+    def __init__(self, gauges: Sequence[tuple[str, str, Callable[[], float]]]) -> None:
+        self._gauges = gauges
+
+    def collect(self) -> Iterator[Metric]:
+        for name, help_text, read in self._gauges:
+            yield GaugeMetricFamily(name, help_text, value=read())
 
 
 class ProxyMetrics:
@@ -146,75 +109,110 @@ class ProxyMetrics:
     """
 
     def __init__(self, cache_size: Callable[[], float], cache_bytes: Callable[[], float]) -> None:
-        lock = threading.Lock()
+        self._registry = registry = CollectorRegistry()
         self.requests = _Counter(
+            registry,
             "bot_toolsearch_requests_total",
             "HTTP requests answered, by route (chat_completions, responses, forwarded, "
             "healthz, metrics) and status class.",
-            lock,
+            ("code", "route"),
+        )
+        self.client_requests = _Counter(
+            registry,
+            "bot_toolsearch_client_requests_total",
+            "HTTP requests of named [[proxy.clients]] clients, by client name and status class.",
+            ("client", "code"),
         )
         self.rounds = _Counter(
+            registry,
             "bot_toolsearch_upstream_rounds_total",
             "Model rounds sent upstream for tool-searched calls, by API.",
-            lock,
+            ("api",),
         )
         self.hidden_rounds = _Counter(
+            registry,
             "bot_toolsearch_hidden_rounds_total",
             "Rounds the proxy answered itself (tool_search, refusals) and asked again, by API.",
-            lock,
+            ("api",),
         )
         self.searches = _Counter(
-            "bot_toolsearch_searches_total", "tool_search calls answered, by API.", lock
+            registry,
+            "bot_toolsearch_searches_total",
+            "tool_search calls answered, by API.",
+            ("api",),
         )
         self.loads = _Counter(
+            registry,
             "bot_toolsearch_tools_loaded_total",
             "Tools loaded by searches and blind calls, by API.",
-            lock,
+            ("api",),
         )
         self.refusals = _Counter(
+            registry,
             "bot_toolsearch_refusals_total",
             "Calls refused or unusable, by API and reason.",
-            lock,
+            ("api", "reason"),
         )
         self.index_builds = _Histogram(
+            registry,
             "bot_toolsearch_index_build_seconds",
             "Time to index a new tool list and build its search index.",
-            lock,
+            (),
             _BUILD_BUCKETS,
         )
         self.upstream = _Histogram(
+            registry,
             "bot_toolsearch_upstream_request_duration_seconds",
             "Time from sending an upstream HTTP request to its response headers, by API.",
-            lock,
+            ("api",),
             _LATENCY_BUCKETS,
         )
-        self._all: list[_Metric] = [
-            self.requests,
-            self.rounds,
-            self.hidden_rounds,
-            self.searches,
-            self.loads,
-            self.refusals,
-            self.index_builds,
-            _Gauge(
+        gauges = (
+            (
                 "bot_toolsearch_tool_lists_cached",
                 "Tool lists indexed and cached (their catalogs and search indexes).",
-                lock,
                 cache_size,
             ),
-            _Gauge(
+            (
                 "bot_toolsearch_tool_lists_cached_bytes",
                 "JSON size of the cached tool lists.",
-                lock,
                 cache_bytes,
             ),
-            self.upstream,
+        )
+        self._names = [
+            *(m.name for m in (self.requests, self.client_requests, self.rounds)),
+            *(m.name for m in (self.hidden_rounds, self.searches, self.loads, self.refusals)),
+            self.index_builds.name,
+            self.upstream.name,
+            *(name for name, _, _ in gauges),
         ]
+        self._shared: list[tuple[Gauge, Callable[[], float]]] = []
+        if _multiprocess():  # each worker's share of the gauges, summed over live workers
+            self._shared = [
+                (Gauge(name, text, registry=registry, multiprocess_mode="livesum"), read)
+                for name, text, read in gauges
+            ]
+        else:
+            registry.register(_Read(gauges))
 
     def render(self) -> bytes:
-        """Every metric in the text exposition format."""
-        return "".join(metric.render() for metric in self._all).encode()
+        """Every metric in the text exposition format: this process's, or with
+        ``--workers N`` the whole server's."""
+        if not self._shared:
+            return generate_latest(self._registry)
+        from prometheus_client import multiprocess
+
+        self.refresh()
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged)  # type: ignore[no-untyped-call]
+        return generate_latest(merged)
+
+    def refresh(self) -> None:
+        """With ``--workers N``: this worker's share of the gauges, written for the others'
+        scrapes (after each request; nothing to do in one process, where they are read)."""
+        for gauge, read in self._shared:
+            gauge.set(read())
 
     def names(self) -> Iterable[str]:
         """The metric names (for the docs and the tests)."""
-        return (metric.name for metric in self._all)
+        return iter(self._names)

@@ -171,7 +171,7 @@ class Bot:
             source = ConfigReloader(path)
             settings = source.snapshot()
         if "conversations" not in kwargs:
-            from .conversations import open_store
+            from .conversation_store import open_store
 
             kwargs["conversations"] = open_store(settings.conversations.store, base_dir)
             owns_store = True

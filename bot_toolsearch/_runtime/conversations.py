@@ -32,7 +32,6 @@ __all__ = [
     "ConversationTurn",
     "MemoryConversationStore",
     "SQLiteConversationStore",
-    "open_store",
 ]
 
 logger = logging.getLogger("bot_toolsearch")
@@ -405,23 +404,3 @@ def _explain(exc: sqlite3.Error, timeout: float) -> str:
             "[conversations] store elsewhere"
         )
     return f"conversation database error: {text}"
-
-
-def open_store(spec: str, base_dir: Path | None = None) -> ConversationStore:
-    """The store a ``[conversations] store`` value names: ``memory`` or ``sqlite:///<path>``.
-
-    A relative path is relative to ``base_dir`` (the config file's folder), else to the
-    current directory; ``sqlite:////abs/path.db`` is absolute.
-
-    Raises:
-        ValueError: ``spec`` is neither form.
-    """
-    if spec == "memory":
-        return MemoryConversationStore()
-    prefix = "sqlite:///"
-    if not spec.startswith(prefix) or len(spec) == len(prefix):
-        raise ValueError(f"expected 'memory' or 'sqlite:///<path>', got {spec!r}")
-    path = Path(spec[len(prefix) :])
-    if not path.is_absolute() and base_dir is not None:
-        path = base_dir / path
-    return SQLiteConversationStore(path)

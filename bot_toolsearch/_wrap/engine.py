@@ -14,6 +14,7 @@ from typing import Any
 
 from bot_toolsearch._config.reload import ConfigReloader
 from bot_toolsearch._config.settings import BotSettings, SkillsSettings
+from bot_toolsearch._services.client_policy import scoped
 from bot_toolsearch._services.threads import SharedWork
 
 from .caller_tools import Api, CallerTools, ToolsCache
@@ -80,11 +81,12 @@ class Engine:
             self._fixed = BotSettings(skills=SkillsSettings(tool_search_enabled=True))
 
     def snapshot(self) -> BotSettings:
-        """The settings of the next ``create`` call (read once per call)."""
+        """The settings of the next ``create`` call (read once per call), with the ``[tools]``
+        policy of the proxy client whose request it serves, if any (`client_policy`)."""
         if self._reloader is not None:
-            return self._reloader.snapshot()
+            return scoped(self._reloader.snapshot())
         assert self._fixed is not None
-        return self._fixed
+        return scoped(self._fixed)
 
     def _native(
         self, kwargs: Mapping[str, Any], api: Api, *, build: bool = True

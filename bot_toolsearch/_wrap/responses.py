@@ -16,6 +16,7 @@ tools: the model reloads what it needs with ``select:``.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections import OrderedDict
@@ -41,7 +42,7 @@ from .observe import RoundHook, Rounds
 from .plan import Setup, UsageSum, ask_start, given, mapping_get, read_calls
 from .projection import Answer
 
-__all__ = ["ResponseAliases", "ResponsesPlan", "create_round", "create_round_async"]
+__all__ = ["ALIAS_SINK", "ResponseAliases", "ResponsesPlan", "create_round", "create_round_async"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -84,6 +85,13 @@ def _as_dict(item: object) -> Any:
     return item
 
 
+ALIAS_SINK: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
+    "bot_toolsearch_alias_sink", default=None
+)
+"""Where a door that shares aliases beyond this process (``serve`` with ``[proxy] state``)
+collects the ones its current request adds, to store them before the client sees the id."""
+
+
 class ResponseAliases:
     """Stream ids that stand for a later upstream response, for ``previous_response_id``.
 
@@ -101,7 +109,11 @@ class ResponseAliases:
         self._lock = threading.Lock()
 
     def add(self, shown: str, final: str) -> None:
-        """Remember that the stream id ``shown`` stands for the upstream response ``final``."""
+        """Remember that the stream id ``shown`` stands for the upstream response ``final``
+        (and hand the pair to the request's `ALIAS_SINK`, if one is set)."""
+        sink = ALIAS_SINK.get()
+        if sink is not None:
+            sink.append((shown, final))
         with self._lock:
             self._final[shown] = final
             self._final.move_to_end(shown)

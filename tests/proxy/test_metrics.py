@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import httpx
 import openai
@@ -98,3 +99,28 @@ def test_label_values_are_escaped_and_names_follow_the_conventions() -> None:
             assert name.endswith("_total")
         if kind[1] == "histogram":
             assert name.endswith("_seconds")
+
+
+def test_with_several_workers_any_worker_reports_the_whole_server(tmp_path: Path) -> None:
+    from tests.cli.test_serve import start_serve, stop_serve
+
+    root, proc = start_serve(tmp_path, "--workers=2")
+    closing = {"connection": "close"}  # a new connection each time: either worker may take it
+    try:
+        for _ in range(12):
+            answer = httpx.post(
+                f"{root}/v1/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+                headers=closing,
+                timeout=60,
+            )
+            assert answer.status_code == 200
+        counts = []
+        for _ in range(20):
+            found = _samples(httpx.get(f"{root}/metrics", headers=closing, timeout=60).text)
+            counts.append(
+                found['bot_toolsearch_requests_total{code="2xx",route="chat_completions"}']
+            )
+    finally:
+        stop_serve(proc)
+    assert set(counts) == {12}

@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 
 from bot_toolsearch import ConversationStoreError
-from bot_toolsearch._runtime.conversations import open_store
+from bot_toolsearch._runtime.conversation_store import open_store
 from bot_toolsearch.conversations import (
     ConversationStore,
     ConversationTurn,
     MemoryConversationStore,
+    PostgreSQLConversationStore,
     SQLiteConversationStore,
 )
+from tests.runtime.postgres import fresh_database
 
 ODD_IDS = [
     "'; DROP TABLE turns; --",
@@ -35,13 +37,15 @@ def turn(user: str, *called: str) -> ConversationTurn:
     )
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ConversationStore]:
-    made: ConversationStore = (
-        MemoryConversationStore()
-        if request.param == "memory"
-        else SQLiteConversationStore(tmp_path / "bot.db")
-    )
+    made: ConversationStore
+    if request.param == "postgresql":
+        made = PostgreSQLConversationStore(await fresh_database())
+    elif request.param == "sqlite":
+        made = SQLiteConversationStore(tmp_path / "bot.db")
+    else:
+        made = MemoryConversationStore()
     yield made
     await made.aclose()
 
@@ -212,6 +216,11 @@ async def test_a_file_from_a_newer_schema_is_refused(tmp_path: Path) -> None:
         ("sqlite:///bot.db", lambda s, base: s.path == base / "bot.db"),
         ("sqlite:///sub/x.db", lambda s, base: s.path == base / "sub" / "x.db"),
         ("sqlite:////abs/x.db", lambda s, _: s.path == Path("/abs/x.db")),
+        (
+            "postgresql://bot:pw@db.internal/bots",
+            lambda s, _: s.location == "postgresql://REDACTED@db.internal/bots",
+        ),
+        ("postgres://db/bots", lambda s, _: isinstance(s, PostgreSQLConversationStore)),
     ],
 )
 def test_open_store_reads_the_config_value(
@@ -220,9 +229,11 @@ def test_open_store_reads_the_config_value(
     assert check(open_store(spec, tmp_path), tmp_path)
 
 
-@pytest.mark.parametrize("spec", ["sqlite://", "sqlite:///", "postgres://x", "Memory"])
+@pytest.mark.parametrize(
+    "spec", ["sqlite://", "sqlite:///", "postgresql://", "mysql://x", "Memory"]
+)
 def test_open_store_refuses_other_values(spec: str) -> None:
-    with pytest.raises(ValueError, match="expected 'memory' or 'sqlite:///<path>'"):
+    with pytest.raises(ValueError, match="expected 'memory', 'sqlite:///<path>' or 'postgresql:"):
         open_store(spec)
 
 
