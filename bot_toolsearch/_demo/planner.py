@@ -103,9 +103,9 @@ class OfflinePlanner:
             directory = _directory(request)
             query = _query(episode, directory, retry=bool(searches))
             wire, schema = tools[TOOL_SEARCH]
-            arguments = search_arguments(schema, query, directory) if query else None
-            if arguments and arguments not in [s.arguments for s in searches]:
-                return self._call(wire, arguments)
+            asked = search_arguments(schema, query, directory) if query else None
+            if asked and asked not in [s.arguments for s in searches]:
+                return self._call(wire, asked)
         return self._reply(tools, _give_up(episode.user_text))
 
     def _pick_target(
