@@ -15,8 +15,11 @@ was shown.
 Message text streams through as it arrives, unless it starts like a tool-call envelope (``{``,
 ``<``, a code fence: the plan may read calls from it), which is held until the round ends.
 Every other item (function calls, reasoning) is held: only at the end of a round is it known
-whether the wrapper answers it. A hidden round's held items are dropped; its streamed text
-stays (the caller saw it) and is part of the final ``output``. The final round's held items are
+whether the wrapper answers it. A client that speaks OpenAI's dialect is shown each search of
+a hidden round (its ``tool_search_call`` and ``tool_search_output``, whole) before the first
+item of a later round, so items come in the order they happened. A hidden round's held
+items are dropped; its streamed text stays (the caller saw it) and is part of the final
+``output``. The final round's held items are
 sent as whole items (``output_item.added``, the arguments or text in one piece,
 ``output_item.done``). An upstream ``error`` event is passed on and ends the stream.
 """
@@ -98,6 +101,20 @@ class _Caller:
         self.items.append((item_id, None))
         return len(self.items) - 1
 
+    def searches(self) -> list[Any]:
+        """The searches of the hidden rounds so far not yet shown, as whole items: they
+        happened before anything the current round shows, so they come first."""
+        shown = {item_id for item_id, _ in self.items}
+        out: list[Any] = []
+        for item in self.plan.searches_so_far():
+            item_id = str(getattr(item, "id", "") or "")
+            if item_id in shown:
+                continue
+            index = self.place(item_id)
+            self.items[index] = (item_id, item)
+            out.extend(_whole_item(self, item, index))
+        return out
+
 
 class _Lane:
     """One upstream output item of a round."""
@@ -163,9 +180,10 @@ class _Round:
             lane.text += event.delta or ""
             stripped = lane.text.lstrip()
             if stripped and not stripped.startswith(_ENVELOPE_STARTS):
+                searched = caller.searches()
                 lane.index = caller.place(lane.item_id)
                 held, lane.events = lane.events, []
-                return [caller.send(e, lane.index) for e in held]
+                return [*searched, *(caller.send(e, lane.index) for e in held)]
         return []
 
     def settle(self) -> None:
@@ -184,6 +202,7 @@ class _Round:
         """The caller's last events: the held items the plan kept, then the terminal one."""
         caller = self._caller
         shown = {lane.item_id for lane in self._lanes.values() if lane.index is not None}
+        shown.update(item_id for item_id, _ in caller.items)  # and the searches shown early
         out: list[Any] = [caller.send(e) for e in caller.opening()]
         caller.plan.present(final, caller.identity)
         for item in final.output or ():
