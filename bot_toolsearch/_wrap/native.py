@@ -40,6 +40,7 @@ from bot_toolsearch._protocol.calls import CallRequest, parse_arguments
 from bot_toolsearch._protocol.dialect import Dialect
 
 from .caller_tools import Api
+from .item_ids import CALL_PREFIX, OUTPUT_PREFIX, expand, is_ours, make_id
 from .plan import mapping_get
 
 __all__ = [
@@ -227,9 +228,19 @@ def speaks_native(tools: Sequence[Any], api: Api) -> bool:
 
 def _native_item(item: object) -> bool:
     kind = mapping_get(item, "type")
-    return (isinstance(kind, str) and kind in ITEM_TYPES) or (
-        kind == "function_call" and mapping_get(item, "namespace") is not None
+    return (
+        (isinstance(kind, str) and kind in ITEM_TYPES)
+        or (kind == "function_call" and mapping_get(item, "namespace") is not None)
+        or (kind == "item_reference" and _our_reference(item) is not None)
     )
+
+
+def _our_reference(item: object) -> str | None:
+    """The id of an ``item_reference`` to a search item we made, else ``None``."""
+    if mapping_get(item, "type") != "item_reference":
+        return None
+    ref = mapping_get(item, "id")
+    return ref if isinstance(ref, str) and is_ours(ref) else None
 
 
 def _output_tools(tools: object, read: _Tools) -> list[str]:
@@ -264,7 +275,18 @@ def _read_input(items: Sequence[Any], read: _Tools) -> tuple[list[Any], list[str
     call and output (the output naming the loaded tools, as our own search result does); an
     output with no call resent (made elsewhere, or the call stored upstream) gets one, so the
     two always pair; a call with no output is dropped. A namespace member's call is sent
-    under its indexed name."""
+    under its indexed name. An ``item_reference`` to a search item we made is that item
+    (its id carries it, `bot_toolsearch._wrap.item_ids`): the upstream never sees it.
+
+    Raises:
+        ItemReferenceError: a reference to an id of ours that does not read back.
+    """
+    items = [
+        item
+        if (ref := _our_reference(item)) is None
+        else expand(ref, at, read.members, read.entries)
+        for at, item in enumerate(items)
+    ]
     answered = {
         _call_id(item, at)
         for at, item in enumerate(items)
@@ -396,11 +418,13 @@ class NativeRequest:
         for item in output:
             if isinstance(item, ResponseFunctionToolCall) and item.name == TOOL_SEARCH_NAME:
                 parsed, _ = parse_arguments(item.arguments or "")
+                arguments = dict(parsed) if parsed is not None else {}
+                fields = {"call_id": item.call_id, "arguments": arguments, "execution": "client"}
                 out.append(
                     ResponseToolSearchCall(
-                        id=item.id or f"ts_{item.call_id}",
+                        id=make_id(CALL_PREFIX, fields, f"ts_{item.call_id}"),
                         call_id=item.call_id,
-                        arguments=dict(parsed) if parsed is not None else {},
+                        arguments=arguments,
                         execution="client",
                         status="completed",
                         type="tool_search_call",
@@ -442,8 +466,9 @@ class NativeRequest:
         arguments: dict[str, Any] = (
             dict(call.arguments) if call.arguments is not None else {"query": call.arguments_raw}
         )
+        made = {"call_id": call.id, "arguments": arguments, "execution": "server"}
         searched = ResponseToolSearchCall(
-            id=f"ts_{call.id}",
+            id=make_id(CALL_PREFIX, made, f"ts_{call.id}"),
             call_id=call.id,
             arguments=arguments,
             execution="server",
@@ -451,7 +476,11 @@ class NativeRequest:
             type="tool_search_call",
         )
         fields = {
-            "id": f"tso_{call.id}",
+            "id": make_id(
+                OUTPUT_PREFIX,
+                {"call_id": call.id, "loaded": list(loaded), "execution": "server"},
+                f"tso_{call.id}",
+            ),
             "call_id": call.id,
             "execution": "server",
             "status": "completed",
