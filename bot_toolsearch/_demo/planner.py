@@ -6,7 +6,9 @@ network, over the real ``Bot``, middleware, openai SDK and HTTP. Used as the res
 
 1. read the latest user message and the ``<available_deferred_tools>`` directory;
 2. if no tool in the request fits, call ``tool_search`` (``select:<name>`` when the message
-   names a directory entry exactly, otherwise the message's content words);
+   names a directory entry exactly, otherwise the message's content words), with arguments
+   shaped as its ``parameters`` say (`search_arguments`: a client's own search tool may take
+   ``paths``, a list of names, instead of a ``query``);
 3. once a fitting schema is in the request, call it with arguments read from the message;
 4. call ``send_message`` with a short answer built from the result, then ``end`` alone.
 
@@ -34,7 +36,7 @@ from ._glossary import english_glosses
 from ._history import CALL_TOOL, Episode, Step, read_episode
 from ._reading import content_words, score_tool, terms
 
-__all__ = ["OFFLINE_MODEL_NAME", "OfflinePlanner"]
+__all__ = ["OFFLINE_MODEL_NAME", "OfflinePlanner", "search_arguments"]
 
 OFFLINE_MODEL_NAME = "offline-demo-planner"
 """The model name the embedded offline model answers to."""
@@ -98,9 +100,12 @@ class OfflinePlanner:
             return self._call(wire, arguments)
         searches = [s for s in steps if s.name == TOOL_SEARCH]
         if TOOL_SEARCH in tools and len(searches) < _MAX_SEARCHES:
-            query = _query(episode, _directory(request), retry=bool(searches))
-            if query and query not in {s.arguments.get("query") for s in searches}:
-                return self._call(tools[TOOL_SEARCH][0], {"query": query})
+            directory = _directory(request)
+            query = _query(episode, directory, retry=bool(searches))
+            wire, schema = tools[TOOL_SEARCH]
+            asked = search_arguments(schema, query, directory) if query else None
+            if asked and asked not in [s.arguments for s in searches]:
+                return self._call(wire, asked)
         return self._reply(tools, _give_up(episode.user_text))
 
     def _pick_target(
@@ -214,6 +219,55 @@ def _query(episode: Episode, directory: list[str], *, retry: bool) -> str:
     words = list(dict.fromkeys(content_words(message) + english_glosses(message)))
     # A second try drops the words that found nothing useful and keeps the longest ones.
     return " ".join(sorted(words, key=len, reverse=True)[:2] if retry else words)
+
+
+def search_arguments(
+    schema: dict[str, Any], query: str, directory: list[str]
+) -> dict[str, Any] | None:
+    """The arguments of a search call as the search tool's own ``parameters`` ask for them
+    (a client's search may read anything): a string property gets the query, an array of
+    strings the names to load (JavaScript Agents SDK's ``paths``: the directory entries the
+    query selects or whose words it shares, a namespace line as its namespace). The required
+    properties are filled, else the first one it can fill; ``{"query": ...}`` when the tool
+    declares no properties; ``None`` when it asks for nothing it can fill."""
+    function = schema.get("function")
+    params = function.get("parameters") if isinstance(function, dict) else None
+    properties = params.get("properties") if isinstance(params, dict) else None
+    if not isinstance(properties, dict) or not properties:
+        return {"query": query}
+    assert isinstance(params, dict)
+    required = [r for r in params.get("required") or () if r in properties]
+    out: dict[str, Any] = {}
+    for name in required or list(properties):
+        spec = properties[name] if isinstance(properties[name], dict) else {}
+        items = spec.get("items")
+        if spec.get("type") == "string":
+            out[name] = query
+        elif spec.get("type") == "array" and (
+            not isinstance(items, dict) or items.get("type", "string") == "string"
+        ):
+            out[name] = _paths(query, directory)
+        else:
+            continue
+        if not required:
+            break
+    return out or None
+
+
+def _paths(query: str, directory: list[str]) -> list[str]:
+    """The names a query asks to load: its ``select:`` names, else the directory entries
+    sharing its words (best first, at most three), else its words."""
+    if query.startswith("select:"):
+        return [n for n in query.removeprefix("select:").split(",") if n]
+    wanted = terms(query)
+    ranked: list[tuple[int, str]] = []
+    for line in directory:
+        head = line.split(" ", 1)[0]
+        name = head.removesuffix(".*")
+        shared = len(wanted & terms(line))
+        if shared and name:
+            ranked.append((-shared, name))
+    return [name for _, name in sorted(ranked)[:3]] or query.split()
 
 
 def _search_ranks(episode: Episode) -> list[str]:

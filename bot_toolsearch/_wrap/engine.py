@@ -175,7 +175,9 @@ class Engine:
             filter_function_tools(given, permissions)
         if not isinstance(found, Setup):
             return found
-        return ResponsesPlan(found, kwargs, self.aliases, native=native, on_round=self.on_round)
+        return ResponsesPlan(
+            found, kwargs, self.aliases, native=native, on_round=self.on_round, caller=given
+        )
 
     def through(self, kwargs: dict[str, Any], api: Api) -> dict[str, Any]:
         """A passed-through call's arguments: a request in the dialect (with no function tool

@@ -332,12 +332,21 @@ def _read_input(items: Sequence[Any], read: _Tools) -> tuple[list[Any], list[str
         elif kind == "function_call" and mapping_get(item, "namespace") is not None:
             plain = dict(_as_dict(item))
             space, name = plain.pop("namespace", None), plain.get("name")
-            if isinstance(space, str) and space and isinstance(name, str):
+            if _synthetic(space, name, read.members):
+                pass  # a deferred top-level tool's call: its own name
+            elif isinstance(space, str) and space and isinstance(name, str):
                 plain["name"] = f"{space}.{name}"
             out.append(plain)
         else:
             out.append(item)
     return out, loaded
+
+
+def _synthetic(space: object, name: object, members: Mapping[str, Any]) -> bool:
+    """Whether a call's ``namespace`` is a deferred top-level tool's reserved synthetic one:
+    its own name (OpenAI's wire shape, which the Agents SDKs dispatch by), unless the client
+    has a namespace of that name with a member of that name."""
+    return isinstance(name, str) and space == name and f"{space}.{name}" not in members
 
 
 def _call_id(item: object, at: int) -> str:
@@ -440,9 +449,11 @@ class NativeRequest:
         searches: Sequence[tuple[CallRequest, tuple[str, ...]]],
         canonical: Callable[[str], str | None],
     ) -> list[Any]:
-        """The reply's ``output`` as the client reads it: each search as a ``tool_search_call``
-        and a ``tool_search_output`` item, before the first ``function_call`` (else at the
-        end); each namespace member's call under its own ``name`` and ``namespace``."""
+        """The reply's ``output`` as the client reads it, in the order things happened: each
+        search (made in the hidden rounds before the final one) as a ``tool_search_call`` and
+        a ``tool_search_output`` item, then the final round's items; each namespace member's
+        call under its own ``name`` and ``namespace``, and a deferred top-level tool's call
+        under the reserved synthetic namespace, its own name (as OpenAI answers it)."""
         out: list[Any] = []
         for item in output:
             if isinstance(item, ResponseFunctionToolCall):
@@ -450,17 +461,17 @@ class NativeRequest:
                 member = self.members.get(name)
                 if member is not None:
                     item.namespace, item.name = member
+                elif name in self.deferred:
+                    item.namespace, item.name = name, name
             out.append(item)
-        if not searches:
-            return out
+        return [*self.search_items(searches), *out]
+
+    def search_items(self, searches: Sequence[tuple[CallRequest, tuple[str, ...]]]) -> list[Any]:
+        """The ``tool_search_call`` and ``tool_search_output`` items of ``searches``."""
         items: list[Any] = []
         for call, loaded in searches:
             items.extend(self._search_items(call, loaded))
-        at = next(
-            (i for i, item in enumerate(out) if isinstance(item, ResponseFunctionToolCall)),
-            len(out),
-        )
-        return [*out[:at], *items, *out[at:]]
+        return items
 
     def _search_items(self, call: CallRequest, loaded: Sequence[str]) -> list[Any]:
         arguments: dict[str, Any] = (

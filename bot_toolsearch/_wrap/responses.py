@@ -23,7 +23,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from openai.types.responses import Response, ResponseFunctionToolCall
+import pydantic
+from openai.types.responses import Response, ResponseFunctionToolCall, Tool
 
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._core.prompt import CALL_TOOL_NAME
@@ -125,6 +126,8 @@ class ResponsesPlan:
             ``kwargs`` are the ones given here): the reply then reports each search as that
             client reads it (`NativeRequest.report`).
         on_round: the client's ``on_round`` hook, if any (`bot_toolsearch._wrap.observe`).
+        caller: the caller's own keyword arguments, before the dialect was made ordinary
+            (default ``kwargs``): the answer echoes its ``instructions`` and ``tools``.
     """
 
     def __init__(
@@ -135,8 +138,10 @@ class ResponsesPlan:
         *,
         native: NativeRequest | None = None,
         on_round: RoundHook | None = None,
+        caller: Mapping[str, Any] | None = None,
     ) -> None:
         self._setup = setup
+        self._echo = _Echo(kwargs if caller is None else caller)
         self._aliases = aliases if aliases is not None else ResponseAliases()
         self._native = native
         self._searches: list[tuple[CallRequest, tuple[str, ...]]] = []
@@ -415,17 +420,55 @@ class ResponsesPlan:
         self.present(response)
         return response
 
+    def searches_so_far(self) -> list[Any]:
+        """The searches answered in the hidden rounds so far as the client's
+        ``tool_search_call``/``tool_search_output`` items (none unless the client speaks
+        OpenAI's dialect): a stream shows them before the round that follows them."""
+        if self._native is None:
+            return []
+        return self._native.search_items(self._searches)
+
     def present(self, response: Any, shown: str | None = None) -> Any:
         """``response`` (the final one, or a stream's opening one) as the caller sees it: its
-        ``previous_response_id`` the caller's own, not a hidden round's, and its ``id`` the
-        stream's ``shown`` one when given (remembered as standing for the upstream id)."""
+        ``previous_response_id``, ``instructions`` and ``tools`` the caller's own, not a
+        hidden round's or the ones sent upstream (the directory, ``tool_search``, the loaded
+        tools), and its ``id`` the stream's ``shown`` one when given (remembered as standing
+        for the upstream id)."""
         response.previous_response_id = self.caller_previous
+        self._echo.apply(response)
         upstream = getattr(response, "id", None)
         if shown and upstream != shown:
             if isinstance(upstream, str) and upstream:
                 self._aliases.add(shown, upstream)
             response.id = shown
         return response
+
+
+class _Echo:
+    """The caller's own ``instructions`` and ``tools``, as the upstream would have echoed them
+    in its answer had it been sent them (the tools read into the SDK's types once, on first
+    use; one the types cannot read, which no API would have accepted, is left out)."""
+
+    def __init__(self, caller: Mapping[str, Any]) -> None:
+        instructions = caller.get("instructions")
+        self._instructions = instructions if given(instructions) else None
+        tools = caller.get("tools")
+        self._given: Sequence[Any] = tools if isinstance(tools, list | tuple) else ()
+        self._tools: list[Tool] | None = None
+
+    def apply(self, response: Any) -> None:
+        if self._tools is None:
+            self._tools = []
+            for tool in self._given:
+                try:
+                    self._tools.append(_TOOL.validate_python(tool))
+                except pydantic.ValidationError:
+                    continue
+        response.instructions = self._instructions
+        response.tools = list(self._tools)
+
+
+_TOOL: pydantic.TypeAdapter[Tool] = pydantic.TypeAdapter(Tool)
 
 
 def create_round(create: Callable[..., Any], plan: ResponsesPlan) -> Any:

@@ -98,6 +98,20 @@ class _Caller:
         self.items.append((item_id, None))
         return len(self.items) - 1
 
+    def searches(self) -> list[Any]:
+        """The searches of the hidden rounds so far not yet shown, as whole items: they
+        happened before anything the current round shows, so they come first."""
+        shown = {item_id for item_id, _ in self.items}
+        out: list[Any] = []
+        for item in self.plan.searches_so_far():
+            item_id = str(getattr(item, "id", "") or "")
+            if item_id in shown:
+                continue
+            index = self.place(item_id)
+            self.items[index] = (item_id, item)
+            out.extend(_whole_item(self, item, index))
+        return out
+
 
 class _Lane:
     """One upstream output item of a round."""
@@ -163,9 +177,10 @@ class _Round:
             lane.text += event.delta or ""
             stripped = lane.text.lstrip()
             if stripped and not stripped.startswith(_ENVELOPE_STARTS):
+                searched = caller.searches()
                 lane.index = caller.place(lane.item_id)
                 held, lane.events = lane.events, []
-                return [caller.send(e, lane.index) for e in held]
+                return [*searched, *(caller.send(e, lane.index) for e in held)]
         return []
 
     def settle(self) -> None:
@@ -184,6 +199,7 @@ class _Round:
         """The caller's last events: the held items the plan kept, then the terminal one."""
         caller = self._caller
         shown = {lane.item_id for lane in self._lanes.values() if lane.index is not None}
+        shown.update(item_id for item_id, _ in caller.items)  # and the searches shown early
         out: list[Any] = [caller.send(e) for e in caller.opening()]
         caller.plan.present(final, caller.identity)
         for item in final.output or ():

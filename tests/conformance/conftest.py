@@ -13,6 +13,7 @@ A door is the wrapper (`wrap_openai` over ``openai.AsyncOpenAI``) or the proxy (
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
 
@@ -21,7 +22,7 @@ import pytest
 
 from bot_toolsearch import BotSettings, wrap_openai
 from bot_toolsearch._proxy.app import ProxyApp
-from bot_toolsearch.testing import ScriptedOpenAIServer
+from bot_toolsearch.testing import Responder, ScriptedOpenAIServer
 from tests.proxy._raw import served
 
 TOOL_SEARCH_ON = BotSettings.model_validate({"skills": {"tool_search_enabled": True}})
@@ -31,17 +32,26 @@ DIALECT = ('"defer_loading"', '"tool_search_call"', '"tool_search_output"', '"na
 """JSON fragments of the dialect that must never reach the strict upstream."""
 
 
-@pytest.fixture
-def strict() -> Iterator[ScriptedOpenAIServer]:
-    """The strict upstream; unexpected or unused turns fail the test at teardown, and so does
-    any request that carried the dialect (it was answered 400 anyway)."""
-    with ScriptedOpenAIServer(refuse_native=True) as srv:
+@contextlib.contextmanager
+def strict_upstream(responder: Responder | None = None) -> Iterator[ScriptedOpenAIServer]:
+    """The strict upstream (answering from its script, then ``responder``); unexpected or
+    unused turns fail at exit, and so does any request that carried the dialect (it was
+    answered 400 anyway)."""
+    with ScriptedOpenAIServer(responder, refuse_native=True) as srv:
         yield srv
         srv.assert_consumed()
         for request in srv.requests:
             raw = json.dumps(request.body)
             leaked = [fragment for fragment in DIALECT if fragment in raw]
             assert not leaked, f"{leaked} reached the strict upstream: {raw[:400]}"
+
+
+@pytest.fixture
+def strict() -> Iterator[ScriptedOpenAIServer]:
+    """The scripted strict upstream (`strict_upstream`); a module overrides it to answer
+    with a responder."""
+    with strict_upstream() as srv:
+        yield srv
 
 
 @pytest.fixture

@@ -67,3 +67,61 @@ async def test_responses_parse_helper(
     )
     assert parsed.output_parsed == Weather(city="Oslo", temp=3)
     assert len(strict.requests) == 2
+
+
+INSTRUCTIONS = "Answer briefly."
+
+
+async def test_the_reply_echoes_the_callers_own_instructions_and_tools(
+    door_client: openai.AsyncOpenAI, strict: ScriptedOpenAIServer
+) -> None:
+    strict.script(
+        call("tool_search", query="select:get_weather_forecast"),
+        text("I can."),
+        call("tool_search", query="select:get_weather_forecast"),
+        text("I can."),
+    )
+    reply = await door_client.responses.create(
+        model="m", input="Forecast?", instructions=INSTRUCTIONS, tools=TOOLS
+    )
+    stream = await door_client.responses.create(
+        model="m", input="Forecast?", instructions=INSTRUCTIONS, tools=TOOLS, stream=True
+    )
+    events = [event async for event in stream]
+    shown = [
+        reply,
+        *(e.response for e in events if e.type.startswith("response.") and hasattr(e, "response")),
+    ]
+    assert [e.type for e in events if hasattr(e, "response")] == [
+        "response.created",
+        "response.in_progress",
+        "response.completed",
+    ]
+    # The upstream got the directory and its own tool list; the caller gets its own back.
+    assert "<available_deferred_tools>" in strict.requests[0].body["instructions"]
+    assert strict.requests[1].tool_names == ["tool_search", "get_weather_forecast"]
+    for echoed in shown:
+        assert echoed.instructions == INSTRUCTIONS
+        assert [tool.model_dump(exclude_none=True) for tool in echoed.tools] == TOOLS
+
+
+async def test_items_come_in_the_order_they_happened(
+    door_client: openai.AsyncOpenAI, strict: ScriptedOpenAIServer
+) -> None:
+    strict.script(
+        call("tool_search", query="select:get_weather_forecast"),
+        text("I can."),
+        call("tool_search", query="select:get_weather_forecast"),
+        text("I can."),
+    )
+    order = ["tool_search_call", "tool_search_output", "message"]
+    reply = await door_client.responses.create(model="m", input="Forecast?", tools=TOOLS)
+    assert [item.type for item in reply.output] == order
+    stream = await door_client.responses.create(
+        model="m", input="Forecast?", tools=TOOLS, stream=True
+    )
+    events = [event async for event in stream]
+    added = [e.item.type for e in events if e.type == "response.output_item.added"]
+    assert added == order
+    assert [e.output_index for e in events if e.type == "response.output_item.added"] == [0, 1, 2]
+    assert [item.type for item in events[-1].response.output] == order  # type: ignore[union-attr]

@@ -89,6 +89,59 @@ def test_select_when_the_message_names_a_directory_entry() -> None:
     assert calls(entry)[0].arguments == {"query": "select:weather.forecast"}
 
 
+def _with_search(parameters: dict[str, Any]) -> ModelRequest:
+    search = {"type": "function", "function": {"name": "tool_search", "parameters": parameters}}
+    request = chat([{"role": "user", "content": "Convert 10 km to miles"}])
+    request.body["tools"] = [*HOST[:2], search]
+    return request
+
+
+PATHS = {
+    "type": "object",
+    "properties": {"paths": {"type": "array", "items": {"type": "string"}}},
+    "required": ["paths"],
+}
+
+
+@pytest.mark.parametrize(
+    ("parameters", "expected"),
+    [
+        # The JS Agents SDK's built-in client search: the names to load (directory entries
+        # sharing the message's words, at most three).
+        (PATHS, {"paths": ["math.convert_base", "time.convert_timezone", "units.convert"]}),
+        (
+            {
+                "type": "object",
+                "properties": {"q": {"type": "string"}, "limit": {"type": "integer"}},
+            },
+            {"q": "convert km miles"},
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"k": {"type": "integer"}, "text": {"type": "string"}},
+                "required": ["text"],
+            },
+            {"text": "convert km miles"},
+        ),
+        ({"type": "object"}, {"query": "convert km miles"}),
+    ],
+)
+def test_the_search_call_follows_the_search_tools_parameters(
+    parameters: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    (search,) = calls(OfflinePlanner()(_with_search(parameters)))
+    assert search.name == "tool_search"
+    assert search.arguments == expected
+
+
+def test_paths_select_the_entries_the_message_names() -> None:
+    request = _with_search(PATHS)
+    request.messages[-1]["content"] = "Use weather.forecast for Oslo"
+    (search,) = calls(OfflinePlanner()(request))
+    assert search.arguments == {"paths": ["weather.forecast"]}
+
+
 def test_gives_up_after_two_fruitless_searches() -> None:
     planner = OfflinePlanner()
     history: list[dict[str, Any]] = [{"role": "user", "content": "xyzzy plugh frobnicate"}]
