@@ -8,8 +8,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
-from tests.conformance._node import run_node
+from tests.conformance._node import ensure, run_node
+
+
+@pytest.fixture(autouse=True)
+def _node_clients() -> None:
+    """Installed before any other fixture (a skip without Node leaves no script unused)."""
+    ensure()
 
 
 def run_agents(proxy_url: str, execution: str) -> dict[str, Any]:

@@ -33,6 +33,12 @@ DEAD = "http://127.0.0.1:9"
 """Where every non-loopback request of Codex goes: nowhere."""
 
 
+@pytest.fixture(autouse=True)
+def _node_clients() -> None:
+    """Installed before any other fixture (a skip without Node leaves no script unused)."""
+    ensure()
+
+
 @pytest.fixture
 def codex_url(strict: ScriptedOpenAIServer) -> Iterator[str]:
     """``serve``'s app on 127.0.0.1 with uvicorn's WebSocket support as ``serve`` has it

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conformance._node import node_env, run_node
+from tests.conformance._node import ensure, node_env, run_node
 
 DOOR = [sys.executable, "-m", "bot_toolsearch", "mcp"]
 CODE_TOOLS = """
@@ -33,6 +33,12 @@ TOOLS = [
     Tool("music.play", "Play a song.", _schema("song"), lambda song: "playing"),
 ]
 """
+
+
+@pytest.fixture(autouse=True)
+def _node_clients() -> None:
+    """Installed before any other fixture (a skip without Node leaves no script unused)."""
+    ensure()
 
 
 def _tools(folder: Path) -> list[str]:

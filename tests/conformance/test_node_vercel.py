@@ -10,7 +10,13 @@ import json
 import pytest
 
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
-from tests.conformance._node import run_node
+from tests.conformance._node import ensure, run_node
+
+
+@pytest.fixture(autouse=True)
+def _node_clients() -> None:
+    """Installed before any other fixture (a skip without Node leaves no script unused)."""
+    ensure()
 
 
 @pytest.mark.parametrize("mode", ["generate", "stream"])
