@@ -11,10 +11,12 @@ fixed the deferred set (its ``defer_loading`` tools, less those a resent ``tool_
 loaded), and a Responses reply reports each search. `NativeRequest.report` renders the reply's
 side: a ``tool_search_call`` and a ``tool_search_output`` item per search (the client's own
 definitions, a namespace member inside its namespace group), a namespace member's call under
-its own ``name`` and ``namespace``, and under client execution the model's call of the search
-function as the client's ``tool_search_call``. Under client execution the model still sees the
-directory of the deferred tools (their parameters only once the client loaded them) and the
-client's search function in place of ours, always, even beside no other tool.
+its own ``name`` and ``namespace``, a deferred top-level tool's call under the reserved
+synthetic namespace (its own name, as OpenAI answers it and the Agents SDKs dispatch it), and
+under client execution the model's call of the search function as the client's
+``tool_search_call``. Under client execution the model still sees the directory of the
+deferred tools (their parameters only once the client loaded them) and the client's search
+function in place of ours, always, even beside no other tool.
 
 A namespace member is indexed under ``<namespace>.<name>``, so the namespace's description
 finds it (it is a namespace description of the session) and the directory groups it.

@@ -15,8 +15,11 @@ was shown.
 Message text streams through as it arrives, unless it starts like a tool-call envelope (``{``,
 ``<``, a code fence: the plan may read calls from it), which is held until the round ends.
 Every other item (function calls, reasoning) is held: only at the end of a round is it known
-whether the wrapper answers it. A hidden round's held items are dropped; its streamed text
-stays (the caller saw it) and is part of the final ``output``. The final round's held items are
+whether the wrapper answers it. A client that speaks OpenAI's dialect is shown each search of
+a hidden round (its ``tool_search_call`` and ``tool_search_output``, whole) before the first
+item of a later round, so items come in the order they happened. A hidden round's held
+items are dropped; its streamed text stays (the caller saw it) and is part of the final
+``output``. The final round's held items are
 sent as whole items (``output_item.added``, the arguments or text in one piece,
 ``output_item.done``). An upstream ``error`` event is passed on and ends the stream.
 """

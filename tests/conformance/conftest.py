@@ -6,27 +6,39 @@ backend without native tool search does, to a ``tool_search``/``namespace`` tool
 ``function_call.namespace`` and an ``item_reference`` to an id it never issued. Whatever a
 client sends through a door, nothing of the dialect may reach it.
 
-A door is the wrapper (`wrap_openai` over ``openai.AsyncOpenAI``) or the proxy (``serve``'s
-`ProxyApp`, served by uvicorn on 127.0.0.1 in a thread); `door_client` is the real
-``openai.AsyncOpenAI`` a client framework is handed, parametrized over both.
+A door is the wrapper (`wrap_openai` over ``openai.AsyncOpenAI``), the proxy (``serve``'s
+`ProxyApp`, served by uvicorn on 127.0.0.1 in a thread) or ``bot-toolsearch serve`` itself in
+a subprocess; `door_client` is the real ``openai.AsyncOpenAI`` a client framework is handed,
+parametrized over the first two (a test adds ``serve`` by parametrizing ``door``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import signal
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
+import httpx
 import openai
 import pytest
 
 from bot_toolsearch import BotSettings, wrap_openai
 from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch.testing import Responder, ScriptedOpenAIServer
+from tests._cli_runner import clean_env
 from tests.proxy._raw import served
 
 TOOL_SEARCH_ON = BotSettings.model_validate({"skills": {"tool_search_enabled": True}})
 """The settings of every door: tool search on, everything else at its default."""
+
+SERVE_START = 120
+"""Seconds ``serve`` may take to start or stop (a loaded 2-core machine)."""
 
 DIALECT = ('"defer_loading"', '"tool_search_call"', '"tool_search_output"', '"namespace"')
 """JSON fragments of the dialect that must never reach the strict upstream."""
@@ -61,9 +73,42 @@ def proxy_url(strict: ScriptedOpenAIServer) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/v1"
 
 
+@pytest.fixture
+def serve_url(strict: ScriptedOpenAIServer, tmp_path: Path) -> Iterator[str]:
+    """``bot-toolsearch serve --upstream=<strict>`` as a user runs it, in a subprocess (no
+    config file): its ``.../v1`` base URL once it answers ``/healthz``."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [sys.executable, "-m", "bot_toolsearch", "serve", f"--upstream={strict.base_url}"]
+    proc = subprocess.Popen(
+        [*command, f"--port={port}"],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + SERVE_START
+        while True:
+            assert proc.poll() is None, proc.communicate(timeout=SERVE_START)[1]
+            assert time.monotonic() < deadline, "serve did not answer /healthz in time"
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=SERVE_START)
+
+
 @pytest.fixture(params=["wrapper", "proxy"])
 def door(request: pytest.FixtureRequest) -> str:
-    """Which door the client goes through."""
+    """Which door the client goes through (``serve``, the subprocess, where a test asks for
+    it by parametrizing ``door`` itself)."""
     value: str = request.param
     return value
 
@@ -79,6 +124,7 @@ async def door_client(
         async with raw:
             yield wrap_openai(raw, settings=TOOL_SEARCH_ON)
         return
-    base_url: str = request.getfixturevalue("proxy_url")
+    fixture = "serve_url" if door == "serve" else "proxy_url"
+    base_url: str = request.getfixturevalue(fixture)
     async with openai.AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0) as client:
         yield client

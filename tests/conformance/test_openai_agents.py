@@ -129,6 +129,27 @@ async def test_a_deferred_tool_found_and_run_then_a_second_turn_by_history(
     assert wire in strict.requests[-1].tool_names
 
 
+@pytest.mark.parametrize("door", ["serve"])
+async def test_serve_in_a_subprocess_runs_a_deferred_top_level_tool(
+    door_client: openai.AsyncOpenAI, strict: ScriptedOpenAIServer
+) -> None:
+    tools, searched, wire = SETUPS["top_level"]
+    strict.script(
+        call("tool_search", query=f"select:{searched}"),
+        call(wire, city="Oslo"),
+        text("Sunny in Oslo."),
+        text("You are welcome."),
+    )
+    agent = _agent(door_client, tools)
+    result = await _run(agent, True, "Weather in Oslo?")
+    assert result.final_output == "Sunny in Oslo."
+    assert "tool_call_output_item" in _types(result)
+    again = await _run(agent, False, [*result.to_input_list(), {"role": "user", "content": "Ta"}])
+    assert again.final_output == "You are welcome."
+    called = [i for i in strict.requests[-1].body["input"] if i.get("type") == "function_call"]
+    assert [item["name"] for item in called] == ["tool_search", wire]
+
+
 @pytest.mark.parametrize("streamed", [False, True], ids=["run", "streamed"])
 async def test_a_second_turn_by_previous_response_id(
     door_client: openai.AsyncOpenAI, strict: ScriptedOpenAIServer, streamed: bool

@@ -125,3 +125,24 @@ async def test_items_come_in_the_order_they_happened(
     assert added == order
     assert [e.output_index for e in events if e.type == "response.output_item.added"] == [0, 1, 2]
     assert [item.type for item in events[-1].response.output] == order  # type: ignore[union-attr]
+
+
+async def test_chat_stream_helper_with_a_deferred_tool(
+    door_client: openai.AsyncOpenAI, strict: ScriptedOpenAIServer
+) -> None:
+    # Chat Completions: defer_loading inside function, as vLLM and SGLang accept it.
+    function = {k: v for k, v in FORECAST.items() if k not in ("type", "defer_loading")}
+    tools: list[Any] = [{"type": "function", "function": {**function, "defer_loading": True}}]
+    strict.script(
+        call("tool_search", query="select:get_weather_forecast"),
+        call("get_weather_forecast", city="Oslo"),
+    )
+    async with door_client.chat.completions.stream(
+        model="m", messages=[{"role": "user", "content": "Weather in Oslo?"}], tools=tools
+    ) as stream:
+        final = await stream.get_final_completion()
+    (forecast,) = final.choices[0].message.tool_calls or ()
+    assert forecast.function.parsed_arguments == {"city": "Oslo"}  # type: ignore[union-attr]
+    first, second = strict.requests
+    assert first.tool_names == ["tool_search"]
+    assert second.tool_names == ["tool_search", "get_weather_forecast"]
