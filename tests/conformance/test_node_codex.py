@@ -1,5 +1,6 @@
 """``codex exec`` (the ``@openai/codex`` npm package and the binary it ships, pinned in
-``node/package.json``) through ``serve`` in front of the strict upstream, issue 36 item 7.
+``node/package.json``) through ``bot-toolsearch serve`` (a subprocess, as a user runs it,
+uvicorn's WebSocket support as it comes) in front of the strict upstream, issue 36 item 7.
 
 Codex 0.171 picks its transport from the provider's ``supports_websockets``: false by default
 for a custom provider (``model_providers.<id>``), so HTTP; true for the built-in ``openai``
@@ -18,16 +19,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch.testing import ScriptedOpenAIServer, text
 from tests.conformance._node import MODULES, ensure, node_env
-from tests.conformance.conftest import TOOL_SEARCH_ON
-from tests.proxy._raw import served
 
 DEAD = "http://127.0.0.1:9"
 """Where every non-loopback request of Codex goes: nowhere."""
@@ -37,14 +34,6 @@ DEAD = "http://127.0.0.1:9"
 def _node_clients() -> None:
     """Installed before any other fixture (a skip without Node leaves no script unused)."""
     ensure()
-
-
-@pytest.fixture
-def codex_url(strict: ScriptedOpenAIServer) -> Iterator[str]:
-    """``serve``'s app on 127.0.0.1 with uvicorn's WebSocket support as ``serve`` has it
-    (``ws="auto"``: the handshake reaches the app as a ``websocket`` scope)."""
-    with served(ProxyApp(strict.base_url, settings=TOOL_SEARCH_ON), ws="auto") as port:
-        yield f"http://127.0.0.1:{port}/v1"
 
 
 def provider(url: str, *extra: str) -> list[str]:
@@ -89,10 +78,10 @@ def events(stdout: str) -> list[dict[str, object]]:
 
 @pytest.mark.parametrize("setting", SETTINGS.values(), ids=SETTINGS.keys())
 def test_a_codex_turn_through_serve(
-    codex_url: str, strict: ScriptedOpenAIServer, tmp_path: Path, setting: object
+    serve_url: str, strict: ScriptedOpenAIServer, tmp_path: Path, setting: object
 ) -> None:
     strict.script(text("Done."))
-    done = run_codex(tmp_path, *setting(codex_url), "Say done.")  # type: ignore[operator]
+    done = run_codex(tmp_path, *setting(serve_url), "Say done.")  # type: ignore[operator]
     assert done.returncode == 0, done.stderr[-3000:]
     said = [
         event["item"]
