@@ -400,7 +400,7 @@ class ProxyApp:
         if framing is not None:
             raise _Refused(400, framing, code="invalid_framing")
         if is_websocket_upgrade(scope["headers"]):
-            raise _Refused(400, WEBSOCKET_REFUSED, code="websocket_not_supported")
+            raise _Refused(426, WEBSOCKET_REFUSED, code="websocket_not_supported")
         path = _normalised_path(scope)
         if path == "/healthz":
             note_route("healthz")

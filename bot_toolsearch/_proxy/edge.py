@@ -3,11 +3,13 @@
 - A request with both ``Transfer-Encoding`` and ``Content-Length`` is refused with 400 (RFC 9112
   §6.1: such a message "ought to be handled as an error"; a proxy that forwards it invites
   request smuggling). uvicorn's h11 parser lets it through, taking the chunked body.
-- A WebSocket upgrade is refused with a JSON 400 (``code: "websocket_not_supported"``): the
-  proxy serves HTTP only. Under uvicorn with a WebSocket library the refusal is sent as the
-  handshake's HTTP response (the ASGI ``websocket.http.response`` extension; without it, the
-  handshake is closed, which uvicorn answers 403); with none, the upgrade request arrives as
-  plain HTTP and is refused before it could be forwarded.
+- A WebSocket upgrade is refused with a JSON 426 Upgrade Required (``code:
+  "websocket_not_supported"``): the proxy serves HTTP only, and 426 is the refusal on which a
+  client that tries the Responses WebSocket first (Codex, ``supports_websockets``) falls back
+  to HTTP for the session; it gives up on a 400. Under uvicorn with a WebSocket library the
+  refusal is sent as the handshake's HTTP response (the ASGI ``websocket.http.response``
+  extension; without it, the handshake is closed, which uvicorn answers 403); with none, the
+  upgrade request arrives as plain HTTP and is refused before it could be forwarded.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ async def refuse_websocket(
     receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
     send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
 ) -> None:
-    """Answer a ``websocket`` scope's handshake with a JSON 400 (or close it, when the server
+    """Answer a ``websocket`` scope's handshake with a JSON 426 (or close it, when the server
     cannot send an HTTP response to a handshake)."""
     message = await receive()
     if message.get("type") != "websocket.connect":
@@ -57,5 +59,5 @@ async def refuse_websocket(
     }
     body = json.dumps({"error": error}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    await send({"type": "websocket.http.response.start", "status": 400, "headers": headers})
+    await send({"type": "websocket.http.response.start", "status": 426, "headers": headers})
     await send({"type": "websocket.http.response.body", "body": body})

@@ -219,7 +219,13 @@ class Engine:
         if settings.proxy.native_tool_search == "pass":
             return hold_native(kwargs, api, settings.tools)
         native = parse_native(kwargs, api, reader=self.native.read)
-        return kwargs if native is None else native.kwargs
+        if native is None:
+            return kwargs
+        if native.search_tool is None:
+            return native.kwargs
+        # No function tool to index, but the client's search function still goes up.
+        tools = native.kwargs.get("tools") or []
+        return {**native.kwargs, "tools": native.round_tools(list(tools))}
 
     def passed(self, reply: Any, url: str) -> Any:
         """A passed-through call's reply (from ``url``): with ``[tools] allow``/``deny`` set,

@@ -38,19 +38,21 @@ def _raw(port: int, data: bytes) -> Reply:
     return parse(received)
 
 
-def _json_error(reply: Reply, code: str) -> None:
-    assert reply.status == 400, reply
+def _json_error(reply: Reply, code: str, status: int = 400) -> None:
+    assert reply.status == status, reply
     error = reply.json()["error"]
     assert error["code"] == code
     assert error["type"] == "invalid_request_error"
 
 
 @pytest.mark.parametrize("ws", ["none", "websockets-sansio"])
-def test_a_websocket_upgrade_is_a_json_400_and_reaches_no_upstream(ws: str) -> None:
+def test_a_websocket_upgrade_is_a_json_426_and_reaches_no_upstream(ws: str) -> None:
+    # 426 Upgrade Required, not 400: Codex (supports_websockets) falls back to HTTP on a 426
+    # and gives up on any other refusal (tests/conformance/test_node_codex.py).
     upstream = Upstream(answer({"ok": True}))
     with served(ProxyApp(upstream.url), ws=ws) as port:
         reply = _raw(port, UPGRADE)
-    _json_error(reply, "websocket_not_supported")
+    _json_error(reply, "websocket_not_supported", 426)
     assert upstream.received == []
     upstream.close()
 

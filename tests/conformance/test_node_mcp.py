@@ -1,0 +1,103 @@
+"""The TypeScript MCP SDK (``@modelcontextprotocol/sdk``, pinned in ``node/package.json``)
+against the MCP door, ``bot-toolsearch mcp`` over stdio (the SDK launches it) and over
+streamable HTTP (``--http``), with three code tools (``--tools``; ``node/mcp.mjs``): the
+directory in ``tool_search``'s description, a load, ``tools/list_changed``, the loaded tool
+listed and run."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conformance._node import ensure, node_env, run_node
+
+DOOR = [sys.executable, "-m", "bot_toolsearch", "mcp"]
+CODE_TOOLS = """
+from bot_toolsearch import Tool
+
+def _schema(name):
+    return {"type": "object", "properties": {name: {"type": "string"}}, "required": [name]}
+
+TOOLS = [
+    Tool("text.reverse", "Reverse a text.", _schema("text"), lambda text: text[::-1]),
+    Tool("weather.forecast", "Forecast for a city.", _schema("city"), lambda city: "sunny"),
+    Tool("music.play", "Play a song.", _schema("song"), lambda song: "playing"),
+]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _node_clients() -> None:
+    """Installed before any other fixture (a skip without Node leaves no script unused)."""
+    ensure()
+
+
+def _tools(folder: Path) -> list[str]:
+    """``--tools`` naming three code tools written into ``folder``."""
+    path = folder / "code_tools.py"
+    path.write_text(CODE_TOOLS)
+    return ["--tools", f"{path}:TOOLS"]
+
+
+def _env() -> dict[str, str]:
+    """The door's environment: this checkout's package first, as the tests run it."""
+    return node_env(PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+
+
+def _check(stdout: str) -> None:
+    seen: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
+    assert seen["server"]["name"] == "bot-toolsearch"
+    assert seen["first"] == ["tool_search"]
+    assert "<available_deferred_tools>" in seen["directory"]
+    assert "text.reverse" in seen["directory"]
+    assert seen["found"]["loaded"] == ["text.reverse"]
+    assert seen["second"] == ["tool_search", "text.reverse"]
+    assert seen["reversed"] == "cba"
+    assert seen["isError"] is False
+
+
+def test_over_stdio(tmp_path: Path) -> None:
+    done = run_node("mcp.mjs", "stdio", *DOOR, *_tools(tmp_path), env=_env())
+    _check(done.stdout)
+
+
+@pytest.fixture
+def http_door(tmp_path: Path) -> Iterator[str]:
+    """``bot-toolsearch mcp --http`` on a free 127.0.0.1 port, once it listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    errlog = tmp_path / "stderr.txt"
+    with errlog.open("w", encoding="utf-8") as stderr:
+        process = subprocess.Popen(
+            [*DOOR, *_tools(tmp_path), "--http", "--host", "127.0.0.1", "--port", str(port)],
+            env=_env(),
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        for _ in range(1200):  # the door is up once its port answers
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                    break
+            except OSError:
+                assert process.poll() is None, errlog.read_text()
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_over_streamable_http(http_door: str) -> None:
+    _check(run_node("mcp.mjs", "http", http_door).stdout)
