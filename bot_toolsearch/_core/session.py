@@ -28,6 +28,7 @@ from .query import (
     parse_query,
 )
 from .result import ToolSearchResult, read_arguments
+from .tokens import split_name
 
 __all__ = ["NAMES_PAGE", "NO_MATCH_HINTS", "ToolSearchSession"]
 
@@ -37,12 +38,23 @@ NO_MATCH_HINTS = 3
 """Closest tools named as hints when a search falls below the no-match floor."""
 NAMES_PAGE = 50
 """Names per page when ``select:namespace.*`` lists a namespace too large to load."""
+_WORD_EDGES = "\"'`()[]{}<>,;:!?*+"
+"""Characters stripped from a keyword query's words before they are tried as tool names
+(quotes, brackets, ``name()``, a trailing comma; the ``+`` of a required term); a trailing
+full stop is stripped too."""
 
 
 def _names_arg(value: Iterable[str], what: str) -> Iterable[str]:
     if isinstance(value, str | bytes):
         raise TypeError(f"{what} must be a collection of tool names, not a single string")
     return value
+
+
+def _named_first(named: Sequence[str], ranked: Iterable[str]) -> Iterable[str]:
+    """``named``, then ``ranked`` without them."""
+    if not named:
+        return ranked
+    return (*named, *(name for name in ranked if name not in named))
 
 
 class ToolSearchSession:
@@ -412,6 +424,8 @@ class ToolSearchSession:
             return self._take((exact,), limit)
         if not parsed.terms:
             return self._result(not_found=(parsed.text,))
+        # Tools the query names outright, among other words, come first (any spelling).
+        named = self._named(parsed.text)
         # Namespace descriptions are indexed in their tools' namespace field.
         index = search_index(self._catalog, self._namespace_items())
         scores = index.scores(parsed.terms, parsed.required)
@@ -427,21 +441,37 @@ class ToolSearchSession:
             fused = self._fused(parsed, scores, limit)
             if fused is not None:
                 order, best = fused
-                if not order:
+                if not order and not named:
                     return self._result(not_found=(parsed.text,))
                 names = self._catalog.sorted_names
                 floor = self._no_match_floor
-                if floor is not None and best is not None and best < floor:
+                if not named and floor is not None and best is not None and best < floor:
                     # Nothing is close in meaning: no tool rather than five weak ones; the
                     # closest names are hints the model may select: if one fits after all.
                     hints = [names[d] for d in order if names[d] not in self._loaded]
                     return self._result(
                         not_found=(parsed.text,), names=tuple(hints[:NO_MATCH_HINTS])
                     )
-                return self._take((names[doc] for doc in order), limit)
-        if not scores:
+                return self._take(_named_first(named, (names[doc] for doc in order)), limit)
+        if not scores and not named:
             return self._result(not_found=(parsed.text,))
-        return self._take(self._ranked(scores, limit), limit)
+        return self._take(_named_first(named, self._ranked(scores, limit)), limit)
+
+    def _named(self, text: str) -> list[str]:
+        """The tools a keyword query names outright, in the query's order: each word (quotes,
+        brackets and trailing punctuation stripped) that resolves as an exact name does
+        (exact, any case, or a wire spelling). Only names of two parts or more
+        (``get_weather``, ``math.factorial``, ``searchSongs``) count: a one-word name
+        (``list``, ``search``) is an ordinary word in a query, left to the ranking."""
+        found: dict[str, None] = {}
+        for raw in text[:MAX_KEYWORD_CHARS].split():
+            word = raw.strip(_WORD_EDGES).rstrip(".")
+            if not word:
+                continue
+            name = self._resolve(word)
+            if name is not None and name != TOOL_SEARCH_NAME and len(split_name(name)) > 1:
+                found.setdefault(name)
+        return list(found)
 
     def _excluded_ranks(self) -> frozenset[int]:
         """The document ids of the hidden and always-loaded tools (fixed per session)."""
