@@ -155,7 +155,8 @@ def test_endpoint_prefixes_and_input_types_are_opt_in_and_key_the_cache(
     _session(_settings(embeddings, tmp_path), catalog).search(RAIN)
     plain = embeddings.embeddings.requests
     assert all("input_type" not in r for r in plain)  # off by default
-    assert plain[1]["input"] == [RAIN] and not plain[0]["input"][0].startswith("passage")
+    assert plain[1]["input"] == [RAIN]
+    assert not plain[0]["input"][0].startswith("passage")
     typed = _settings(
         embeddings,
         tmp_path,
