@@ -16,7 +16,9 @@ and 10,000 tools) and both query styles. Deterministic: no randomness anywhere.
 - recall@5 / MRR@5 at 769 and 10,000 tools, both styles, BM25 and hybrid, with and without the
   stage (with: the weights fit on all queries, whether shipped or not);
 - the per-search cost: a fresh session's first keyword search at 10,000 tools with the stage on
-  and off (300 keyword queries, median of the thread's CPU time).
+  and off (300 keyword queries, median of the thread's CPU time);
+- exact names first (item 2): recall@5 / MRR@5 of BM25 sessions with a tool the query names
+  outright loaded first, against the ranking alone, and how many dev queries name one.
 
 ``python -m bench.bench_rerank`` prints the rows (``BENCH_RERANK_SIZES=769``: one size only,
 for a quick look; ``BENCH_RERANK_SPEED=0``: no timing).
@@ -187,6 +189,46 @@ def _speed(p: Prepared, queries: list[dict[str, Any]], fitted: dict[str, Weights
     return rows
 
 
+def _none(session: ToolSearchSession, text: str) -> list[str]:
+    """A session's `_named` that finds no name: the ranking alone."""
+    del session, text
+    return []
+
+
+def _named_rows(p: Prepared, queries: list[dict[str, Any]]) -> list[Row]:
+    """BM25 sessions' recall@5 / MRR@5 with the tools a query names loaded first, and without
+    (the session's `_named` answering none)."""
+    figures: dict[bool, list[float]] = {}
+    original = ToolSearchSession._named
+    try:
+        for on in (False, True):
+            if not on:
+                ToolSearchSession._named = _none  # type: ignore[method-assign]
+            else:
+                ToolSearchSession._named = original  # type: ignore[method-assign]
+            values = []
+            for field, _ in STYLES:
+                hits = reciprocal = 0.0
+                for query in queries:
+                    session = ToolSearchSession(p.catalog, max_results=CAP)
+                    loaded = session.search(query[field]).loaded
+                    if query["expected"][0] in loaded:
+                        hits += 1
+                        reciprocal += 1 / (loaded.index(query["expected"][0]) + 1)
+                values += [hits / len(queries), reciprocal / len(queries)]
+            figures[on] = values
+    finally:
+        ToolSearchSession._named = original  # type: ignore[method-assign]
+    named = [
+        sum(bool(ToolSearchSession(p.catalog)._named(q[f])) for q in queries) for f, _ in STYLES
+    ]
+    return [
+        Row(SECTION, f"bm25 with exact names first ({p.size:,})", _fmt(figures[True]),
+            f"without {_fmt(figures[False])}; {named[0]} questions and {named[1]} keyword "
+            "forms of 1,000 name a tool outright")
+    ]  # fmt: skip
+
+
 def run() -> list[Row]:
     """Every figure of the module docstring."""
     if not (DATA / "queries_dev.jsonl").is_file():
@@ -245,6 +287,9 @@ def run() -> list[Row]:
                         "dev, 1,000 queries: questions r@5 / MRR@5 | keywords r@5 / MRR@5")
                 )  # fmt: skip
                 print(rows[-1], flush=True)
+    for p in prepared:
+        rows += _named_rows(p, queries)
+        print(rows[-1], flush=True)
     if os.environ.get("BENCH_RERANK_SPEED", "1") != "0":
         rows += _speed(prepared[-1], queries, fitted)
     return rows
