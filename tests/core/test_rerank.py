@@ -128,3 +128,17 @@ def test_the_index_gives_each_terms_counts_per_field_and_name_lengths() -> None:
     assert index.name_length(report) == (3, 0)
     assert index.name_length(_catalog().rank("music.play")) == (1, 1)
     assert not any(index.term_fields("nowhere")[1])
+
+
+def test_with_weights_on_a_repeated_search_pages_on_past_the_loaded_tools(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(rerank.WEIGHTS, "bm25", only("place", -1.0))
+    session = ToolSearchSession(_catalog(), max_results=2)
+    first = session.search("weather forecast")
+    second = session.search("weather forecast")
+    assert len(first.loaded) == 2
+    assert second.loaded == tuple(
+        {"weather_report_service", "get_weather", "weather"} - set(first.loaded)
+    )
+    assert set(second.already_loaded) <= set(first.loaded)
