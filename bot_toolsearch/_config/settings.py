@@ -238,6 +238,28 @@ class EmbeddingsSettings(_Table):
     first sentences at the default, which rank as well as whole texts (all-MiniLM-L6-v2 on
     the dev set, docs/core.md) and embed a catalog about twice as fast as 128."""
 
+    model_file: Annotated[StrictStr, Field(min_length=1, max_length=512)] | None = None
+    """A local model's ONNX file, relative to ``model_dir`` (or the package's folder), when
+    the folder holds several (``onnx/model_int8.onnx`` beside ``onnx/model.onnx``); it must
+    stay inside the folder. ``None``: ``model.onnx``, or the one ``*.onnx`` file."""
+    pooling: Literal["mean", "cls"] | None = None
+    """A local model's pooling: ``mean`` (the token states averaged, MiniLM's) or ``cls`` (the
+    first token's, bge-small's and Arctic-embed's). ``None``: what the model folder's
+    ``1_Pooling/config.json`` says (a sentence-transformers export), else ``mean``."""
+    query_prefix: Annotated[StrictStr, Field(max_length=512)] | None = None
+    """Put before every query embedded (``"query: "`` for e5; bge's and Arctic-embed's
+    "Represent this sentence for searching relevant passages: "). A local model reads it on
+    top of ``max_tokens``. ``None``: a local model's ``config_sentence_transformers.json``
+    ``prompts`` (``query``), else none; an endpoint: none."""
+    document_prefix: Annotated[StrictStr, Field(max_length=512)] | None = None
+    """Put before every tool text embedded (``"passage: "`` for e5); as ``query_prefix``
+    (the prompts' ``document`` or ``passage``)."""
+    query_input_type: _Name | None = None
+    """An endpoint that takes an ``input_type`` (Voyage, Cohere-compatible and NVIDIA servers):
+    sent with every query (``query``); ``None``: not sent. Endpoints only."""
+    document_input_type: _Name | None = None
+    """As ``query_input_type``, sent with the tool texts (``document``, ``passage``)."""
+
     @field_validator("cache_dir", "model_dir", "tokenizer_dir", mode="before")
     @classmethod
     def _folder_string(cls, value: object) -> object:
@@ -268,8 +290,12 @@ class EmbeddingsSettings(_Table):
                 "needs 'model' (an embeddings endpoint's model) or 'model_dir' or 'package' "
                 "(a local model run in-process)"
             )
-        elif self.tokenizer_dir is not None or self.tokenizer_package is not None:
-            raise ValueError("'tokenizer_dir' and 'tokenizer_package' apply to a local model only")
+        local_only = ("tokenizer_dir", "tokenizer_package", "model_file", "pooling")
+        if not self.local and (given := [k for k in local_only if getattr(self, k) is not None]):
+            raise ValueError(f"{', '.join(map(repr, given))} apply to a local model only")
+        endpoint_only = ("query_input_type", "document_input_type")
+        if self.local and (given := [k for k in endpoint_only if getattr(self, k) is not None]):
+            raise ValueError(f"{', '.join(map(repr, given))} apply to an endpoint only")
         return self
 
 

@@ -27,11 +27,11 @@ import bisect
 import contextlib
 import math
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import chain, compress, repeat
 from operator import add
 
-__all__ = ["FIELD_WEIGHTS", "Document", "Fragments", "SearchIndex", "split_tier"]
+__all__ = ["FIELD_WEIGHTS", "Document", "Fragments", "SearchIndex", "TermFields", "split_tier"]
 
 Document = tuple[Sequence[str], ...]
 """The terms of one tool: name parts (the leaf, after the last ``.``), parameter names, tool
@@ -85,6 +85,12 @@ _SCORED = 5
 _GROUP = (0, 1, 2, 3, 4, 4)  # the scored field of each stored field
 
 
+TermFields = tuple[float, tuple[Counter[int], ...]]
+"""What `SearchIndex.term_fields` gives: a term's IDF and its count per document, per stored
+field (leaf, parameter names, description, parameter texts, namespace, namespace
+descriptions)."""
+
+
 def split_tier(score: float) -> tuple[int, float]:
     """``(tier, score within the tier)`` of a :meth:`SearchIndex.scores` score.
 
@@ -125,14 +131,16 @@ def _keep(cache: dict[str, dict[int, float]], term: str, value: dict[int, float]
 
 def _file_fragments(
     docs: Sequence[Fragments],
-) -> tuple[list[list[Sequence[str]]], list[list[list[int]]], list[list[int]]]:
+) -> tuple[list[list[Sequence[str]]], list[list[list[int]]], list[list[int]], list[int]]:
     """Per stored field: its distinct fragments (by identity) and the documents holding each (a
     document holding one twice is listed twice: term frequencies add up); per scored field,
-    its length in each document (the namespace descriptions lengthen the namespace field)."""
+    its length in each document (the namespace descriptions lengthen the namespace field);
+    and the namespace's own length in each document."""
     numbers: list[dict[int, int]] = [{} for _ in range(_STORED)]
     fragments: list[list[Sequence[str]]] = [[] for _ in range(_STORED)]
     holders: list[list[list[int]]] = [[] for _ in range(_STORED)]
     lengths = [[0] * len(docs) for _ in range(_SCORED)]
+    namespaces = [0] * len(docs)
     for doc_id, doc in enumerate(docs):
         for f in range(min(len(doc), _STORED)):
             field = doc[f]
@@ -152,7 +160,9 @@ def _file_fragments(
                     held[k].append(doc_id)
                 total += len(fragment)
             lengths[_GROUP[f]][doc_id] += total
-    return fragments, holders, lengths
+            if f == 4:
+                namespaces[doc_id] = total
+    return fragments, holders, lengths, namespaces
 
 
 def _file_terms(fragments: Sequence[Sequence[str]]) -> dict[str, list[int]]:
@@ -181,7 +191,9 @@ class SearchIndex:
     __slots__ = (
         "_bonus",
         "_docs",
+        "_fields_cache",
         "_matches_cache",
+        "_name_lengths",
         "_norms",
         "_postings",
         "_units",
@@ -206,7 +218,7 @@ class SearchIndex:
         # The constants as they are now (the bench's tuner sets them around a build).
         self._weights = weights = FIELD_WEIGHTS
         self._bonus = float(_MATCH_BONUS)
-        fragments, self._docs, lengths = _file_fragments(docs)
+        fragments, self._docs, lengths, namespace_lengths = _file_fragments(docs)
         self._postings = [_file_terms(kept) for kept in fragments]
         # Per scored field and document: BM25's K * (1 - B + B * length / average), and the
         # weight of a term found once, W / (1 + that), the usual case.
@@ -225,6 +237,9 @@ class SearchIndex:
         self._vocabulary = sorted(set().union(*self._postings))
         self._weighted_cache: dict[str, dict[int, float]] = {}
         self._matches_cache: dict[str, dict[int, float]] = {}
+        self._fields_cache: dict[str, TermFields] = {}
+        # The leaf's and the namespace's own lengths (the namespace descriptions left out).
+        self._name_lengths = (lengths[0], namespace_lengths)
 
     def __contains__(self, term: object) -> bool:
         return any(term in postings for postings in self._postings)
@@ -293,6 +308,37 @@ class SearchIndex:
                 weighted[d] += idf * (weight * tf / (tf + norms[d]) - units[d])
         _keep(self._weighted_cache, term, weighted)
         return weighted
+
+    def term_fields(self, term: str) -> TermFields:
+        """``(idf, counts)`` of an exact ``term``: its IDF (that of a term no document holds
+        when none does) and, per stored field, how often it occurs in each document holding
+        it there (empty when none does). Worked out on first use, then kept (do not change
+        it); for the second ranking stage (`bot_toolsearch._core.rerank`)."""
+        found = self._fields_cache.get(term)
+        if found is not None:
+            return found
+        counts = tuple(Counter(self._held(f, term)) for f in range(_STORED))
+        weighted = self._weighted(term)
+        found = (self._idf(len(weighted) if weighted else 0), counts)
+        self._fields_cache[term] = found
+        if len(self._fields_cache) > _WEIGHTED_CACHE_SIZE:
+            with contextlib.suppress(RuntimeError, StopIteration, KeyError):
+                self._fields_cache.pop(next(iter(self._fields_cache)))
+        return found
+
+    def matches(self, term: str) -> Mapping[int, float]:
+        """The weight of ``term`` per document holding it or a prefix variant of it (shared:
+        do not change); what a search adds up."""
+        return self._matches(term)
+
+    def norm(self, field: int, doc: int) -> float:
+        """BM25's ``K * (1 - B + B * length / average length)`` of scored ``field`` of
+        ``doc``."""
+        return self._norms[field][doc]
+
+    def name_length(self, doc: int) -> tuple[int, int]:
+        """How many terms ``doc``'s leaf name and its namespace have."""
+        return self._name_lengths[0][doc], self._name_lengths[1][doc]
 
     def _idf(self, df: int) -> float:
         return math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))

@@ -15,7 +15,8 @@ from typing import Any
 
 from .catalog import TOOL_SEARCH_NAME, ToolCatalog, search_index
 from .directory import DEFAULT_DIRECTORY_BUDGET, DeferredDirectory, build_directory
-from .fusion import FUSION_DEPTH, fuse
+from .fusion import FUSION_DEPTH, fused_scores
+from .index import SearchIndex, split_tier
 from .prompt import tool_search_schema
 from .query import (
     MAX_KEYWORD_CHARS,
@@ -27,7 +28,9 @@ from .query import (
     namespace_item,
     parse_query,
 )
+from .rerank import RERANK_DEPTH, rerank, weights_for
 from .result import ToolSearchResult, read_arguments
+from .tokens import split_name
 
 __all__ = ["NAMES_PAGE", "NO_MATCH_HINTS", "ToolSearchSession"]
 
@@ -37,12 +40,23 @@ NO_MATCH_HINTS = 3
 """Closest tools named as hints when a search falls below the no-match floor."""
 NAMES_PAGE = 50
 """Names per page when ``select:namespace.*`` lists a namespace too large to load."""
+_WORD_EDGES = "\"'`()[]{}<>,;:!?*+"
+"""Characters stripped from a keyword query's words before they are tried as tool names
+(quotes, brackets, ``name()``, a trailing comma; the ``+`` of a required term); a trailing
+full stop is stripped too."""
 
 
 def _names_arg(value: Iterable[str], what: str) -> Iterable[str]:
     if isinstance(value, str | bytes):
         raise TypeError(f"{what} must be a collection of tool names, not a single string")
     return value
+
+
+def _named_first(named: Sequence[str], ranked: Iterable[str]) -> Iterable[str]:
+    """``named``, then ``ranked`` without them."""
+    if not named:
+        return ranked
+    return (*named, *(name for name in ranked if name not in named))
 
 
 class ToolSearchSession:
@@ -412,10 +426,71 @@ class ToolSearchSession:
             return self._take((exact,), limit)
         if not parsed.terms:
             return self._result(not_found=(parsed.text,))
+        # Tools the query names outright, among other words, come first (any spelling).
+        named = self._named(parsed.text)
         # Namespace descriptions are indexed in their tools' namespace field.
         index = search_index(self._catalog, self._namespace_items())
         scores = index.scores(parsed.terms, parsed.required)
-        # Keyword hits are initially deferred tools only: never hidden or always-loaded ones.
+        scores = self._deferred_only(scores)
+        if self._semantic is not None:
+            fused = self._fused(parsed, scores, limit, index)
+            if fused is not None:
+                order, best = fused
+                if not order and not named:
+                    return self._result(not_found=(parsed.text,))
+                names = self._catalog.sorted_names
+                floor = self._no_match_floor
+                if not named and floor is not None and best is not None and best < floor:
+                    # Nothing is close in meaning: no tool rather than five weak ones; the
+                    # closest names are hints the model may select: if one fits after all.
+                    hints = [names[d] for d in order if names[d] not in self._loaded]
+                    return self._result(
+                        not_found=(parsed.text,), names=tuple(hints[:NO_MATCH_HINTS])
+                    )
+                return self._take(_named_first(named, (names[doc] for doc in order)), limit)
+        if not scores and not named:
+            return self._result(not_found=(parsed.text,))
+        names = self._catalog.sorted_names
+        ranked = self._bm25_order(index, parsed.terms, scores, limit)
+        return self._take(_named_first(named, (names[d] for d in ranked)), limit)
+
+    def _bm25_order(
+        self, index: SearchIndex, terms: Sequence[str], scores: dict[int, float], limit: int
+    ) -> list[int]:
+        """`_ranked`, its best candidates reordered by the second stage when it has weights."""
+        weights = weights_for(hybrid=False)
+        if weights is None:
+            return self._ranked(scores, limit + 1)
+        ranked = self._ranked(scores, max(limit + 1, RERANK_DEPTH))
+        within = [split_tier(scores[d]) for d in ranked]
+        return rerank(
+            index,
+            terms,
+            ranked,
+            [score for _, score in within],
+            weights,
+            tiers=[tier for tier, _ in within],
+        )
+
+    def _named(self, text: str) -> list[str]:
+        """The tools a keyword query names outright, in the query's order: each word (quotes,
+        brackets and trailing punctuation stripped) that resolves as an exact name does
+        (exact, any case, or a wire spelling). Only names of two parts or more
+        (``get_weather``, ``math.factorial``, ``searchSongs``) count: a one-word name
+        (``list``, ``search``) is an ordinary word in a query, left to the ranking."""
+        found: dict[str, None] = {}
+        for raw in text[:MAX_KEYWORD_CHARS].split():
+            word = raw.strip(_WORD_EDGES).rstrip(".")
+            if not word:
+                continue
+            name = self._resolve(word)
+            if name is not None and name != TOOL_SEARCH_NAME and len(split_name(name)) > 1:
+                found.setdefault(name)
+        return list(found)
+
+    def _deferred_only(self, scores: dict[int, float]) -> dict[int, float]:
+        """``scores`` (changed) without the hidden and always-loaded tools: keyword hits are
+        initially deferred tools only."""
         excluded = self._excluded_ranks()
         if excluded:
             if len(excluded) < len(scores):
@@ -423,25 +498,7 @@ class ToolSearchSession:
                     scores.pop(doc, None)
             else:
                 scores = {d: v for d, v in scores.items() if d not in excluded}
-        if self._semantic is not None:
-            fused = self._fused(parsed, scores, limit)
-            if fused is not None:
-                order, best = fused
-                if not order:
-                    return self._result(not_found=(parsed.text,))
-                names = self._catalog.sorted_names
-                floor = self._no_match_floor
-                if floor is not None and best is not None and best < floor:
-                    # Nothing is close in meaning: no tool rather than five weak ones; the
-                    # closest names are hints the model may select: if one fits after all.
-                    hints = [names[d] for d in order if names[d] not in self._loaded]
-                    return self._result(
-                        not_found=(parsed.text,), names=tuple(hints[:NO_MATCH_HINTS])
-                    )
-                return self._take((names[doc] for doc in order), limit)
-        if not scores:
-            return self._result(not_found=(parsed.text,))
-        return self._take(self._ranked(scores, limit), limit)
+        return scores
 
     def _excluded_ranks(self) -> frozenset[int]:
         """The document ids of the hidden and always-loaded tools (fixed per session)."""
@@ -450,19 +507,18 @@ class ToolSearchSession:
             self._excluded_docs = frozenset(rank(name) for name in self._excluded)
         return self._excluded_docs
 
-    def _ranked(self, scores: dict[int, float], limit: int) -> list[str]:
-        """What `_take` needs of the BM25 ranking, in order: the ``limit + 1`` best tools not
-        loaded yet and every loaded tool ranked above the last of them.
+    def _ranked(self, scores: dict[int, float], depth: int) -> list[int]:
+        """The documents `_take` needs of the BM25 ranking, in order: the ``depth`` best tools
+        not loaded yet (``limit + 1`` of them, or the second stage's candidates) and every
+        loaded tool ranked above the last of them.
 
-        With nothing loaded, the cut is made at the ``limit + 1``-th best score (in C) and
+        With nothing loaded, the cut is made at the ``depth``-th best score (in C) and
         only what is above it is sorted. Once tools are loaded, any number of them may rank
         above that cut, so the candidates are heaped by (score, document id) instead, in C,
-        and taken best first until ``limit + 1`` are not loaded: the cost does not grow with
+        and taken best first until ``depth`` are not loaded: the cost does not grow with
         the loaded set, which is only looked up in.
         """
-        names = self._catalog.sorted_names
         loaded = self._loaded_docs
-        depth = limit + 1
         if not loaded:
             if depth < len(scores):
                 # Ties at the cut stay in, so the (score, doc id) order below is exact.
@@ -471,24 +527,25 @@ class ToolSearchSession:
             else:
                 top = list(scores)
             top.sort(key=lambda d: (-scores[d], d))
-            return [names[doc] for doc in top[:depth]]
+            return top[:depth]
         heap = list(zip(map(operator.neg, scores.values()), scores, strict=True))
         heapq.heapify(heap)
-        taken: list[str] = []
+        taken: list[int] = []
         fresh = 0
         pop = heapq.heappop
         while heap and fresh < depth:
             doc = pop(heap)[1]
-            taken.append(names[doc])
+            taken.append(doc)
             if doc not in loaded:
                 fresh += 1
         return taken
 
     def _fused(
-        self, parsed: KeywordQuery, scores: dict[int, float], limit: int
+        self, parsed: KeywordQuery, scores: dict[int, float], limit: int, index: SearchIndex
     ) -> tuple[list[int], float | None] | None:
-        """The BM25 ``scores`` fused with the semantic ranking, and the best similarity of a
-        candidate (``None`` from a hook that gives bare ids); ``None`` without a ranking."""
+        """The BM25 ``scores`` fused with the semantic ranking (its best candidates reordered
+        by the second stage when it has weights), and the best similarity of a candidate
+        (``None`` from a hook that gives bare ids); ``None`` without a ranking."""
         assert self._semantic is not None
         # The text as the model meant it: ``+`` marks dropped, as bounded as the parser's.
         words = parsed.text[:MAX_KEYWORD_CHARS].split()
@@ -509,7 +566,23 @@ class ToolSearchSession:
             for item in semantic
             if isinstance(item, tuple) and (allowed is None or item[0] in allowed)
         ]
-        order = fuse(scores, semantic, depth=depth, tiers=len(parsed.terms) == 1, allowed=allowed)
+        found = fused_scores(
+            scores, semantic, depth=depth, tiers=len(parsed.terms) == 1, allowed=allowed
+        )
+        order = sorted(found, key=lambda d: (-found[d][0], -found[d][1], d))
+        weights = weights_for(hybrid=True)
+        if weights is not None and order:
+            head = order[:RERANK_DEPTH]
+            similarity = {item[0]: item[1] for item in semantic if isinstance(item, tuple)}
+            order = rerank(
+                index,
+                parsed.terms,
+                order,
+                [found[d][1] for d in head],
+                weights,
+                tiers=[found[d][0] for d in head],
+                similarity=similarity,
+            )
         return order, max(similarities, default=None)
 
     def execute(self, arguments: object) -> str:

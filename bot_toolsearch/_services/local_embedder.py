@@ -34,7 +34,16 @@ from typing import Any
 from bot_toolsearch._config.settings import EmbeddingsSettings
 from bot_toolsearch._transports.embeddings import EmbeddingsError
 
-__all__ = ["DEFAULT_THREADS", "RUN_BATCH", "LocalEmbedder", "choose_output", "find_model_files"]
+from .model_recipe import Recipe, model_recipe
+
+__all__ = [
+    "DEFAULT_THREADS",
+    "RUN_BATCH",
+    "LocalEmbedder",
+    "choose_output",
+    "find_model_files",
+    "model_folder",
+]
 
 DEFAULT_THREADS = 2
 """Batches of a catalog embedded at once, each on one thread (onnxruntime releases the GIL);
@@ -81,24 +90,45 @@ def _find(folder: Path, pattern: str, what: str) -> Path:
     if len(found) > 1 and not preferred:
         names = ", ".join(str(p.relative_to(folder)) for p in found[:5])
         raise EmbeddingsError(
-            f"local model: several {what}s in {folder} ({names}); point model_dir at one"
+            f"local model: several {what}s in {folder} ({names}); choose one with model_file"
         )
     return (preferred or found)[0]
 
 
+def model_folder(settings: EmbeddingsSettings) -> Path:
+    """The folder of a local model's settings: ``model_dir`` or the package's folder.
+
+    Raises:
+        EmbeddingsError: not a local model, or its package is not installed.
+    """
+    if settings.package is not None:
+        return _package_folder(settings.package)
+    if settings.model_dir is not None:
+        return settings.model_dir
+    raise EmbeddingsError("not a local model: set model_dir or package")
+
+
+def _chosen(folder: Path, name: str) -> Path:
+    """The ONNX file ``model_file`` names, which must be a file inside ``folder``."""
+    path = (folder / name).resolve()
+    if not path.is_relative_to(folder.resolve()) or Path(name).is_absolute():
+        raise EmbeddingsError(f"local model: model_file {name!r} is not inside {folder}")
+    if not path.is_file():
+        raise EmbeddingsError(f"local model: no model_file {name!r} in {folder}")
+    return path
+
+
 def find_model_files(settings: EmbeddingsSettings) -> tuple[Path, Path]:
-    """``(model.onnx, tokenizer.json)`` of a local model's settings.
+    """``(model.onnx, tokenizer.json)`` of a local model's settings (``model_file`` when set).
 
     Raises:
         EmbeddingsError: a package is not installed, a folder or a file is missing.
     """
-    if settings.package is not None:
-        folder = _package_folder(settings.package)
-    elif settings.model_dir is not None:
-        folder = settings.model_dir
+    folder = model_folder(settings)
+    if settings.model_file is not None:
+        model = _chosen(folder, settings.model_file)
     else:
-        raise EmbeddingsError("not a local model: set model_dir or package")
-    model = _find(folder, "*.onnx", "ONNX model")
+        model = _find(folder, "*.onnx", "ONNX model")
     if settings.tokenizer_package is not None:
         tokenizer_folder = _package_folder(settings.tokenizer_package)
     else:
@@ -122,6 +152,10 @@ class _Model:
 
     numpy: Any
     tokenizer: Any
+    """The documents' tokenizer: ``max_tokens`` plus their prefix's tokens."""
+    query_tokenizer: Any
+    """The queries' (the same object when both prefixes are as long)."""
+    recipe: Recipe
     session: Any
     inputs: frozenset[str]
     output: str
@@ -175,18 +209,21 @@ class LocalEmbedder:
     @property
     def endpoint(self) -> str:
         """The model's identity for the vector cache: where it comes from, ``max_tokens``,
-        and each file's size and modification time (a replaced file is a new model). Cheap and
-        never raises: files that cannot be found are named as such (embedding then fails)."""
+        each file's size and modification time (a replaced file is a new model), and its
+        pooling and prefixes (`Recipe.key`). Cheap and never raises: files that cannot be
+        found are named as such (embedding then fails)."""
         with self._lock:
             if self._endpoint is None:
                 s = self.settings
                 source = f"package={s.package}" if s.package else f"dir={s.model_dir}"
                 try:
+                    paths = find_model_files(s)
                     files = ";".join(
                         f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
-                        for path in find_model_files(s)
+                        for path in paths
                         for stat in (path.stat(),)
                     )
+                    files += model_recipe(s, model_folder(s), paths[0]).key()
                 except (EmbeddingsError, OSError):
                     files = "unresolved"
                 self._endpoint = f"local:{source}:{s.max_tokens}:{files}"
@@ -198,6 +235,7 @@ class LocalEmbedder:
                 return self._loaded
             # The files first: a wrong package name is named even without the extra.
             model_path, tokenizer_path = find_model_files(self.settings)
+            recipe = model_recipe(self.settings, model_folder(self.settings), model_path)
             try:
                 import numpy
                 import onnxruntime  # type: ignore[import-untyped]
@@ -207,9 +245,9 @@ class LocalEmbedder:
                     f"a local embedding model needs onnxruntime and tokenizers ({_EXTRA}): {exc}"
                 ) from exc
             try:
-                tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_path))
-                tokenizer.enable_truncation(max_length=self.settings.max_tokens)
-                tokenizer.no_padding()
+                tokenizer, query_tokenizer = _tokenizers(
+                    tokenizers, tokenizer_path, self.settings.max_tokens, recipe
+                )
                 options = onnxruntime.SessionOptions()
                 options.intra_op_num_threads = 1
                 options.inter_op_num_threads = 1
@@ -229,11 +267,16 @@ class LocalEmbedder:
                 )
             outputs = [(o.name, list(o.shape or ())) for o in session.get_outputs()]
             output, pooled = choose_output(outputs, model_path)
-            self._loaded = _Model(numpy, tokenizer, session, inputs, output, pooled)
+            self._loaded = _Model(
+                numpy, tokenizer, query_tokenizer, recipe, session, inputs, output, pooled
+            )
             return self._loaded
 
-    def embed(self, texts: Sequence[str], dimension: int | None = None) -> list[array[float]]:
-        """One unit vector per text, in order, as float32 arrays.
+    def embed(
+        self, texts: Sequence[str], dimension: int | None = None, *, query: bool = False
+    ) -> list[array[float]]:
+        """One unit vector per text, in order, as float32 arrays; ``query``: the texts are
+        queries (their prefix, not the documents').
 
         Raises:
             EmbeddingsError: the model cannot be loaded or run, or its vectors are not of
@@ -242,7 +285,10 @@ class LocalEmbedder:
         if not texts:
             return []
         loaded = self._load()
-        encodings = loaded.tokenizer.encode_batch(list(texts))
+        recipe = loaded.recipe
+        prefix = recipe.query_prefix if query else recipe.document_prefix
+        tokenizer = loaded.query_tokenizer if query else loaded.tokenizer
+        encodings = tokenizer.encode_batch([prefix + text for text in texts])
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         size = min(self.settings.batch_size, RUN_BATCH)
         chunks = [order[start : start + size] for start in range(0, len(order), size)]
@@ -289,6 +335,8 @@ class LocalEmbedder:
             raise EmbeddingsError(f"local model: output {loaded.output!r} is not {shape}")
         if loaded.pooled:
             pooled = state.astype(np.float32)
+        elif loaded.recipe.pooling == "cls":
+            pooled = state[:, 0, :].astype(np.float32)
         else:
             weights = mask[:, :, None].astype(np.float32)
             pooled = (state * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
@@ -302,3 +350,21 @@ class LocalEmbedder:
             raise EmbeddingsError("local model produced NaN or infinite values")
         for row, i in enumerate(chunk):
             out[i] = array("f", pooled[row].tobytes())
+
+
+def _tokenizers(library: Any, path: Path, max_tokens: int, recipe: Recipe) -> tuple[Any, Any]:
+    """The documents' and the queries' tokenizers of ``path``: each truncates at
+    ``max_tokens`` plus its prefix's tokens, so a prefix never costs the text a token."""
+
+    def made(prefix: str, like: tuple[int, Any] | None = None) -> tuple[int, Any]:
+        tokenizer = library.Tokenizer.from_file(str(path))
+        extra = len(tokenizer.encode(prefix, add_special_tokens=False).ids) if prefix else 0
+        if like is not None and like[0] == extra:
+            return like
+        tokenizer.enable_truncation(max_length=max_tokens + extra)
+        tokenizer.no_padding()
+        return extra, tokenizer
+
+    documents = made(recipe.document_prefix)
+    queries = made(recipe.query_prefix, documents)
+    return documents[1], queries[1]

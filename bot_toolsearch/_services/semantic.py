@@ -336,10 +336,22 @@ class _Matrix:
         return list(zip(best.tolist(), scores[best].astype(float).tolist(), strict=True))
 
 
-def _identity(endpoint: str, model: str) -> str:
-    """What a cache file is for, as stored in its header: a hash of the endpoint and model,
-    never the URL (its userinfo or query may hold a key)."""
-    return "sha256:" + hashlib.sha256(f"{endpoint}\x00{model}".encode()).hexdigest()
+def _identity(endpoint: str, model: str, recipe: str = "") -> str:
+    """What a cache file is for, as stored in its header: a hash of the endpoint, model and
+    an endpoint's prefixes and input types (`_endpoint_recipe`), never the URL (its userinfo
+    or query may hold a key)."""
+    return "sha256:" + hashlib.sha256(f"{endpoint}\x00{model}{recipe}".encode()).hexdigest()
+
+
+def _endpoint_recipe(settings: EmbeddingsSettings) -> str:
+    """An endpoint's document prefix and input type, which change its tool vectors (``""``
+    when neither is set, as before they existed; a local model's recipe is in its
+    ``endpoint``)."""
+    if settings.local or (
+        settings.document_prefix is None and settings.document_input_type is None
+    ):
+        return ""
+    return "\x00" + json.dumps([settings.document_prefix, settings.document_input_type])
 
 
 def _default_folder() -> Path:
@@ -417,7 +429,7 @@ class _Embedder:
             LocalEmbedder(settings) if settings.local else EmbeddingsClient(settings)
         )
         # The header names the endpoint by a hash: a base_url may carry credentials.
-        identity = _identity(self.client.endpoint, settings.model or "")
+        identity = _identity(self.client.endpoint, settings.model or "", _endpoint_recipe(settings))
         self.cache = VectorCache(settings.cache_dir or _default_folder(), identity)
         self.budget = _Budget(settings.max_texts_per_minute)
         self._lock = threading.Lock()
@@ -554,7 +566,9 @@ class _Embedder:
                 return found
         self.budget.take(1, self.client.endpoint)
         try:
-            future = POOLS.embeddings.submit(self.client.embed, [text[:MAX_TEXT_CHARS]], dimension)
+            future = POOLS.embeddings.submit(
+                partial(self.client.embed, query=True), [text[:MAX_TEXT_CHARS]], dimension
+            )
         except PoolBusy as exc:
             raise EmbeddingsError(str(exc)) from None
         try:

@@ -153,8 +153,14 @@ class EmbeddingsClient:
             )
         return self._client
 
-    def embed(self, texts: Sequence[str], dimension: int | None = None) -> list[array[float]]:
+    def embed(
+        self, texts: Sequence[str], dimension: int | None = None, *, query: bool = False
+    ) -> list[array[float]]:
         """One vector per text, in order, requested ``batch_size`` texts at a time.
+
+        Queries (``query``) and tool texts get their own ``query_prefix`` /
+        ``document_prefix`` and ``input_type`` (``query_input_type`` /
+        ``document_input_type``) when the settings give them (none by default).
 
         Each batch's vectors are packed as they arrive (``array('d')``, the same float64
         values at 8 bytes each instead of a float object and a list slot, ~32): a catalog of
@@ -163,23 +169,32 @@ class EmbeddingsClient:
         Args:
             texts: the texts to embed.
             dimension: the length every vector must have; ``None``: the first vector's.
+            query: the texts are search queries, not tool texts.
 
         Raises:
             EmbeddingsError: the endpoint failed or answered something unusable.
         """
         out: list[array[float]] = []
-        size = self.settings.batch_size
+        settings = self.settings
+        size = settings.batch_size
+        prefix = (settings.query_prefix if query else settings.document_prefix) or ""
+        kind = settings.query_input_type if query else settings.document_input_type
         for start in range(0, len(texts), size):
-            batch = list(texts[start : start + size])
-            vectors = self._batch(batch, dimension)
+            batch = [prefix + text for text in texts[start : start + size]]
+            vectors = self._batch(batch, dimension, kind)
             dimension = len(vectors[0]) if vectors else dimension
             out.extend(vectors)
         return out
 
-    def _batch(self, texts: list[str], dimension: int | None) -> list[array[float]]:
+    def _batch(
+        self, texts: list[str], dimension: int | None, kind: str | None
+    ) -> list[array[float]]:
         try:
             response = self._sdk().embeddings.create(
-                model=self.settings.model or "", input=texts, encoding_format="float"
+                model=self.settings.model or "",
+                input=texts,
+                encoding_format="float",
+                extra_body={"input_type": kind} if kind is not None else None,
             )
             data = sorted(response.data, key=lambda item: item.index)
             vectors = [list(item.embedding) for item in data]

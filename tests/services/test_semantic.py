@@ -148,6 +148,38 @@ def test_a_query_sharing_no_word_with_its_tool_is_found(
     assert query_request["input"] == [RAIN]
 
 
+def test_endpoint_prefixes_and_input_types_are_opt_in_and_key_the_cache(
+    embeddings: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    catalog = ToolCatalog(TOOLS)
+    _session(_settings(embeddings, tmp_path), catalog).search(RAIN)
+    plain = embeddings.embeddings.requests
+    assert all("input_type" not in r for r in plain)  # off by default
+    assert plain[1]["input"] == [RAIN]
+    assert not plain[0]["input"][0].startswith("passage")
+    typed = _settings(
+        embeddings,
+        tmp_path,
+        query_prefix="query: ",
+        document_prefix="passage: ",
+        query_input_type="query",
+        document_input_type="passage",
+    )
+    assert _session(typed, ToolCatalog(TOOLS), max_results=1).search(RAIN).loaded == (
+        "weather.forecast",
+    )
+    documents, query = embeddings.embeddings.requests[2:]
+    assert documents["input_type"] == "passage"
+    assert all(text.startswith("passage: ") for text in documents["input"])
+    assert len(documents["input"]) == 3  # other tool vectors: the cache had none for them
+    assert query == {**query, "input": ["query: " + RAIN], "input_type": "query"}
+    assert len(list(tmp_path.glob("*.vectors"))) == 2
+    # Only the query's side changed: the tool vectors are the same, read from the cache.
+    query_only = _settings(embeddings, tmp_path, query_prefix="query: ")
+    _session(query_only, ToolCatalog(TOOLS)).search("play a tune")
+    assert [r["input"] for r in embeddings.embeddings.requests[4:]] == [["query: play a tune"]]
+
+
 @pytest.mark.parametrize("query", ["select:music.play", "music.play", "Music.Play", "music.*"])
 def test_select_and_exact_names_send_no_embeddings_request(
     embeddings: ScriptedOpenAIServer, tmp_path: Path, query: str
