@@ -69,6 +69,19 @@ store`, read at start. `bot-toolsearch config init` writes a documented `config.
 `config show` prints every value and its source, `config set` edits one key and keeps the
 file's comments, `config validate` exits 1 with file:line errors (warnings exit 0, unless
 `--strict`).
+
+**On or off: one rule for every door.** With no settings at all (no config file, no
+`BotSettings`), tool search is on. Given settings decide with `[skills] tool_search_enabled`,
+which defaults to `false`: settings that leave it unset run with tool search off. Every door
+(`Bot`, `wrap_openai`, `serve`, `chat`/`ask`, `config validate`) says once at start-up which
+mode is in force and why, as a warning when the key is unset. `chat`/`ask` without a key or an
+endpoint run exactly as `--offline` (the offline model with its tools).
+
+**Hot reload.** `config.toml` is hot-reloaded: a valid edit changes every `ask()` that starts
+once the watcher has reloaded it, 0.2 s after the file's last write (the watcher's debounce),
+once the file has then stayed unchanged for half a second (so a file written in several steps
+is never live half-written), plus the reload itself; an `ask()` already running keeps the
+settings it started with. A broken edit is refused and the last good settings stay.
 """
 
 
