@@ -255,3 +255,20 @@ def test_the_readme_links_every_docs_page() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     missing = [p.name for p in (REPO / "docs").glob("*.md") if f"(docs/{p.name})" not in readme]
     assert missing == []
+
+
+def test_the_mcp_pages_start_servers_one_way_by_the_venvs_absolute_paths() -> None:
+    """docs/mcp.md and docs/tools.md run mcp-server-time the same way (its console script in the
+    venv `pip install mcp-server-time` installed into: docs/tools.md's block is run by
+    tests/tools/test_mcp_headers.py), and the client snippets start the door by absolute path."""
+    mcp = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    tools = (REPO / "docs" / "tools.md").read_text(encoding="utf-8")
+    command = 'command = "/absolute/path/to/.venv/bin/mcp-server-time"'
+    assert command in mcp
+    assert command in tools
+    for text in (mcp, tools):
+        assert "uvx" not in text
+        assert "-m mcp_server_time" not in text.replace('"', "").replace(",", "")
+    assert '"command": "/absolute/path/to/.venv/bin/bot-toolsearch"' in mcp
+    assert 'command = "/absolute/path/to/.venv/bin/bot-toolsearch"' in mcp
+    assert '"command": "bot-toolsearch"' not in mcp
