@@ -272,3 +272,23 @@ def test_the_mcp_pages_start_servers_one_way_by_the_venvs_absolute_paths() -> No
     assert '"command": "/absolute/path/to/.venv/bin/bot-toolsearch"' in mcp
     assert 'command = "/absolute/path/to/.venv/bin/bot-toolsearch"' in mcp
     assert '"command": "bot-toolsearch"' not in mcp
+
+
+def test_the_cli_table_names_every_option_of_serve_eval_and_search() -> None:
+    """docs/cli.md's table lists each option the parsers define (issue 40: some were missing)."""
+    import argparse
+
+    from bot_toolsearch._cli.main import build_parser
+
+    table = (REPO / "docs" / "cli.md").read_text(encoding="utf-8").split("\n\n")[1]
+    subparsers = next(
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    for command in ("serve", "eval", "search"):
+        (row,) = [
+            line for line in table.splitlines() if line.startswith(f"| `bot-toolsearch {command} ")
+        ]
+        for action in subparsers.choices[command]._actions:
+            for flag in action.option_strings:
+                if flag.startswith("--") and flag not in ("--help", "--tools", "--config"):
+                    assert flag in row, (command, flag)

@@ -450,7 +450,7 @@ def test_a_config_that_leaves_tool_search_unset_is_said_at_start(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     head, first_round = done.stderr.splitlines()[:2]
     assert head.endswith(
-        "; tool search off ([skills] tool_search_enabled is not set in the config config.toml "
+        "; tool search off ([skills] tool_search_enabled is not set in the config file config.toml "
         "and defaults to false; set it to true to turn tool search on (or to false to say so))"
     )
     assert "tool_search" not in first_round  # off, as said
