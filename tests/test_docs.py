@@ -69,6 +69,19 @@ store`, read at start. `bot-toolsearch config init` writes a documented `config.
 `config show` prints every value and its source, `config set` edits one key and keeps the
 file's comments, `config validate` exits 1 with file:line errors (warnings exit 0, unless
 `--strict`).
+
+**On or off: one rule for every door.** With no settings at all (no config file, no
+`BotSettings`), tool search is on. Given settings decide with `[skills] tool_search_enabled`,
+which defaults to `false`: settings that leave it unset run with tool search off. Every door
+(`Bot`, `wrap_openai`, `serve`, `chat`/`ask`, `config validate`) says once at start-up which
+mode is in force and why, as a warning when the key is unset. `chat`/`ask` without a key or an
+endpoint run exactly as `--offline` (the offline model with its tools).
+
+**Hot reload.** `config.toml` is hot-reloaded: a valid edit changes every `ask()` that starts
+once the watcher has reloaded it, 0.2 s after the file's last write (the watcher's debounce),
+once the file has then stayed unchanged for half a second (so a file written in several steps
+is never live half-written), plus the reload itself; an `ask()` already running keeps the
+settings it started with. A broken edit is refused and the last good settings stay.
 """
 
 
@@ -242,3 +255,40 @@ def test_the_readme_links_every_docs_page() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     missing = [p.name for p in (REPO / "docs").glob("*.md") if f"(docs/{p.name})" not in readme]
     assert missing == []
+
+
+def test_the_mcp_pages_start_servers_one_way_by_the_venvs_absolute_paths() -> None:
+    """docs/mcp.md and docs/tools.md run mcp-server-time the same way (its console script in the
+    venv `pip install mcp-server-time` installed into: docs/tools.md's block is run by
+    tests/tools/test_mcp_headers.py), and the client snippets start the door by absolute path."""
+    mcp = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    tools = (REPO / "docs" / "tools.md").read_text(encoding="utf-8")
+    command = 'command = "/absolute/path/to/.venv/bin/mcp-server-time"'
+    assert command in mcp
+    assert command in tools
+    for text in (mcp, tools):
+        assert "uvx" not in text
+        assert "-m mcp_server_time" not in text.replace('"', "").replace(",", "")
+    assert '"command": "/absolute/path/to/.venv/bin/bot-toolsearch"' in mcp
+    assert 'command = "/absolute/path/to/.venv/bin/bot-toolsearch"' in mcp
+    assert '"command": "bot-toolsearch"' not in mcp
+
+
+def test_the_cli_table_names_every_option_of_serve_eval_and_search() -> None:
+    """docs/cli.md's table lists each option the parsers define (issue 40: some were missing)."""
+    import argparse
+
+    from bot_toolsearch._cli.main import build_parser
+
+    table = (REPO / "docs" / "cli.md").read_text(encoding="utf-8").split("\n\n")[1]
+    subparsers = next(
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    for command in ("serve", "eval", "search"):
+        (row,) = [
+            line for line in table.splitlines() if line.startswith(f"| `bot-toolsearch {command} ")
+        ]
+        for action in subparsers.choices[command]._actions:
+            for flag in action.option_strings:
+                if flag.startswith("--") and flag not in ("--help", "--tools", "--config"):
+                    assert flag in row, (command, flag)

@@ -330,7 +330,8 @@ def _mode_line(session: _Session, *, name_file: bool = True) -> str:
         mode = SearchMode(session.bot.settings.skills.tool_search_enabled, _NO_FILE)
     else:
         path = session.config.path
-        source = "environment" if path is None else f"config {path}" if name_file else "config"
+        # "in the config file config.toml", never "in the config config.toml"
+        source = "environment" if path is None else f"config file {path}" if name_file else "config"
         mode = search_mode(session.bot.settings, source=source, plugins=True)
     return str(mode)
 
@@ -414,6 +415,8 @@ def _interactive(session: _Session) -> int:
                 return INTERRUPTED  # Ctrl-C at the prompt: 130, as documented
             if not line.strip() or chat.command(runner, bot, line):
                 continue
+            # A reload applied while the user typed is this message's: say so before its trace.
+            session.flush_notices()
             result = chat.ask(line)
             session.flush_notices()
             if result is not None:

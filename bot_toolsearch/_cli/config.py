@@ -161,6 +161,10 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
+_SHOW_ALIGN = 60
+"""``config show`` aligns the ``# source`` comments of lines up to this wide."""
+
+
 def _show(args: argparse.Namespace) -> int:
     loaded = load_cli_config(args).loaded
     lines = []
@@ -175,9 +179,10 @@ def _show(args: argparse.Namespace) -> int:
                 value, source = os.environ[fallback], f"env {fallback} (the SDK's fallback)"
             masked = name in _SECRET_KEYS and value is not None
             lines.append((f"{table}.{name} = {render_value(value, mask=masked)}", source))
-    width = max(len(text) for text, _ in lines)
+    # Aligned comments, but a long value is not padded up to: no line is wider than it needs.
+    width = min(max(len(text) for text, _ in lines), _SHOW_ALIGN)
     for text, source in lines:
-        _out(f"{text:<{width}}  # {source}")
+        _out(f"{text.ljust(width)}  # {source}")
     return 0
 
 
@@ -203,13 +208,19 @@ def _set(args: argparse.Namespace) -> int:
             keep_on = created and f"{table}.{name}" != _ENABLED
             if keep_on:
                 set_value(path, _ENABLED, True)
-            set_value(path, args.key, parse_cli_value(args.value))
+            written = parse_cli_value(args.value)
+            set_value(path, args.key, written)
         value = getattr(getattr(load_cli_config(args).loaded.settings, table), name)
     except ConfigError as err:
         return _fail(err)
     except OSError as exc:
         return _fail(f"{path}: cannot write: {exc.strerror}")
-    shown = render_value(value, mask=name in _SECRET_KEYS)
+    # What was written to the file; a relative path is read relative to the file's folder.
+    secret = name in _SECRET_KEYS
+    shown = render_value(written, mask=secret)
+    read = render_value(value, mask=secret)
+    if read != shown and not secret and read != render_value(parse_cli_value(shown)):
+        shown += f" (read as {read})"
     also = f"{_ENABLED} = true (tool search on, as without a file) and " if keep_on else ""
     _out(f"{path}: {'created with ' + also if created else 'set '}{table}.{name} = {shown}")
     return 0

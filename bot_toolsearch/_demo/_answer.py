@@ -35,6 +35,8 @@ def _short(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{_words(k)} {_short(v)}" for k, v in list(value.items())[:_FIELDS])
     if isinstance(value, list):
+        if not value:
+            return "none"  # "alerts: none", not "alerts: ."
         head = "; ".join(_short(v) for v in value[:_FIELDS])
         return head + (f"; … ({len(value)} in all)" if len(value) > _FIELDS else "")
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

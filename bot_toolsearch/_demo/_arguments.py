@@ -86,6 +86,10 @@ def _positions(pattern: re.Pattern[str], text: str) -> list[tuple[int, str]]:
     return [(m.start(), m.group(0)) for m in pattern.finditer(text)]
 
 
+# A place the demo's table does not know, as people write one: "in Bergen", "for Le Havre".
+_NAMED_PLACE = re.compile(r"\b(?:in|for|at|near)\s+([A-Z][a-z]+(?:[ -][A-Z][a-z]+)?)")
+
+
 def _cities(text: str) -> list[str]:
     found: list[tuple[int, str]] = []
     folded = text.casefold()
@@ -93,6 +97,10 @@ def _cities(text: str) -> list[str]:
         ascii_alias = alias.isascii()
         pattern = rf"(?<![a-z]){re.escape(alias)}(?![a-z])" if ascii_alias else re.escape(alias)
         found += [(m.start(), city.name) for m in re.finditer(pattern, folded)]
+    known = {start for start, _ in found}
+    found += [
+        (m.start(1), m.group(1)) for m in _NAMED_PLACE.finditer(text) if m.start(1) not in known
+    ]
     # Longer aliases first at one position ("new york" beats "york"); then order of appearance.
     return list(dict.fromkeys(name for _, name in sorted(found)))
 

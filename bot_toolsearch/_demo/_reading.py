@@ -35,6 +35,13 @@ _ZH_FILLER = re.compile(r"帮我|请|一下|看看|查查|给我|我们|我的|�
 # weather forecast. The stand-in model's vocabulary, not the search engine's.
 _RAIN_WORDS = ("rain", "raining", "rainy", "snow", "snowing", "sunny", "umbrella", "storm")
 _IMPLIED: dict[str, tuple[str, ...]] = dict.fromkeys(_RAIN_WORDS, ("weather", "forecast"))
+_WEATHER_KINDS = frozenset(
+    {"forecast", "tomorrow", "week", "weekend", "days", "alert", "alerts", "warning", "storm"}
+    | {"warnings", "storms", "historical", "yesterday", "past", "last", "air", "quality"}
+)
+"""Words that ask for weather other than the current conditions."""
+# "right now" asks for what is current (the weather now is weather.current, not its alerts).
+_IMPLIED.update(dict.fromkeys(("now", "currently", "current"), ("current",)))
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|[\u3400-\u9fff]+")
 QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|「([^」]+)」|'([^']{2,})'")
 DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b")
@@ -79,9 +86,13 @@ def content_words(text: str, limit: int = 6) -> list[str]:
     for word in _WORD.findall(QUOTED.sub(" ", text)):
         if word[0] >= "\u3400":
             words.extend(_ZH_FILLER.sub(" ", word).split())
-        elif word.lower() not in _STOP and len(word) > 1:
-            words.append(word.lower())
-            implied.extend(_IMPLIED.get(word.lower(), ()))
+        else:
+            implied.extend(_IMPLIED.get(word.lower(), ()))  # "now" is a stop word, yet implies
+            if word.lower() not in _STOP and len(word) > 1:
+                words.append(word.lower())
+    # "weather in Bergen", with no word of another time or kind, asks for the weather now.
+    if "weather" in words and not {*words, *implied} & _WEATHER_KINDS:
+        implied.append("current")
     # The topic a model would search for comes first ("rain" is a weather question).
     return list(dict.fromkeys([*implied, *words]))[:limit]
 

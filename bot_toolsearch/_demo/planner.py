@@ -106,7 +106,7 @@ class OfflinePlanner:
             asked = search_arguments(schema, query, directory) if query else None
             if asked and asked not in [s.arguments for s in searches]:
                 return self._call(wire, asked)
-        return self._reply(tools, _give_up(episode.user_text))
+        return self._reply(tools, _unreadable(episode, tools) or _give_up(episode.user_text))
 
     def _pick_target(
         self, episode: Episode, tools: dict[str, tuple[str, dict[str, Any]]]
@@ -126,6 +126,8 @@ class OfflinePlanner:
             guessed = read_arguments(params, episode.user_text)[1]
             if guessed >= SPECIFIC_GUESS:
                 continue
+            if score_tool(wanted - _TIE_BREAKERS, schema) <= 0:
+                continue  # "current" (implied by "now") only breaks ties between fitting tools
             score = score_tool(wanted, schema) - 1.5 * guessed
             if name in ranked:
                 # What the search engine ranked first is a hint, as for a real model.
@@ -293,6 +295,38 @@ def _text_param(schema: dict[str, Any]) -> str:
         r for r in params.get("required") or [] if properties.get(r, {}).get("type") == "string"
     ]
     return required[0] if required else "text"
+
+
+_TIE_BREAKERS = frozenset({"current"})
+"""Implied words that choose between tools the message fits, never make one fit."""
+
+
+def _unreadable(episode: Episode, tools: dict[str, tuple[str, dict[str, Any]]]) -> str | None:
+    """What happened when a search found the tool but the message lacks what it needs: "found
+    X, could not read its arguments" (not "no tool": search did its job)."""
+    wanted = terms(episode.user_text) | terms(" ".join(content_words(episode.user_text)))
+    best: tuple[float, str, list[str]] | None = None
+    for name in dict.fromkeys(_search_ranks(episode)):
+        if name not in tools or name in _HOST:
+            continue
+        schema = tools[name][1]
+        params = schema.get("function", {}).get("parameters") or {}
+        if read_arguments(params, episode.user_text)[1] < SPECIFIC_GUESS:
+            continue
+        score = score_tool(wanted - _TIE_BREAKERS, schema)
+        needed = [str(p) for p in params.get("required") or []]
+        if score >= 1.0 and (best is None or score > best[0]):
+            best = (score, name, needed)
+    if best is None:
+        return None
+    _, name, needed = best
+    what = f" ({', '.join(needed)})" if needed else ""
+    if any("\u3400" <= c <= "\u9fff" for c in episode.user_text):
+        return f"我找到了 {name}，但无法从你的消息中读出它的参数{what}。"  # noqa: RUF001
+    return (
+        f"I found {name}, but could not read its arguments{what} from your message: "
+        "please say them plainly."
+    )
 
 
 def _give_up(user_text: str) -> str:

@@ -5,7 +5,9 @@ The JSON access log writes one object per HTTP request on stderr, through the lo
 duration, route, and for a tool-searched call the model, whether it streamed, and what tool
 search did (rounds, hidden rounds, searches, tools loaded, refusals, tokens). It never holds a
 key, a header, a body or a model's text (search queries are the model's words: they are in the
-``bot_toolsearch.rounds`` records at INFO, not in the access log).
+``bot_toolsearch.rounds`` records at INFO, not in the access log). With it every line on stderr
+is JSON: the package's records (a round's ``toolsearch_*`` fields included), uvicorn's own
+(`uvicorn_log_config`) and the start-up banner (`json_line`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ __all__ = [
     "ACCESS_LOGGER",
     "JsonFormatter",
     "configure_logging",
+    "json_line",
+    "uvicorn_log_config",
 ]
 
 ACCESS_LOGGER = "bot_toolsearch.access"
@@ -47,7 +51,39 @@ class JsonFormatter(logging.Formatter):
             payload.update(fields)
         else:
             payload["message"] = record.getMessage()
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+            payload.update(
+                (key, value)
+                for key, value in vars(record).items()
+                if key.startswith("toolsearch_") and _plain(value)
+            )
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _plain(value: object) -> bool:
+    """Whether a record's extra field is a JSON value as it is (or a tuple, written as a list)."""
+    return value is None or isinstance(value, str | int | float | bool | list | tuple | dict)
+
+
+def json_line(message: str, logger: str = "bot_toolsearch.serve") -> str:
+    """``message`` as one JSON log line (no newline), for what is written outside logging."""
+    record = logging.makeLogRecord({"name": logger, "levelname": "INFO", "msg": message})
+    return JsonFormatter().format(record)
+
+
+def uvicorn_log_config(level: str) -> dict[str, Any]:
+    """uvicorn's ``log_config`` for ``--access-log json``: its own loggers as JSON lines too."""
+    handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": f"{__name__}.JsonFormatter"}},
+        "handlers": {"json": handler},
+        "loggers": {
+            "uvicorn": {"handlers": ["json"], "level": level.upper(), "propagate": False},
+            "uvicorn.error": {"level": level.upper()},
+            "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+        },
+    }
 
 
 def configure_logging(level: str | None, access: str | None) -> None:
@@ -58,7 +94,11 @@ def configure_logging(level: str | None, access: str | None) -> None:
         package.setLevel(level.upper())
         if not any(getattr(h, "_bot_toolsearch", False) for h in package.handlers):
             handler = logging.StreamHandler(sys.stderr)
-            handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+            handler.setFormatter(
+                JsonFormatter()
+                if access == "json"  # every line JSON, the rounds' lines too
+                else logging.Formatter("%(levelname)s:     %(name)s: %(message)s")
+            )
             handler._bot_toolsearch = True  # type: ignore[attr-defined]
             package.addHandler(handler)
             package.propagate = False  # one line per record, not one more from the root

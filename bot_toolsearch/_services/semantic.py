@@ -347,7 +347,7 @@ def _endpoint_recipe(settings: EmbeddingsSettings) -> str:
     """An endpoint's document prefix and input type, which change its tool vectors (``""``
     when neither is set, as before they existed; a local model's recipe is in its
     ``endpoint``)."""
-    if settings.local or (
+    if settings.is_local or (
         settings.document_prefix is None and settings.document_input_type is None
     ):
         return ""
@@ -426,7 +426,7 @@ class _Embedder:
     def __init__(self, settings: EmbeddingsSettings) -> None:
         self.settings = settings
         self.client: EmbeddingsClient | LocalEmbedder = (
-            LocalEmbedder(settings) if settings.local else EmbeddingsClient(settings)
+            LocalEmbedder(settings) if settings.is_local else EmbeddingsClient(settings)
         )
         # The header names the endpoint by a hash: a base_url may carry credentials.
         identity = _identity(self.client.endpoint, settings.model or "", _endpoint_recipe(settings))
@@ -479,7 +479,11 @@ class _Embedder:
             first = generation not in self._warned and not isinstance(exc, _BudgetSpent)
             if first:
                 self._warned.add(generation)
-        if first:
+        if first and self.settings.is_local:
+            logger.warning(
+                "[skills] tool_search_embeddings: %s: keyword search uses BM25 alone", exc
+            )
+        elif first:
             logger.warning(
                 "[skills] tool_search_embeddings: %s (model %r at %s): keyword search uses "
                 "BM25 alone until the endpoint answers again",

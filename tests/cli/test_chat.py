@@ -450,10 +450,48 @@ def test_a_config_that_leaves_tool_search_unset_is_said_at_start(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     head, first_round = done.stderr.splitlines()[:2]
     assert head.endswith(
-        "; tool search off ([skills] tool_search_enabled is not set in the config config.toml "
+        "; tool search off ([skills] tool_search_enabled is not set in the config file config.toml "
         "and defaults to false; set it to true to turn tool search on (or to false to say so))"
     )
     assert "tool_search" not in first_round  # off, as said
     chat = run("chat", cwd=tmp_path, stdin="")
     assert "; tool search off ([skills] tool_search_enabled is not set" in chat.stderr
     assert chat.stderr.count("tool_search_enabled is not set") == 1  # said once
+
+
+def test_a_reload_made_while_typing_is_announced_before_the_answer_that_uses_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 40: the notice came after the answer whose trace already used the new settings."""
+    config = tmp_path / "config.toml"
+    config.write_text("[skills]\ntool_search_enabled = true\n", encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot_toolsearch", "chat", "--trace", "--tools", DEMO_TOOLS],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+        proc.stdin.write("Convert 10 km to miles\n")
+        proc.stdin.flush()
+        while "bot> " not in proc.stdout.readline():  # the first answer is out
+            assert proc.poll() is None
+        # Edited while the user types the next message: the watcher applies it meanwhile.
+        config.write_text(
+            "[skills]\ntool_search_enabled = true\ntool_search_max_results = 2\n", "utf-8"
+        )
+        time.sleep(4)  # the watcher's debounce and settle time, with room for a busy machine
+        _, stderr = proc.communicate("Convert 5 km to miles\n", timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    lines = stderr.splitlines()
+    notice = next(i for i, line in enumerate(lines) if "reloaded; the next message uses it" in line)
+    second_ask = [i for i, line in enumerate(lines) if line.startswith("  round 1:")][1]
+    assert notice < second_ask, stderr

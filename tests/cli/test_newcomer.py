@@ -98,9 +98,10 @@ def test_config_validate_prints_warnings_exits_0_and_fails_only_when_strict(
     assert "--strict" in run_cli("config", "validate", "--help").stdout
 
 
-def test_the_readme_states_the_reload_delay_of_the_watcher() -> None:
+def test_the_docs_state_the_reload_delay_of_the_watcher() -> None:
+    """docs/configuration.md (the README's hot-reload text moved there in issue 40)."""
     debounce = inspect.signature(ConfigReloader).parameters["debounce"].default
-    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join((REPO / "docs" / "configuration.md").read_text(encoding="utf-8").split())
     assert f"{debounce:g} s after the file's last write" in readme
     assert "a valid edit changes the next `ask()`," not in readme
 

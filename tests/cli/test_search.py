@@ -105,7 +105,8 @@ def test_malformed_catalog_files_raise_one_clear_error(
 def test_search_command_shows_rank_score_and_why(catalog_file: Path) -> None:
     done = cli("search", "成员 头像", "--catalog", str(catalog_file), "--explain")
     assert done.returncode == 0, done.stderr
-    first, why = done.stdout.splitlines()[:2]
+    ranking, first, why = done.stdout.splitlines()[:3]
+    assert ranking == "ranking: BM25 (no embedding model configured)"
     assert re.fullmatch(r" 1\. +\d+\.\d\d  group\.get_member_avatar", first)
     assert "description: 成员, 头像" in why
 
@@ -230,7 +231,7 @@ def test_a_keyword_query_without_hits_is_no_match_not_a_missing_name(
 def test_explain_shows_the_words_not_their_stems(catalog_file: Path) -> None:
     done = cli("search", "converting temperatures", "--catalog", str(catalog_file), "--explain")
     assert done.returncode == 0, done.stderr
-    why = done.stdout.splitlines()[1]
+    why = done.stdout.splitlines()[2]
     assert "name: convert, temperature" in why
     assert "temperatur," not in why
     assert "temperatur;" not in why
@@ -323,3 +324,44 @@ def test_a_namespace_too_large_to_load_lists_its_names_not_no_match(tmp_path: Pa
     assert done.returncode == 0
     assert "none loaded" not in done.stdout
     assert sorted(re.findall(r"^\s*\d+\.\s+-\s+(\S+)$", done.stdout, re.M)) == units
+
+
+def test_search_is_hybrid_with_the_configured_model_and_says_which_ranking_answered(
+    tmp_path: Path,
+) -> None:
+    """As the bot searches: a config with an embedding model finds a tool by meaning where
+    BM25 alone finds nothing, and the first line says which ranking answered."""
+    tools = [
+        {"type": "function", "function": {"name": "weather.forecast", "description": "Forecast."}},
+        {"type": "function", "function": {"name": "music.play", "description": "Play a song."}},
+        {"type": "function", "function": {"name": "mail.send", "description": "Send an email."}},
+    ]
+    (tmp_path / "tools.json").write_text(json.dumps(tools), encoding="utf-8")
+    query = ("search", "will it rain tomorrow", "--explain", "--max-results", "1")
+    plain = run_cli(*query, "--catalog", "tools.json", cwd=tmp_path)
+    assert plain.returncode == 1
+    assert plain.stdout.splitlines()[0] == "ranking: BM25 (no embedding model configured)"
+    hybrid = run_cli(*query, "--catalog", "tools.json", "--local-model", cwd=tmp_path)
+    assert hybrid.returncode == 0, hybrid.stderr
+    first, rank, why = hybrid.stdout.splitlines()[:3]
+    assert first == "ranking: hybrid, BM25 fused with all-MiniLM-L6-v2 (local = true)"
+    assert rank.split()[-1] == "weather.forecast"
+    assert "found by meaning" in why
+    # The config's model, as a bot with that config searches.
+    (tmp_path / "config.toml").write_text(
+        f'[skills.tool_search_embeddings]\nlocal = true\ncache_dir = "{tmp_path / "c"}"\n',
+        encoding="utf-8",
+    )
+    configured = run_cli(
+        "search", "will it rain tomorrow", "--config", "config.toml", "--tools",
+        "bot_toolsearch._demo.catalog:demo_tools", "--max-results", "1", cwd=tmp_path,
+    )  # fmt: skip
+    assert configured.returncode == 0, configured.stderr
+    assert configured.stdout.startswith("ranking: hybrid")
+    assert "weather." in configured.stdout
+
+
+def test_search_leaves_out_the_always_loaded_tools_as_the_bot_does(tmp_path: Path) -> None:
+    tools = "bot_toolsearch._demo.catalog:demo_tools"
+    done = run_cli("search", "send a message to the user", "--tools", tools, cwd=tmp_path)
+    assert "send_message" not in done.stdout

@@ -52,3 +52,50 @@ def test_catalog_stats_names_the_bad_entry(tmp_path: Path) -> None:
 def test_gitignore_ignores_conversation_databases() -> None:
     lines = (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert "*.db" in lines
+
+
+def test_config_show_pads_only_to_a_readable_width(tmp_path: Path) -> None:
+    """Issue 40: one long value padded every line to its width (228 columns)."""
+    (tmp_path / "config.toml").write_text(
+        '[skills]\ntool_search_enabled = true\nprefetch_tools = ["' + "x" * 150 + '"]\n',
+        encoding="utf-8",
+    )
+    done = run_cli("config", "show", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    short = [line for line in lines if "x" * 150 not in line]
+    assert max(len(line) for line in short) < 120
+    assert any(len(line) > 150 for line in lines)  # the long value itself is whole
+
+
+def test_config_set_echoes_what_it_wrote(tmp_path: Path) -> None:
+    """A relative folder is written as given; the echo says so, and what it is read as."""
+    (tmp_path / "tools").mkdir()
+    done = run_cli("config", "set", "tools.dirs", '["tools"]', cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert 'tools.dirs = ["tools"] (read as ' in done.stdout
+    assert 'dirs = ["tools"]' in (tmp_path / "config.toml").read_text(encoding="utf-8")
+    plain = run_cli("config", "set", "skills.tool_search_max_results", "7", cwd=tmp_path)
+    assert plain.stdout.strip() == "config.toml: set skills.tool_search_max_results = 7"
+
+
+def test_ask_names_the_config_file_once(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("[skills]\ntool_search_enabled = true\n", "utf-8")
+    done = run_cli("ask", "What is 2+2?", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "in the config config.toml" not in done.stderr
+    assert "in the config file config.toml" in done.stderr
+
+
+def test_config_validate_warns_of_a_deny_pattern_that_matches_no_tool(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text(
+        '[skills]\ntool_search_enabled = true\n[tools]\ndeny = ["githb.delete_*", "end"]\n',
+        encoding="utf-8",
+    )
+    done = run_cli("config", "validate", cwd=tmp_path)
+    assert done.returncode == 0
+    out = done.stdout + done.stderr
+    assert "tools.deny: pattern 'githb.delete_*' matches no tool" in out
+    assert "'end' matches no tool" not in out
+    strict = run_cli("config", "validate", "--strict", cwd=tmp_path)
+    assert strict.returncode == 1

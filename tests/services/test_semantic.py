@@ -84,7 +84,7 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_the_table_is_validated_with_clear_errors() -> None:
-    with pytest.raises(ConfigError, match=r"tool_search_embeddings: needs 'model'.*'package'"):
+    with pytest.raises(ConfigError, match=r"embeddings: needs 'local = true'.*'model'.*'package'"):
         BotSettings.model_validate({"skills": {"tool_search_embeddings": {"timeout": 3.0}}})
     with pytest.raises(ConfigError, match=r"tool_search_embeddings\.base_url"):
         BotSettings.model_validate(

@@ -80,9 +80,11 @@ def documented_config(url: str) -> str:
     blocks = [code for heading, code in python_blocks("toml") if heading.startswith(MCP_SECTION)]
     assert len(blocks) == 2, blocks
     text = "\n".join(blocks)
-    assert 'command = "python"' in text
+    venv = "/absolute/path/to/.venv/bin/"
+    assert f'command = "{venv}mcp-server-time"' in text
     assert 'url = "http://127.0.0.1:9000/mcp"' in text
-    text = text.replace('command = "python"', f"command = {json.dumps(sys.executable)}")
+    # The venv's own console script, installed by `pip install mcp-server-time` (the dev set).
+    text = text.replace(venv, f"{Path(sys.executable).parent}/")
     return text.replace("http://127.0.0.1:9000/mcp", url)
 
 
