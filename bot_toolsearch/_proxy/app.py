@@ -53,11 +53,19 @@ from bot_toolsearch._wrap.native import speaks_native
 from .access_log import configure_logging
 from .edge import WEBSOCKET_REFUSED, framing_problem, is_websocket_upgrade, refuse_websocket
 from .exchange import Observer, note_body, note_route
+from .heap import Leftovers
 from .keys import ClientKeys, KnownKeys, read_keys
 from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, InFlight
 from .metrics import CONTENT_TYPE, ProxyMetrics
 from .passthrough import refusal
 from .raw_tools import tools_span
+from .reading import (
+    DEFAULT_READ_TIMEOUT,
+    ENV_READ_TIMEOUT,
+    BodyTimeout,
+    InFlightFull,
+    Reading,
+)
 from .upstream_timing import time_upstream
 
 __all__ = [
@@ -71,6 +79,7 @@ __all__ = [
     "ENV_MAX_BODY",
     "ENV_MAX_IN_FLIGHT",
     "ENV_MAX_TOOLS",
+    "ENV_READ_TIMEOUT",
     "ENV_TIMEOUT",
     "ENV_UPSTREAM",
     "ProxyApp",
@@ -149,6 +158,7 @@ class _Refused(Exception):
         code: str | None = None,
         param: str | None = None,
         retry_after: int | None = None,
+        close: bool = False,
     ) -> None:
         super().__init__(message)
         self.status, self.message, self.kind, self.code, self.param = (
@@ -159,6 +169,9 @@ class _Refused(Exception):
             param,
         )
         self.retry_after = retry_after
+        self.close = close
+        """Close the connection after the answer (the request's framing or body is not
+        trusted to end where the next request would begin)."""
 
 
 def _busy(what: str, option: str) -> _Refused:
@@ -248,7 +261,10 @@ class ProxyApp:
             body's ``timeout`` field never overrides it.
         max_body: the largest request body in bytes; a larger one is refused with 413.
         max_tools: the most entries in one request's ``tools``; more is refused with 400.
-        max_in_flight: the most requests served at once; one more is refused with 429.
+        max_in_flight: the most requests served at once, counted from the moment a request's
+            whole body has arrived; one more is refused with 429.
+        read_timeout: seconds a client may take to send a request body (`reading`); slower
+            is refused with 408 and the connection closed.
         index_builds: the most new tool lists indexed at once (the process's ``index`` pool);
             past four times that many waiting, a new list is refused with 503.
         api_keys: client keys of the proxy itself: a request must carry one (else 401), and
@@ -278,11 +294,16 @@ class ProxyApp:
         index_builds: int = DEFAULT_INDEX_BUILDS,
         api_keys: Sequence[str] | None = None,
         freeze_heap: bool = False,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"the upstream must be an http(s) URL with a host, got {upstream!r}")
         self._freeze_heap = freeze_heap
+        if not read_timeout > 0:
+            raise ValueError(f"read_timeout must be positive, got {read_timeout}")
+        self._leftovers = Leftovers()
+        self.read_timeout = read_timeout
         if freeze_heap:
             young, middle, _ = gc.get_threshold()
             gc.set_threshold(young, middle, _FULL_COLLECTION_EVERY)
@@ -350,16 +371,19 @@ class ProxyApp:
         if scope["type"] != "http":
             return
         started = False
+        status = 0
         exchange = self._observer.begin(scope["method"], redact_query(_target(scope)))
         observed = self._observer.sender(exchange, send)
+        reading = Reading(receive, self.read_timeout, self._in_flight)
 
         async def tracked(message: MutableMapping[str, Any]) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
+            nonlocal started, status
+            if message["type"] == "http.response.start":
+                started, status = True, message["status"]
             await observed(message)
 
         try:
-            await self._http_request(scope, receive, tracked)
+            await self._http_request(scope, reading, tracked)
         except _Disconnected:
             return
         except _Refused as exc:
@@ -372,7 +396,9 @@ class ProxyApp:
                     code=exc.code,
                     param=exc.param,
                     retry_after=exc.retry_after,
+                    close=exc.close,
                 )
+                status = exc.status
         except Exception as exc:  # the last resort: never a text/plain 500 or a traceback
             logger.error("proxy: internal error: %s", type(exc).__name__)
             if not started:
@@ -380,12 +406,15 @@ class ProxyApp:
             else:
                 await send({"type": "http.response.body", "body": b""})
         finally:
+            reading.leave()
             self._observer.finish(exchange)
+            if self._freeze_heap and not 200 <= status < 400:
+                self._leftovers.refused(reading.size)
 
     async def _http_request(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         framing = framing_problem(scope["headers"])
         if framing is not None:
-            raise _Refused(400, framing, code="invalid_framing")
+            raise _Refused(400, framing, code="invalid_framing", close=True)
         if is_websocket_upgrade(scope["headers"]):
             raise _Refused(400, WEBSOCKET_REFUSED, code="websocket_not_supported")
         path = _normalised_path(scope)
@@ -405,15 +434,6 @@ class ProxyApp:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if self._keys is not None and not self._keys.allows(_bearer(headers)):
             raise _Refused(401, "this proxy needs one of its client keys", code="invalid_api_key")
-        if not self._in_flight.enter():
-            raise _Refused(
-                429,
-                f"more than {self._in_flight.limit} requests in flight (serve --max-in-flight);"
-                f" retry after {RETRY_AFTER} s",
-                "rate_limit_error",
-                code="too_many_requests",
-                retry_after=RETRY_AFTER,
-            )
         try:
             rest = path[3:] or "/" if path == "/v1" or path.startswith("/v1/") else path
             if rest in _TOOL_SEARCH_PATHS and scope["method"] == "POST":
@@ -421,8 +441,23 @@ class ProxyApp:
                 await self._create(receive, send, rest == "/chat/completions", headers)
             else:
                 await self._forward(receive, send, scope, rest)
-        finally:
-            self._in_flight.leave()
+        except BodyTimeout:
+            raise _Refused(
+                408,
+                f"the request body did not arrive within {self.read_timeout:g} s"
+                " (serve --read-timeout)",
+                code="request_timeout",
+                close=True,
+            ) from None
+        except InFlightFull:
+            raise _Refused(
+                429,
+                f"more than {self._in_flight.limit} requests in flight (serve --max-in-flight);"
+                f" retry after {RETRY_AFTER} s",
+                "rate_limit_error",
+                code="too_many_requests",
+                retry_after=RETRY_AFTER,
+            ) from None
 
     async def _lifespan(self, receive: _Receive, send: _Send) -> None:
         while True:
@@ -458,9 +493,7 @@ class ProxyApp:
         _CALLS.set(calls)
         method = client.chat.completions.create if chat else client.responses.create
         try:
-            result = await _until_disconnect(
-                receive, asyncio.wait_for(method(**kwargs), self.timeout)
-            )
+            result = await _until_disconnect(receive, _within(self.timeout, method(**kwargs)))
             stream = body.get("stream") is True
             answer = None if stream else result.model_dump(mode="json", exclude_unset=True)
         except openai.APIStatusError as exc:
@@ -801,7 +834,18 @@ async def _until_disconnect(receive: _Receive, work: Awaitable[_T]) -> _T:
             await asyncio.gather(task, return_exceptions=True)
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
-    return task.result()
+    try:
+        return task.result()
+    finally:  # no cycle (the task, its exception, the traceback, this frame) keeps the request
+        del task, watcher
+
+
+async def _within(seconds: float, work: Awaitable[_T]) -> _T:
+    """``work``'s result, or `TimeoutError` after ``seconds`` (no task of its own, unlike
+    `asyncio.wait_for` on Python 3.11, whose task would hold a failure's traceback in a
+    cycle with the request's frames)."""
+    async with asyncio.timeout(seconds):
+        return await work
 
 
 async def _disconnect(receive: _Receive) -> None:
@@ -848,10 +892,11 @@ async def _error(
     code: str | None = None,
     param: str | None = None,
     retry_after: int | None = None,
+    close: bool = False,
 ) -> None:
     error: dict[str, str | None] = {"message": message, "type": kind, "param": param}
     error["code"] = code
-    await _json(send, status, {"error": error}, retry_after=retry_after)
+    await _json(send, status, {"error": error}, retry_after=retry_after, close=close)
 
 
 def _is_json(data: bytes) -> bool:
@@ -885,12 +930,19 @@ def _target(scope: _Scope) -> str:
 
 
 async def _json(
-    send: _Send, status: int, payload: object, *, retry_after: int | None = None
+    send: _Send,
+    status: int,
+    payload: object,
+    *,
+    retry_after: int | None = None,
+    close: bool = False,
 ) -> None:
     raw = json.dumps(payload, ensure_ascii=False).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
     if retry_after is not None:
         headers.append((b"retry-after", str(retry_after).encode()))
+    if close:
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": raw})
 
@@ -1037,6 +1089,7 @@ def app_from_env() -> ProxyApp:
     max_tools = _env_number(ENV_MAX_TOOLS, int)
     in_flight = _env_number(ENV_MAX_IN_FLIGHT, int)
     builds = _env_number(ENV_INDEX_BUILDS, int)
+    read_timeout = _env_number(ENV_READ_TIMEOUT, float)
     keys = os.environ.get(ENV_API_KEYS)
     configure_logging(os.environ.get(ENV_LOG_LEVEL) or None, os.environ.get(ENV_ACCESS_LOG))
     # ``serve`` states the tool-search mode in its banner, once, not once per worker.
@@ -1051,4 +1104,5 @@ def app_from_env() -> ProxyApp:
         index_builds=DEFAULT_INDEX_BUILDS if builds is None else builds,
         api_keys=keys.split() if keys else None,
         freeze_heap=True,
+        read_timeout=DEFAULT_READ_TIMEOUT if read_timeout is None else read_timeout,
     )
