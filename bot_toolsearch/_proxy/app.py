@@ -548,16 +548,33 @@ class ProxyApp:
     ) -> bytes | None:
         """The request body; ``None`` when the upstream refused ``key`` and its answer was
         sent. A body announced (or found) larger than `_KEY_PROBE_BYTES` under a key not
-        known good is read, and parsed, only once the upstream took the key (`_probe`)."""
+        known good is read, and parsed, only once the upstream took the key (`_probe`): the
+        question is asked once the body has started (a request that sends none costs no
+        upstream call), and while it is asked the proxy reads on, at most `_KEY_PROBE_BYTES`
+        more, so a client that leaves cancels it."""
         length = headers.get("content-length", "").strip()
         announced = int(length) if length.isdigit() else 0
+        start: list[bytes] = []
         if _KEY_PROBE_BYTES < announced <= self.max_body and not self._known.ok(key):
-            refused = await self._probe(key, extra)  # the body is not read: no watcher
+            ended = False
+            while not any(start) and not ended:  # the body has started
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise _Disconnected
+                start.append(message.get("body", b""))
+                ended = not message.get("more_body", False)
+            probe = self._probe(key, extra)
+            refused, more, ended = await _while_reading(receive, probe, _KEY_PROBE_BYTES, ended)
             if refused is not None:
-                await _drain(receive)  # read and dropped, so the client reads the answer
+                del start, more
+                if not ended:
+                    await _drain(receive)  # read and dropped, so the client reads the answer
                 await _json_bytes(send, *refused)
                 return None
-        raw = await _read_body(receive, headers, self.max_body)
+            start += more
+            if ended:
+                start.append(b"")
+        raw = await _read_body(receive, headers, self.max_body, start)
         if announced or len(raw) <= _KEY_PROBE_BYTES or self._known.ok(key):
             return raw
         refused = await _until_disconnect(receive, self._probe(key, extra))
@@ -840,6 +857,37 @@ async def _until_disconnect(receive: _Receive, work: Awaitable[_T]) -> _T:
         del task, watcher
 
 
+async def _while_reading(
+    receive: _Receive, work: Awaitable[_T], keep: int, ended: bool
+) -> tuple[_T, list[bytes], bool]:
+    """``work``'s result while the body is read on (unless it ``ended``), at most ``keep``
+    bytes of it; cancelled, raising `_Disconnected`, when the client leaves meanwhile:
+    ``(result, the chunks read, whether the body ended)``."""
+    task = asyncio.ensure_future(work)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while not task.done() and not ended and size < keep:
+            message = asyncio.ensure_future(receive())
+            await asyncio.wait({task, message}, return_when=asyncio.FIRST_COMPLETED)
+            if not message.done():
+                message.cancel()
+                await asyncio.gather(message, return_exceptions=True)
+                break
+            received = message.result()
+            if received["type"] == "http.disconnect":
+                raise _Disconnected
+            chunks.append(received.get("body", b""))
+            size += len(chunks[-1])
+            ended = not received.get("more_body", False)
+        return await task, chunks, ended
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        del task
+
+
 async def _within(seconds: float, work: Awaitable[_T]) -> _T:
     """``work``'s result, or `TimeoutError` after ``seconds`` (no task of its own, unlike
     `asyncio.wait_for` on Python 3.11, whose task would hold a failure's traceback in a
@@ -993,8 +1041,11 @@ async def _sse(send: _Send, stream: Any, *, events: bool = False) -> None:
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
 
 
-async def _read_body(receive: _Receive, headers: Mapping[str, str], limit: int) -> bytes:
-    """The whole request body.
+async def _read_body(
+    receive: _Receive, headers: Mapping[str, str], limit: int, start: Sequence[bytes] = ()
+) -> bytes:
+    """The whole request body; ``start``, its chunks read already (ending with an empty one
+    when the body has ended).
 
     Raises:
         _Refused: 413 when it is (or announces to be) larger than ``limit``; it is never cut.
@@ -1006,8 +1057,12 @@ async def _read_body(receive: _Receive, headers: Mapping[str, str], limit: int) 
             raise _Refused(400, "the Content-Length header is not a number")
         if int(length) > limit:
             raise _Refused(413, _too_large(limit), code="request_too_large")
-    chunks: list[bytes] = []
-    size = 0
+    chunks = list(start)
+    size = sum(map(len, chunks))
+    if size > limit:
+        raise _Refused(413, _too_large(limit), code="request_too_large")
+    if start and not start[-1]:
+        return b"".join(chunks)
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
