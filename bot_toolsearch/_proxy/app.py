@@ -54,7 +54,7 @@ from .access_log import configure_logging
 from .edge import WEBSOCKET_REFUSED, framing_problem, is_websocket_upgrade, refuse_websocket
 from .exchange import Observer, note_body, note_route
 from .heap import Leftovers
-from .keys import ClientKeys, KnownKeys, read_keys
+from .keys import ClientKeys, KnownKeys, UpstreamKeys, read_keys
 from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, InFlight
 from .metrics import CONTENT_TYPE, ProxyMetrics
 from .passthrough import refusal
@@ -356,6 +356,16 @@ class ProxyApp:
             self._keys = ClientKeys(
                 api_keys, start.model.api_key or os.environ.get("OPENAI_API_KEY", "").strip()
             )
+        semantic = start.skills.tool_search_embeddings
+        embeddings = semantic.api_key_env if semantic is not None else None
+        self._upstream_keys = UpstreamKeys(
+            [
+                start.model.api_key,
+                os.environ.get("OPENAI_API_KEY", "").strip(),
+                os.environ.get(embeddings, "").strip() if embeddings else None,
+            ]
+        )
+        """The operator's upstream keys, masked in everything sent to a client."""
 
     async def aclose(self) -> None:
         """Close the upstream connections and stop watching ``config.toml``."""
@@ -370,6 +380,8 @@ class ProxyApp:
             return
         if scope["type"] != "http":
             return
+        if self._upstream_keys:
+            send = functools.partial(_masked, send, self._upstream_keys)
         started = False
         status = 0
         exchange = self._observer.begin(scope["method"], redact_query(_target(scope)))
@@ -953,6 +965,14 @@ def _is_json(data: bytes) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+async def _masked(send: _Send, keys: UpstreamKeys, message: MutableMapping[str, Any]) -> None:
+    """``send`` of ``message`` with the operator's upstream keys masked in its body."""
+    body = message.get("body")
+    if body:
+        message = {**message, "body": keys.mask(body)}
+    await send(message)
 
 
 async def _json_bytes(send: _Send, status: int, raw: bytes) -> None:

@@ -154,3 +154,38 @@ def test_the_key_probe_is_cancelled_when_the_client_leaves() -> None:
     finally:
         upstream.close()
     assert upstream.paths == ["/models"]
+
+
+def test_an_upstream_answer_naming_the_operators_key_is_masked() -> None:
+    """Issue 41, item 8: an upstream's 401 "Incorrect API key provided: <key>" passed the
+    operator's key to any client holding a client key."""
+    secret = "sk-operator-secret-1"
+    settings = BotSettings.model_validate({"model": {"api_key": secret}})
+    naming = json.dumps({"error": {"message": f"Incorrect API key provided: {secret}."}})
+
+    def denied(conn: socket.socket, _: bytes) -> None:
+        head = upstream.received[-1].partition(b"\r\n")[0]
+        status = b"500 Internal Server Error" if b"/embeddings" in head else b"401 Unauthorized"
+        raw = naming.encode()
+        conn.sendall(
+            b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+            b"Connection: close\r\n\r\n%s" % (status, len(raw), raw)
+        )
+
+    upstream = Upstream(denied)
+    try:
+        app = ProxyApp(upstream.url, settings=settings, api_keys=["k-one"])
+        with served(app) as port:
+            payload = {"model": "m", "messages": [USER]}
+            replies = [
+                post(port, "/v1/chat/completions", payload, extra=_auth("k-one")),
+                request(port, b"GET /v1/models HTTP/1.1\r\nHost: x" + _auth("k-one").encode()),
+                post(port, "/v1/embeddings", {"input": "x"}, extra=_auth("k-one")),
+            ]
+    finally:
+        upstream.close()
+    assert [reply.status for reply in replies] == [401, 401, 502]
+    assert len(upstream.received) == 3  # each reached the upstream with the operator's key
+    for reply in replies:
+        assert secret.encode() not in reply.body
+        assert "*" * len(secret) in str(reply.json())  # still whole JSON, key masked
