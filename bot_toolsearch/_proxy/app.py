@@ -1031,7 +1031,8 @@ async def _sse(send: _Send, stream: Any, *, events: bool = False) -> None:
     """The stream as server-sent events: Chat Completions chunks as ``data:`` lines ending with
     ``[DONE]``; Responses events (``events``) as ``event: <type>`` plus ``data:``, no ``[DONE]``,
     as the real APIs send them. Any failure after the status line is an error event the
-    openai SDK raises on, never a finished stream."""
+    openai SDK raises on, never a finished stream; so is the server stopping (``serve`` on
+    SIGTERM cancels the streams still open after its grace period)."""
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
 
@@ -1040,20 +1041,27 @@ async def _sse(send: _Send, stream: Any, *, events: bool = False) -> None:
         body = f"{head}data: {data}\n\n".encode()
         await send({"type": "http.response.body", "body": body, "more_body": True})
 
-    try:
-        async for chunk in stream:
-            data = chunk.model_dump_json(exclude_unset=True)
-            await line(data, getattr(chunk, "type", None) if events else None)
-    except Exception as exc:  # the status line is sent: report in the stream
-        logger.warning("proxy: upstream failed mid-stream: %s", type(exc).__name__)
-        detail = exc.message if isinstance(exc, openai.APIError) else type(exc).__name__
-        error: dict[str, str | None] = {"message": f"upstream failed: {detail}"}
-        error |= {"type": "upstream_error", "param": None, "code": "upstream_error"}
+    async def fail(message: str, kind: str, code: str) -> None:
+        """The stream's error event, and its end."""
+        error = {"message": message, "type": kind, "param": None, "code": code}
         if events:
             await line(json.dumps({"type": "error", **error, "error": error}), "error")
         else:
             await line(json.dumps({"error": error}))
         await send({"type": "http.response.body", "body": b""})
+
+    try:
+        async for chunk in stream:
+            data = chunk.model_dump_json(exclude_unset=True)
+            await line(data, getattr(chunk, "type", None) if events else None)
+    except asyncio.CancelledError:  # the server stops (a client that left reads nothing)
+        stopping = "the proxy is shutting down: the stream ended before its end"
+        await fail(stopping, "server_error", "server_shutting_down")
+        raise
+    except Exception as exc:  # the status line is sent: report in the stream
+        logger.warning("proxy: upstream failed mid-stream: %s", type(exc).__name__)
+        detail = exc.message if isinstance(exc, openai.APIError) else type(exc).__name__
+        await fail(f"upstream failed: {detail}", "upstream_error", "upstream_error")
         return
     if events:
         await send({"type": "http.response.body", "body": b""})
