@@ -55,13 +55,21 @@ from .edge import WEBSOCKET_REFUSED, framing_problem, is_websocket_upgrade, refu
 from .exchange import Observer, note_body, note_route
 from .heap import Leftovers
 from .keys import ClientKeys, KnownKeys, UpstreamKeys, read_keys
-from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, InFlight
+from .limits import (
+    DEFAULT_INDEX_BUILDS,
+    DEFAULT_MAX_IN_FLIGHT,
+    RETRY_AFTER,
+    BodyBytes,
+    InFlight,
+    body_bytes_for,
+)
 from .metrics import CONTENT_TYPE, ProxyMetrics
 from .passthrough import refusal
 from .raw_tools import tools_span
 from .reading import (
     DEFAULT_READ_TIMEOUT,
     ENV_READ_TIMEOUT,
+    BodiesFull,
     BodyTimeout,
     InFlightFull,
     Reading,
@@ -265,6 +273,9 @@ class ProxyApp:
             whole body has arrived; one more is refused with 429.
         read_timeout: seconds a client may take to send a request body (`reading`); slower
             is refused with 408 and the connection closed.
+        body_bytes: the most request body bytes held at once (bodies arriving, or whole and
+            being served); past it, 503 and the connection closed. ``None``: a gigabyte, or
+            four times ``max_body`` if that is more.
         index_builds: the most new tool lists indexed at once (the process's ``index`` pool);
             past four times that many waiting, a new list is refused with 503.
         api_keys: client keys of the proxy itself: a request must carry one (else 401), and
@@ -295,6 +306,7 @@ class ProxyApp:
         api_keys: Sequence[str] | None = None,
         freeze_heap: bool = False,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
+        body_bytes: int | None = None,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -314,6 +326,7 @@ class ProxyApp:
         self.max_body = max_body
         self.max_tools = max_tools
         self._in_flight = InFlight(max_in_flight)
+        self._body_bytes = BodyBytes(body_bytes_for(max_body) if body_bytes is None else body_bytes)
         if index_builds < 1:
             raise ValueError(f"index_builds must be at least 1, got {index_builds}")
         POOLS.configure(index_builds=index_builds, index_queue=4 * index_builds)
@@ -356,15 +369,7 @@ class ProxyApp:
             self._keys = ClientKeys(
                 api_keys, start.model.api_key or os.environ.get("OPENAI_API_KEY", "").strip()
             )
-        semantic = start.skills.tool_search_embeddings
-        embeddings = semantic.api_key_env if semantic is not None else None
-        self._upstream_keys = UpstreamKeys(
-            [
-                start.model.api_key,
-                os.environ.get("OPENAI_API_KEY", "").strip(),
-                os.environ.get(embeddings, "").strip() if embeddings else None,
-            ]
-        )
+        self._upstream_keys = _operator_keys(start)
         """The operator's upstream keys, masked in everything sent to a client."""
 
     async def aclose(self) -> None:
@@ -386,7 +391,7 @@ class ProxyApp:
         status = 0
         exchange = self._observer.begin(scope["method"], redact_query(_target(scope)))
         observed = self._observer.sender(exchange, send)
-        reading = Reading(receive, self.read_timeout, self._in_flight)
+        reading = Reading(receive, self.read_timeout, self._in_flight, self._body_bytes)
 
         async def tracked(message: MutableMapping[str, Any]) -> None:
             nonlocal started, status
@@ -459,6 +464,16 @@ class ProxyApp:
                 f"the request body did not arrive within {self.read_timeout:g} s"
                 " (serve --read-timeout)",
                 code="request_timeout",
+                close=True,
+            ) from None
+        except BodiesFull:
+            raise _Refused(
+                503,
+                f"the proxy is busy: it holds {self._body_bytes.limit} bytes of request bodies;"
+                f" retry after {RETRY_AFTER} s",
+                "server_error",
+                code="server_busy",
+                retry_after=RETRY_AFTER,
                 close=True,
             ) from None
         except InFlightFull:
@@ -798,6 +813,20 @@ class ProxyApp:
             out.append((b"content-type", content_type.encode("latin-1")))
         await send({"type": "http.response.start", "status": response.status_code, "headers": out})
         await send({"type": "http.response.body", "body": response.content})
+
+
+def _operator_keys(settings: BotSettings) -> UpstreamKeys:
+    """The upstream keys the operator configured: ``[model] api_key``, ``OPENAI_API_KEY``,
+    and the embeddings endpoint's key."""
+    semantic = settings.skills.tool_search_embeddings
+    embeddings = semantic.api_key_env if semantic is not None else None
+    return UpstreamKeys(
+        [
+            settings.model.api_key,
+            os.environ.get("OPENAI_API_KEY", "").strip(),
+            os.environ.get(embeddings, "").strip() if embeddings else None,
+        ]
+    )
 
 
 def _normalised_path(scope: _Scope) -> str:

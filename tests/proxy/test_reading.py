@@ -144,3 +144,32 @@ def test_a_head_that_never_ends_gets_408_and_a_silent_connection_is_closed(
 def test_a_read_timeout_must_be_positive() -> None:
     with pytest.raises(ValueError, match="read_timeout"):
         ProxyApp("http://127.0.0.1:9", read_timeout=0)
+
+
+def test_bodies_still_arriving_are_bounded_by_their_bytes(stop: threading.Event) -> None:
+    """Bodies no longer count in flight while they arrive, so their bytes are bounded: a body
+    that would pass the bound is refused 503 (and closed) while others arrive; whole requests
+    within it are served, and the bytes are given back."""
+    upstream = Upstream(answer(COMPLETION))
+    holding = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100000\r\n\r\n{" + b" " * 60_000
+    )
+    try:
+        app = ProxyApp(upstream.url, read_timeout=4, body_bytes=100_000)
+        with served(app) as port:
+            holder = threading.Thread(target=lambda: _drip(port, holding, stop, every=0.5))
+            holder.start()
+            time.sleep(1.0)  # 60 kB of its body held
+            big = {"model": "m", "messages": [{"role": "user", "content": "x" * 50_000}]}
+            refused = post(port, "/v1/chat/completions", big)
+            assert refused.status == 503
+            assert refused.json()["error"]["code"] == "server_busy"
+            assert refused.headers["connection"] == "close"
+            assert (
+                post(port, "/v1/chat/completions", {"model": "m", "messages": [USER]}).status == 200
+            )
+            holder.join(30)  # 408 at its deadline: its bytes are given back
+            assert post(port, "/v1/chat/completions", big).status == 200
+    finally:
+        upstream.close()
