@@ -34,6 +34,10 @@ DEFAULT_MAX_IN_FLIGHT = 256
 """``--max-in-flight`` (the proxy's own default)."""
 DEFAULT_INDEX_BUILDS = 2
 """``--index-builds`` (the proxy's own default)."""
+DEFAULT_READ_TIMEOUT = 30.0
+"""``--read-timeout`` (the proxy's own default)."""
+_HTTP_PROTOCOL = "bot_toolsearch._proxy.head_deadline:HeadDeadline"
+"""uvicorn's h11 protocol with a deadline for each request's head (``--read-timeout``)."""
 _GRACEFUL_SHUTDOWN = 5
 """Seconds a stopping server (SIGTERM, Ctrl-C) waits for requests in flight before it
 cancels them, which closes their upstream connections."""
@@ -110,6 +114,14 @@ def add_serve_subparser(subparsers: argparse._SubParsersAction[argparse.Argument
         help="most requests one worker serves at once; more are refused with 429 (Retry-After)",
     )
     serve.add_argument(
+        "--read-timeout",
+        type=_positive(float),
+        default=DEFAULT_READ_TIMEOUT,
+        help="seconds a client may take to send a request's head, and again its body; slower "
+        "is refused with 408 and the connection closed (a request counts against "
+        "--max-in-flight only once its whole body has arrived)",
+    )
+    serve.add_argument(
         "--index-builds",
         type=_positive(int),
         default=DEFAULT_INDEX_BUILDS,
@@ -157,6 +169,7 @@ def _serve(args: argparse.Namespace) -> int:
         ENV_MAX_BODY,
         ENV_MAX_IN_FLIGHT,
         ENV_MAX_TOOLS,
+        ENV_READ_TIMEOUT,
         ENV_TIMEOUT,
         ENV_UPSTREAM,
     )
@@ -173,6 +186,7 @@ def _serve(args: argparse.Namespace) -> int:
     os.environ[ENV_MAX_TOOLS] = str(args.max_tools)
     os.environ[ENV_MAX_IN_FLIGHT] = str(args.max_in_flight)
     os.environ[ENV_INDEX_BUILDS] = str(args.index_builds)
+    os.environ[ENV_READ_TIMEOUT] = repr(args.read_timeout)
     if args.api_key:
         if any(not key.strip() or any(c.isspace() for c in key) for key in args.api_key):
             fail("--api-key: a key must be non-empty, without spaces", USAGE)
@@ -214,6 +228,7 @@ def _serve(args: argparse.Namespace) -> int:
         uvicorn.run(
             "bot_toolsearch._proxy.app:app_from_env",
             factory=True,
+            http=_HTTP_PROTOCOL,
             host=args.host,
             port=args.port,
             workers=max(1, args.workers),

@@ -56,11 +56,27 @@ from .access_log import configure_logging
 from .admission import ADMITTED, Admission
 from .edge import WEBSOCKET_REFUSED, framing_problem, is_websocket_upgrade, refuse_websocket
 from .exchange import Observer, note_body, note_client, note_route
-from .keys import ClientKeys, KnownKeys, read_keys
-from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, InFlight
+from .heap import Leftovers
+from .keys import ClientKeys, KnownKeys, UpstreamKeys, read_keys
+from .limits import (
+    DEFAULT_INDEX_BUILDS,
+    DEFAULT_MAX_IN_FLIGHT,
+    RETRY_AFTER,
+    BodyBytes,
+    InFlight,
+    body_bytes_for,
+)
 from .metrics import CONTENT_TYPE, ProxyMetrics
 from .passthrough import refusal
 from .raw_tools import tools_span
+from .reading import (
+    DEFAULT_READ_TIMEOUT,
+    ENV_READ_TIMEOUT,
+    BodiesFull,
+    BodyTimeout,
+    InFlightFull,
+    Reading,
+)
 from .state import open_state
 from .upstream_timing import time_upstream
 
@@ -75,6 +91,7 @@ __all__ = [
     "ENV_MAX_BODY",
     "ENV_MAX_IN_FLIGHT",
     "ENV_MAX_TOOLS",
+    "ENV_READ_TIMEOUT",
     "ENV_TIMEOUT",
     "ENV_UPSTREAM",
     "ProxyApp",
@@ -157,6 +174,7 @@ class _Refused(Exception):
         code: str | None = None,
         param: str | None = None,
         retry_after: int | None = None,
+        close: bool = False,
     ) -> None:
         super().__init__(message)
         self.status, self.message, self.kind, self.code, self.param = (
@@ -167,6 +185,9 @@ class _Refused(Exception):
             param,
         )
         self.retry_after = retry_after
+        self.close = close
+        """Close the connection after the answer (the request's framing or body is not
+        trusted to end where the next request would begin)."""
 
 
 def _busy(what: str, option: str) -> _Refused:
@@ -256,7 +277,13 @@ class ProxyApp:
             body's ``timeout`` field never overrides it.
         max_body: the largest request body in bytes; a larger one is refused with 413.
         max_tools: the most entries in one request's ``tools``; more is refused with 400.
-        max_in_flight: the most requests served at once; one more is refused with 429.
+        max_in_flight: the most requests served at once, counted from the moment a request's
+            whole body has arrived; one more is refused with 429.
+        read_timeout: seconds a client may take to send a request body (`reading`); slower
+            is refused with 408 and the connection closed.
+        body_bytes: the most request body bytes held at once (bodies arriving, or whole and
+            being served); past it, 503 and the connection closed. ``None``: a gigabyte, or
+            four times ``max_body`` if that is more.
         index_builds: the most new tool lists indexed at once (the process's ``index`` pool);
             past four times that many waiting, a new list is refused with 503.
         api_keys: client keys of the proxy itself: a request must carry one (else 401), and
@@ -286,11 +313,17 @@ class ProxyApp:
         index_builds: int = DEFAULT_INDEX_BUILDS,
         api_keys: Sequence[str] | None = None,
         freeze_heap: bool = False,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        body_bytes: int | None = None,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"the upstream must be an http(s) URL with a host, got {upstream!r}")
         self._freeze_heap = freeze_heap
+        if not read_timeout > 0:
+            raise ValueError(f"read_timeout must be positive, got {read_timeout}")
+        self._leftovers = Leftovers()
+        self.read_timeout = read_timeout
         if freeze_heap:
             young, middle, _ = gc.get_threshold()
             gc.set_threshold(young, middle, _FULL_COLLECTION_EVERY)
@@ -301,6 +334,7 @@ class ProxyApp:
         self.max_body = max_body
         self.max_tools = max_tools
         self._in_flight = InFlight(max_in_flight)
+        self._body_bytes = BodyBytes(body_bytes_for(max_body) if body_bytes is None else body_bytes)
         if index_builds < 1:
             raise ValueError(f"index_builds must be at least 1, got {index_builds}")
         POOLS.configure(index_builds=index_builds, index_queue=4 * index_builds)
@@ -334,18 +368,12 @@ class ProxyApp:
         same list waits for that build instead of queueing its own (`_index`)."""
         self.timeout = timeout if timeout is not None else engine.snapshot().model.timeout
         self._client = self._client.with_options(timeout=self.timeout)
-        self._keys: ClientKeys | None = None
         self._known = KnownKeys()
         start = engine.snapshot()
-        self._operator_key = start.model.api_key or os.environ.get("OPENAI_API_KEY", "").strip()
-        if api_keys is None and start.proxy.keys is not None:
-            api_keys = read_keys(start.proxy.keys)
-        if api_keys is not None:
-            self._keys = ClientKeys(api_keys, self._operator_key)
-        self._admission = Admission(self._operator_key, self._keys)
+        self._keys, self._admission = _admission(start, api_keys)
         self._state = open_state(start.proxy.state)
-        if start.proxy.clients:
-            self._admission.check(start.proxy.clients)
+        self._upstream_keys = _operator_keys(start)
+        """The operator's upstream keys, masked in everything sent to a client."""
 
     async def aclose(self) -> None:
         """Close the upstream connections and stop watching ``config.toml``."""
@@ -362,17 +390,22 @@ class ProxyApp:
             return
         if scope["type"] != "http":
             return
+        if self._upstream_keys:
+            send = functools.partial(_masked, send, self._upstream_keys)
         started = False
+        status = 0
         exchange = self._observer.begin(scope["method"], redact_query(_target(scope)))
         observed = self._observer.sender(exchange, send)
+        reading = Reading(receive, self.read_timeout, self._in_flight, self._body_bytes)
 
         async def tracked(message: MutableMapping[str, Any]) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
+            nonlocal started, status
+            if message["type"] == "http.response.start":
+                started, status = True, message["status"]
             await observed(message)
 
         try:
-            await self._http_request(scope, receive, tracked)
+            await self._http_request(scope, reading, tracked)
         except _Disconnected:
             return
         except _Refused as exc:
@@ -385,7 +418,9 @@ class ProxyApp:
                     code=exc.code,
                     param=exc.param,
                     retry_after=exc.retry_after,
+                    close=exc.close,
                 )
+                status = exc.status
         except Exception as exc:  # the last resort: never a text/plain 500 or a traceback
             logger.error("proxy: internal error: %s", type(exc).__name__)
             if not started:
@@ -393,12 +428,15 @@ class ProxyApp:
             else:
                 await send({"type": "http.response.body", "body": b""})
         finally:
+            reading.leave()
             self._observer.finish(exchange)
+            if self._freeze_heap and not 200 <= status < 400:
+                self._leftovers.refused(reading.size)
 
     async def _http_request(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         framing = framing_problem(scope["headers"])
         if framing is not None:
-            raise _Refused(400, framing, code="invalid_framing")
+            raise _Refused(400, framing, code="invalid_framing", close=True)
         if is_websocket_upgrade(scope["headers"]):
             raise _Refused(426, WEBSOCKET_REFUSED, code="websocket_not_supported")
         path = _normalised_path(scope)
@@ -423,17 +461,7 @@ class ProxyApp:
         if admitted.policy is not None:
             CURRENT_POLICY.set(admitted.policy)
             note_client(admitted.policy.name)
-        if not self._in_flight.enter():
-            raise _Refused(
-                429,
-                f"more than {self._in_flight.limit} requests in flight (serve --max-in-flight);"
-                f" retry after {RETRY_AFTER} s",
-                "rate_limit_error",
-                code="too_many_requests",
-                retry_after=RETRY_AFTER,
-            )
         if not self._admission.enter(admitted):
-            self._in_flight.leave()
             assert admitted.policy is not None
             raise _Refused(
                 429,
@@ -451,9 +479,35 @@ class ProxyApp:
                 await self._create(receive, send, rest == "/chat/completions", headers)
             else:
                 await self._forward(receive, send, scope, rest)
+        except BodyTimeout:
+            raise _Refused(
+                408,
+                f"the request body did not arrive within {self.read_timeout:g} s"
+                " (serve --read-timeout)",
+                code="request_timeout",
+                close=True,
+            ) from None
+        except BodiesFull:
+            raise _Refused(
+                503,
+                f"the proxy is busy: it holds {self._body_bytes.limit} bytes of request bodies;"
+                f" retry after {RETRY_AFTER} s",
+                "server_error",
+                code="server_busy",
+                retry_after=RETRY_AFTER,
+                close=True,
+            ) from None
+        except InFlightFull:
+            raise _Refused(
+                429,
+                f"more than {self._in_flight.limit} requests in flight (serve --max-in-flight);"
+                f" retry after {RETRY_AFTER} s",
+                "rate_limit_error",
+                code="too_many_requests",
+                retry_after=RETRY_AFTER,
+            ) from None
         finally:
             self._admission.leave(admitted)
-            self._in_flight.leave()
 
     async def _lifespan(self, receive: _Receive, send: _Send) -> None:
         while True:
@@ -496,9 +550,7 @@ class ProxyApp:
         flush = None if chat else await self._shared(kwargs)
         method = client.chat.completions.create if chat else client.responses.create
         try:
-            result = await _until_disconnect(
-                receive, asyncio.wait_for(method(**kwargs), self.timeout)
-            )
+            result = await _until_disconnect(receive, _within(self.timeout, method(**kwargs)))
             stream = body.get("stream") is True
             answer = None if stream else result.model_dump(mode="json", exclude_unset=True)
         except openai.APIStatusError as exc:
@@ -578,16 +630,33 @@ class ProxyApp:
     ) -> bytes | None:
         """The request body; ``None`` when the upstream refused ``key`` and its answer was
         sent. A body announced (or found) larger than `_KEY_PROBE_BYTES` under a key not
-        known good is read, and parsed, only once the upstream took the key (`_probe`)."""
+        known good is read, and parsed, only once the upstream took the key (`_probe`): the
+        question is asked once the body has started (a request that sends none costs no
+        upstream call), and while it is asked the proxy reads on, at most `_KEY_PROBE_BYTES`
+        more, so a client that leaves cancels it."""
         length = headers.get("content-length", "").strip()
         announced = int(length) if length.isdigit() else 0
+        start: list[bytes] = []
         if _KEY_PROBE_BYTES < announced <= self.max_body and not self._known.ok(key):
-            refused = await self._probe(key, extra)  # the body is not read: no watcher
+            ended = False
+            while not any(start) and not ended:  # the body has started
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise _Disconnected
+                start.append(message.get("body", b""))
+                ended = not message.get("more_body", False)
+            probe = self._probe(key, extra)
+            refused, more, ended = await _while_reading(receive, probe, _KEY_PROBE_BYTES, ended)
             if refused is not None:
-                await _drain(receive)  # read and dropped, so the client reads the answer
+                del start, more
+                if not ended:
+                    await _drain(receive)  # read and dropped, so the client reads the answer
                 await _json_bytes(send, *refused)
                 return None
-        raw = await _read_body(receive, headers, self.max_body)
+            start += more
+            if ended:
+                start.append(b"")
+        raw = await _read_body(receive, headers, self.max_body, start)
         if announced or len(raw) <= _KEY_PROBE_BYTES or self._known.ok(key):
             return raw
         refused = await _until_disconnect(receive, self._probe(key, extra))
@@ -843,6 +912,40 @@ class ProxyApp:
         await send({"type": "http.response.body", "body": response.content})
 
 
+def _admission(
+    start: BotSettings, api_keys: Sequence[str] | None
+) -> tuple[ClientKeys | None, Admission]:
+    """The proxy's own keys (``api_keys``, else the ``[proxy] keys`` file) and its admission
+    rule; named clients with no upstream key at all are refused here, at start-up.
+
+    Raises:
+        OSError: the keys file cannot be read.
+        ValueError: keys or clients without an upstream key, or a bad keys file.
+    """
+    operator = start.model.api_key or os.environ.get("OPENAI_API_KEY", "").strip()
+    if api_keys is None and start.proxy.keys is not None:
+        api_keys = read_keys(start.proxy.keys)
+    keys = ClientKeys(api_keys, operator) if api_keys is not None else None
+    admission = Admission(operator, keys)
+    if start.proxy.clients:
+        admission.check(start.proxy.clients)
+    return keys, admission
+
+
+def _operator_keys(settings: BotSettings) -> UpstreamKeys:
+    """The upstream keys the operator configured: ``[model] api_key``, ``OPENAI_API_KEY``,
+    and the embeddings endpoint's key."""
+    semantic = settings.skills.tool_search_embeddings
+    embeddings = semantic.api_key_env if semantic is not None else None
+    return UpstreamKeys(
+        [
+            settings.model.api_key,
+            os.environ.get("OPENAI_API_KEY", "").strip(),
+            os.environ.get(embeddings, "").strip() if embeddings else None,
+        ]
+    )
+
+
 def _normalised_path(scope: _Scope) -> str:
     """The request path with dot segments (RFC 3986) and empty segments removed.
 
@@ -906,7 +1009,49 @@ async def _until_disconnect(receive: _Receive, work: Awaitable[_T]) -> _T:
             await asyncio.gather(task, return_exceptions=True)
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
-    return task.result()
+    try:
+        return task.result()
+    finally:  # no cycle (the task, its exception, the traceback, this frame) keeps the request
+        del task, watcher
+
+
+async def _while_reading(
+    receive: _Receive, work: Awaitable[_T], keep: int, ended: bool
+) -> tuple[_T, list[bytes], bool]:
+    """``work``'s result while the body is read on (unless it ``ended``), at most ``keep``
+    bytes of it; cancelled, raising `_Disconnected`, when the client leaves meanwhile:
+    ``(result, the chunks read, whether the body ended)``."""
+    task = asyncio.ensure_future(work)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while not task.done() and not ended and size < keep:
+            message = asyncio.ensure_future(receive())
+            await asyncio.wait({task, message}, return_when=asyncio.FIRST_COMPLETED)
+            if not message.done():
+                message.cancel()
+                await asyncio.gather(message, return_exceptions=True)
+                break
+            received = message.result()
+            if received["type"] == "http.disconnect":
+                raise _Disconnected
+            chunks.append(received.get("body", b""))
+            size += len(chunks[-1])
+            ended = not received.get("more_body", False)
+        return await task, chunks, ended
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        del task
+
+
+async def _within(seconds: float, work: Awaitable[_T]) -> _T:
+    """``work``'s result, or `TimeoutError` after ``seconds`` (no task of its own, unlike
+    `asyncio.wait_for` on Python 3.11, whose task would hold a failure's traceback in a
+    cycle with the request's frames)."""
+    async with asyncio.timeout(seconds):
+        return await work
 
 
 async def _disconnect(receive: _Receive) -> None:
@@ -953,10 +1098,11 @@ async def _error(
     code: str | None = None,
     param: str | None = None,
     retry_after: int | None = None,
+    close: bool = False,
 ) -> None:
     error: dict[str, str | None] = {"message": message, "type": kind, "param": param}
     error["code"] = code
-    await _json(send, status, {"error": error}, retry_after=retry_after)
+    await _json(send, status, {"error": error}, retry_after=retry_after, close=close)
 
 
 def _is_json(data: bytes) -> bool:
@@ -965,6 +1111,14 @@ def _is_json(data: bytes) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+async def _masked(send: _Send, keys: UpstreamKeys, message: MutableMapping[str, Any]) -> None:
+    """``send`` of ``message`` with the operator's upstream keys masked in its body."""
+    body = message.get("body")
+    if body:
+        message = {**message, "body": keys.mask(body)}
+    await send(message)
 
 
 async def _json_bytes(send: _Send, status: int, raw: bytes) -> None:
@@ -990,12 +1144,19 @@ def _target(scope: _Scope) -> str:
 
 
 async def _json(
-    send: _Send, status: int, payload: object, *, retry_after: int | None = None
+    send: _Send,
+    status: int,
+    payload: object,
+    *,
+    retry_after: int | None = None,
+    close: bool = False,
 ) -> None:
     raw = json.dumps(payload, ensure_ascii=False).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
     if retry_after is not None:
         headers.append((b"retry-after", str(retry_after).encode()))
+    if close:
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": raw})
 
@@ -1030,7 +1191,8 @@ async def _sse(
     """The stream as server-sent events: Chat Completions chunks as ``data:`` lines ending with
     ``[DONE]``; Responses events (``events``) as ``event: <type>`` plus ``data:``, no ``[DONE]``,
     as the real APIs send them. Any failure after the status line is an error event the
-    openai SDK raises on, never a finished stream."""
+    openai SDK raises on, never a finished stream; so is the server stopping (``serve`` on
+    SIGTERM cancels the streams still open after its grace period)."""
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
 
@@ -1039,22 +1201,29 @@ async def _sse(
         body = f"{head}data: {data}\n\n".encode()
         await send({"type": "http.response.body", "body": body, "more_body": True})
 
+    async def fail(message: str, kind: str, code: str) -> None:
+        """The stream's error event, and its end."""
+        error = {"message": message, "type": kind, "param": None, "code": code}
+        if events:
+            await line(json.dumps({"type": "error", **error, "error": error}), "error")
+        else:
+            await line(json.dumps({"error": error}))
+        await send({"type": "http.response.body", "body": b""})
+
     try:
         async for chunk in stream:
             data = chunk.model_dump_json(exclude_unset=True)
             if flush is not None:
                 await flush()
             await line(data, getattr(chunk, "type", None) if events else None)
+    except asyncio.CancelledError:  # the server stops (a client that left reads nothing)
+        stopping = "the proxy is shutting down: the stream ended before its end"
+        await fail(stopping, "server_error", "server_shutting_down")
+        raise
     except Exception as exc:  # the status line is sent: report in the stream
         logger.warning("proxy: upstream failed mid-stream: %s", type(exc).__name__)
         detail = exc.message if isinstance(exc, openai.APIError) else type(exc).__name__
-        error: dict[str, str | None] = {"message": f"upstream failed: {detail}"}
-        error |= {"type": "upstream_error", "param": None, "code": "upstream_error"}
-        if events:
-            await line(json.dumps({"type": "error", **error, "error": error}), "error")
-        else:
-            await line(json.dumps({"error": error}))
-        await send({"type": "http.response.body", "body": b""})
+        await fail(f"upstream failed: {detail}", "upstream_error", "upstream_error")
         return
     if events:
         await send({"type": "http.response.body", "body": b""})
@@ -1062,8 +1231,11 @@ async def _sse(
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
 
 
-async def _read_body(receive: _Receive, headers: Mapping[str, str], limit: int) -> bytes:
-    """The whole request body.
+async def _read_body(
+    receive: _Receive, headers: Mapping[str, str], limit: int, start: Sequence[bytes] = ()
+) -> bytes:
+    """The whole request body; ``start``, its chunks read already (ending with an empty one
+    when the body has ended).
 
     Raises:
         _Refused: 413 when it is (or announces to be) larger than ``limit``; it is never cut.
@@ -1075,8 +1247,12 @@ async def _read_body(receive: _Receive, headers: Mapping[str, str], limit: int) 
             raise _Refused(400, "the Content-Length header is not a number")
         if int(length) > limit:
             raise _Refused(413, _too_large(limit), code="request_too_large")
-    chunks: list[bytes] = []
-    size = 0
+    chunks = list(start)
+    size = sum(map(len, chunks))
+    if size > limit:
+        raise _Refused(413, _too_large(limit), code="request_too_large")
+    if start and not start[-1]:
+        return b"".join(chunks)
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
@@ -1158,6 +1334,7 @@ def app_from_env() -> ProxyApp:
     max_tools = _env_number(ENV_MAX_TOOLS, int)
     in_flight = _env_number(ENV_MAX_IN_FLIGHT, int)
     builds = _env_number(ENV_INDEX_BUILDS, int)
+    read_timeout = _env_number(ENV_READ_TIMEOUT, float)
     keys = os.environ.get(ENV_API_KEYS)
     configure_logging(os.environ.get(ENV_LOG_LEVEL) or None, os.environ.get(ENV_ACCESS_LOG))
     # ``serve`` states the tool-search mode in its banner, once, not once per worker.
@@ -1172,4 +1349,5 @@ def app_from_env() -> ProxyApp:
         index_builds=DEFAULT_INDEX_BUILDS if builds is None else builds,
         api_keys=keys.split() if keys else None,
         freeze_heap=True,
+        read_timeout=DEFAULT_READ_TIMEOUT if read_timeout is None else read_timeout,
     )

@@ -10,6 +10,11 @@ Without client keys, the upstream decides. Before the proxy parses and indexes a
 whose upstream key it has not seen accepted lately, it asks the upstream whether the key is
 good (``GET /models``, `KnownKeys`): a 401 or 403 there is the answer, and the body is never
 parsed; a refusal is remembered a few seconds, an acceptance ten minutes.
+
+The upstream keys the operator configured (`UpstreamKeys`: ``[model] api_key``,
+``OPENAI_API_KEY``, the embeddings endpoint's key) never reach a client: an upstream that
+names the key in an answer (a 401 "Incorrect API key provided: sk-...") has it masked, byte
+for byte, in whatever the proxy sends.
 """
 
 from __future__ import annotations
@@ -22,7 +27,10 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["ClientKeys", "KnownKeys", "read_keys"]
+__all__ = ["ClientKeys", "KnownKeys", "UpstreamKeys", "read_keys"]
+
+_SHORTEST_MASKED = 8
+"""Shorter keys are not masked: they would mask ordinary words (no real key is that short)."""
 
 
 def read_keys(path: str | os.PathLike[str]) -> list[str]:
@@ -126,3 +134,32 @@ class KnownKeys:
         self._refused.move_to_end(digest)
         while len(self._refused) > self._size:
             self._refused.popitem(last=False)
+
+
+class UpstreamKeys:
+    """The operator's upstream keys, masked (``*`` for each byte, so a ``Content-Length``
+    stays right) in data bound for a client.
+
+    >>> keys = UpstreamKeys(["sk-operator-1", None, "short"])
+    >>> keys.mask(b'{"message": "Incorrect API key provided: sk-operator-1"}')
+    b'{"message": "Incorrect API key provided: *************"}'
+    >>> bool(UpstreamKeys(["short", ""]))
+    False
+    """
+
+    def __init__(self, keys: Iterable[str | None]) -> None:
+        found = {key.encode("utf-8") for key in keys if key and len(key) >= _SHORTEST_MASKED}
+        self._keys = sorted(found, key=len, reverse=True)  # a key inside another: the longer
+
+    def __bool__(self) -> bool:
+        return bool(self._keys)
+
+    def mask(self, data: bytes) -> bytes:
+        """``data`` with every key replaced by as many ``*``."""
+        for key in self._keys:
+            if key in data:
+                data = data.replace(key, b"*" * len(key))
+        return data
+
+    def __repr__(self) -> str:
+        return f"UpstreamKeys({len(self._keys)} keys)"  # never the keys themselves

@@ -10,7 +10,10 @@ While a list is configured, the proxy refuses (403, ``code: "tool_not_permitted"
   (a session's tools can also arrive as a form part or over the socket) or ``/batches`` (the
   requests, tools included, are in an uploaded file the proxy never sees);
 - any other write whose JSON body has a ``tools``, ``functions``, ``tool_choice`` or
-  ``function_call`` key at any depth.
+  ``function_call`` key at any depth;
+- a write whose body reads as JSON (it starts with ``{`` or ``[``) but that Python cannot parse
+  (invalid UTF-8, nesting past the interpreter's limit ...): a more lenient upstream parser
+  could read tools in it that the proxy never saw.
 
 Reads, and writes that name no tool (embeddings, moderations, files ...), pass as before.
 """
@@ -27,6 +30,10 @@ TOOL_KEYS = frozenset({"tools", "functions", "tool_choice", "function_call"})
 _READS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 _REFUSED_PREFIXES = ("/realtime", "/batches")
 _MAX_DEPTH = 64
+_UNREAD = (
+    "this endpoint is forwarded as is and its JSON body cannot be read (not UTF-8, or nested "
+    "too deeply), so it cannot be checked for tools: [tools] allow/deny are set"
+)
 """Deeper JSON is refused too: no tool-carrying API nests its keys that deep."""
 
 
@@ -43,8 +50,13 @@ def refusal(method: str, rest: str, body: bytes) -> str | None:
             )
     try:
         parsed = json.loads(body)
-    except (ValueError, RecursionError):
-        return None  # not JSON: the upstream answers it
+    except RecursionError:
+        return _UNREAD
+    except ValueError:  # also UnicodeDecodeError
+        start = body.lstrip(b" \t\r\n")
+        if start.startswith((b"{", b"[", b"\xef\xbb\xbf")) or b"\x00" in start[:4]:
+            return _UNREAD  # JSON that cannot be read here (UTF-8 BOM, or UTF-16/32)
+        return None  # not JSON (a file, a form): the upstream answers it
     for depth, key in _keys(parsed, 0):
         if depth > _MAX_DEPTH or key in TOOL_KEYS:
             return (

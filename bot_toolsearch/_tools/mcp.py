@@ -8,7 +8,8 @@ server does not start, dies, or does not answer within ``timeout`` — its tools
 (the registry drops them from the next snapshot), calls fail at once with a clear "unavailable"
 error, and the task reconnects after an exponential back-off. A server's
 ``notifications/tools/list_changed`` re-lists its tools in the same session, and the registry
-re-indexes them.
+re-indexes them; a storm of them is coalesced: one re-list at a time, and at most one per
+`_RELIST_EVERY` seconds while more keep coming (the last change is always listed).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class _Call:
 
 _RELIST = "relist"
 """Queued when the server announces ``notifications/tools/list_changed``."""
+_RELIST_EVERY = 0.5
+"""Seconds between two re-lists of one server while its change notifications keep coming."""
 
 
 @contextlib.contextmanager
@@ -159,6 +162,10 @@ class MCPServerConnection:
         self._task: asyncio.Task[None] | None = None
         self._end_reason = ""
         self._closed = False
+        self._relisting = False
+        """A re-list is under way (or waiting out `_RELIST_EVERY`)."""
+        self._changed_again = False
+        """The server announced a change since that re-list started."""
 
     @property
     def label(self) -> str:
@@ -314,8 +321,11 @@ class MCPServerConnection:
                     while (call := await self._queue.get()) is not None:
                         if isinstance(call, _Call):
                             group.start_soon(self._serve, client, call)
+                        elif self._relisting:
+                            self._changed_again = True
                         else:
-                            group.start_soon(self._relist, client)
+                            self._relisting = True
+                            group.start_soon(self._relists, client)
                     group.cancel_scope.cancel()
         if scope.cancelled_caught and not ready:
             raise TimeoutError(f"no answer within {self.config.timeout:g} s")
@@ -346,6 +356,18 @@ class MCPServerConnection:
             if cursor is None:
                 break
         return tuple(tools)
+
+    async def _relists(self, client: Any) -> None:
+        """Re-list now, then again after `_RELIST_EVERY` for as long as changes keep coming."""
+        try:
+            while True:
+                self._changed_again = False
+                await self._relist(client)
+                await anyio.sleep(_RELIST_EVERY)
+                if not self._changed_again:
+                    return
+        finally:
+            self._relisting = False
 
     async def _relist(self, client: Any) -> None:
         """Re-list the tools after the server said they changed; the registry re-indexes."""

@@ -26,13 +26,16 @@ def free_port() -> int:
     return port
 
 
-def start_serve(cwd: Path, *options: str) -> tuple[str, subprocess.Popen[str]]:
-    """``python -m bot_toolsearch serve --upstream=offline`` on a free port with ``options``,
-    once it answers ``/healthz`` (or has died: its stderr fails the test); ``(root, proc)``."""
+def start_serve(
+    cwd: Path, *options: str, upstream: str = "offline"
+) -> tuple[str, subprocess.Popen[str]]:
+    """``python -m bot_toolsearch serve --upstream=offline`` (or ``upstream``) on a free port
+    with ``options``, once it answers ``/healthz`` (or has died: its stderr fails the test);
+    ``(root, proc)``."""
     port = free_port()
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "bot_toolsearch", "serve", "--upstream=offline"),
+            *(sys.executable, "-m", "bot_toolsearch", "serve", f"--upstream={upstream}"),
             *(f"--port={port}", *options),
         ],
         cwd=cwd,

@@ -17,9 +17,11 @@ from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
 
 
 @contextmanager
-def served(app: ProxyApp, *, access_log: bool = False, ws: str = "none") -> Iterator[int]:
-    """Serve ``app`` on 127.0.0.1 (``ws``: uvicorn's WebSocket implementation); yields the
-    port."""
+def served(
+    app: ProxyApp, *, access_log: bool = False, ws: str = "none", http: str = "h11"
+) -> Iterator[int]:
+    """Serve ``app`` on 127.0.0.1 (``ws``: uvicorn's WebSocket implementation, ``http``: its
+    HTTP protocol, a name or ``module:Class``); yields the port."""
     sock = _bind(None)
     port: int = sock.getsockname()[1]
     config = uvicorn.Config(
@@ -27,7 +29,7 @@ def served(app: ProxyApp, *, access_log: bool = False, ws: str = "none") -> Iter
         host="127.0.0.1",
         port=port,
         loop="asyncio",
-        http="h11",
+        http=http,
         ws=ws,  # type: ignore[arg-type]
         lifespan="on",
         log_config=None,

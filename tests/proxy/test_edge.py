@@ -76,3 +76,29 @@ def test_both_transfer_encoding_and_content_length_is_a_400(path: str) -> None:
     assert plain.status == 200  # one framing header is fine
     assert len(upstream.received) == 1
     upstream.close()
+
+
+def test_after_a_transfer_encoding_and_content_length_400_the_connection_is_closed() -> None:
+    """Issue 41, item 8: the 400 left the connection open, and the bytes after the chunked
+    body were served as the next request (here a smuggled ``GET /v1/models``)."""
+    upstream = Upstream(answer({"ok": True}))
+    body = b'{"model":"m"}'
+    smuggled = b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+    data = (
+        b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n%s"
+        % (len(body), len(body), body, smuggled)
+    )
+    with (
+        served(ProxyApp(upstream.url)) as port,
+        socket.create_connection(("127.0.0.1", port), timeout=10) as sock,
+    ):
+        sock.sendall(data)
+        received = b""
+        while chunk := sock.recv(65536):  # until the proxy closes (else a timeout fails)
+            received += chunk
+    assert received.count(b"HTTP/1.1 ") == 1  # one answer, then closed
+    _json_error(parse(received), "invalid_framing")
+    assert parse(received).headers["connection"] == "close"
+    assert upstream.received == []
+    upstream.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,8 @@ from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch._proxy.keys import ClientKeys, read_keys
 from tests.wrap._tools import chat_tools
 
-from ._raw import Upstream, answer, post, request, served
-from .test_limits import COMPLETION, USER
+from ._raw import Upstream, answer, hang, post, request, served
+from .test_limits import COMPLETION, USER, _until
 
 OPERATOR = BotSettings.model_validate({"model": {"api_key": "sk-operator"}})
 
@@ -118,3 +119,73 @@ def test_a_large_body_with_a_refused_key_is_never_parsed() -> None:
             assert upstream.paths[-2:] == ["/chat/completions", "/chat/completions"]
     finally:
         upstream.close()
+
+
+LARGE_HEAD = (
+    b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    b"Authorization: Bearer sk-stranger\r\nContent-Length: 2000000\r\n\r\n"
+)
+
+
+def test_no_key_probe_for_a_body_that_never_starts() -> None:
+    """Issue 41, item 8: a head announcing a large body was enough for an upstream call."""
+    upstream = Upstream(answer({"object": "list", "data": []}))
+    try:
+        with served(ProxyApp(upstream.url)) as port:
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+                sock.sendall(LARGE_HEAD)
+                time.sleep(1.0)
+            time.sleep(0.5)
+            assert request(port, b"GET /healthz HTTP/1.1\r\nHost: x").status == 200
+    finally:
+        upstream.close()
+    assert upstream.received == []
+
+
+def test_the_key_probe_is_cancelled_when_the_client_leaves() -> None:
+    """Issue 41, item 8: the probe ran to its timeout after the client had gone."""
+    upstream = Upstream(hang)
+    try:
+        with served(ProxyApp(upstream.url, timeout=60)) as port:
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+                sock.sendall(LARGE_HEAD + b'{"model": "m", ')  # the body has started
+                _until(lambda: upstream.received)  # the probe is asked
+            assert upstream.closed.wait(10)  # and dropped when the client left
+    finally:
+        upstream.close()
+    assert upstream.paths == ["/models"]
+
+
+def test_an_upstream_answer_naming_the_operators_key_is_masked() -> None:
+    """Issue 41, item 8: an upstream's 401 "Incorrect API key provided: <key>" passed the
+    operator's key to any client holding a client key."""
+    secret = "sk-operator-secret-1"
+    settings = BotSettings.model_validate({"model": {"api_key": secret}})
+    naming = json.dumps({"error": {"message": f"Incorrect API key provided: {secret}."}})
+
+    def denied(conn: socket.socket, _: bytes) -> None:
+        head = upstream.received[-1].partition(b"\r\n")[0]
+        status = b"500 Internal Server Error" if b"/embeddings" in head else b"401 Unauthorized"
+        raw = naming.encode()
+        conn.sendall(
+            b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+            b"Connection: close\r\n\r\n%s" % (status, len(raw), raw)
+        )
+
+    upstream = Upstream(denied)
+    try:
+        app = ProxyApp(upstream.url, settings=settings, api_keys=["k-one"])
+        with served(app) as port:
+            payload = {"model": "m", "messages": [USER]}
+            replies = [
+                post(port, "/v1/chat/completions", payload, extra=_auth("k-one")),
+                request(port, b"GET /v1/models HTTP/1.1\r\nHost: x" + _auth("k-one").encode()),
+                post(port, "/v1/embeddings", {"input": "x"}, extra=_auth("k-one")),
+            ]
+    finally:
+        upstream.close()
+    assert [reply.status for reply in replies] == [401, 401, 502]
+    assert len(upstream.received) == 3  # each reached the upstream with the operator's key
+    for reply in replies:
+        assert secret.encode() not in reply.body
+        assert "*" * len(secret) in str(reply.json())  # still whole JSON, key masked

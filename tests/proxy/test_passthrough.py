@@ -126,3 +126,36 @@ def test_refusal_walks_escaped_keys_and_deep_bodies() -> None:
     assert refusal("POST", "/x", hidden) is not None
     assert refusal("DELETE", "/assistants/a", b'{"tools": []}') is None
     assert refusal("POST", "/files", b"--boundary\r\n...") is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"model": "m", "note": "\xff\xfe", "tools": [{"type": "function"}]}',  # not UTF-8
+        b"[" * 3000 + b'{"tools": [{"type": "function"}]}' + b"]" * 3000,  # past the limit
+        b'\xef\xbb\xbf{"x": "\xff", "tools": []}',  # a BOM, then not UTF-8
+        b'\n {"tools": [], "x": "\xc3"}',  # whitespace first, a cut UTF-8 sequence
+    ],
+)
+def test_a_pass_through_body_python_cannot_parse_is_refused_while_a_list_is_set(
+    raw: bytes,
+) -> None:
+    """Issue 41, item 8: such a body was forwarded ("not JSON: the upstream answers it"), its
+    tools unchecked, to an upstream whose parser may be more lenient."""
+    upstream = Upstream(answer({"ok": True}))
+    head = (
+        f"POST /v1/assistants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(raw)}"
+    ).encode()
+    with served(ProxyApp(upstream.url, settings=DENY)) as port:
+        reply = request(port, head, raw)
+        form = request(
+            port,
+            b"POST /v1/files HTTP/1.1\r\nHost: x\r\nContent-Length: 14",
+            b"--boundary\r\n..",
+        )
+    _refused(reply)
+    assert "cannot be read" in str(reply.json()["error"])
+    assert form.status == 200  # a body that is not JSON at all is the upstream's to read
+    assert upstream.paths == ["/files"]
+    upstream.close()

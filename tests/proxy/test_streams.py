@@ -210,3 +210,71 @@ def test_sigterm_with_a_hung_upstream_request_ends_serve() -> None:
             serve.kill()
             serve.wait(15)
         upstream.close()
+
+
+def _hold(conn: socket.socket) -> None:
+    """Keep the stream open (no more chunks) until the proxy leaves."""
+    while conn.recv(65536):
+        pass
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM is POSIX")
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses"])
+def test_sigterm_ends_an_open_stream_with_an_error_event(path: str) -> None:
+    """Issue 41, item 8: an open stream was cut at the end of the grace period, with no event
+    saying why (the openai SDK then sees a stream that simply stops)."""
+    first = _chunk("Hel")
+    if path == "/v1/responses":
+        created = {"type": "response.created", "sequence_number": 0}
+        created["response"] = {"id": "r", "object": "response", "status": "in_progress"}
+        first = b"event: response.created\ndata: " + json.dumps(created).encode() + b"\n\n"
+    upstream = Upstream(sse([first], then=_hold))
+    port = _free_port()
+    serve = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "bot_toolsearch", "serve", "--port", str(port)),
+            *("--upstream", f"{upstream.url}/v1", "--access-log", "off"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        for _ in range(600):
+            try:
+                if request(port, b"GET /healthz HTTP/1.1\r\nHost: x").status == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+        payload = {"model": "m", "stream": True}
+        payload |= {"messages": [USER]} if path.endswith("completions") else {"input": "hi"}
+        body = json.dumps(payload).encode()
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as client:
+            client.sendall(head + body)
+            answer = b""
+            while b"data: " not in answer:  # the first event is relayed
+                chunk = client.recv(65536)
+                assert chunk, answer
+                answer += chunk
+            serve.send_signal(signal.SIGTERM)
+            while chunk := client.recv(65536):  # until serve closes the connection
+                answer += chunk
+        assert serve.wait(timeout=30) in (0, -signal.SIGTERM)
+        reply = parse(answer)
+        assert reply.status == 200
+        events = [e for e in reply.body.decode().split("\n\n") if "data: " in e]
+        last = json.loads(events[-1].rpartition("data: ")[2])
+        error = last["error"]
+        assert error["code"] == "server_shutting_down"
+        assert "shutting down" in error["message"]
+        _, errors = serve.communicate(timeout=15)
+        assert b"Traceback" not in errors
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait(15)
+        upstream.close()

@@ -1,0 +1,115 @@
+"""How long a client may take to send a request body, and when the request counts in flight.
+
+A request's body must arrive within ``read_timeout`` seconds of the proxy waiting for it (the
+proxy's own work meanwhile, a key probe, not counted); a slower client is answered 408 and its
+connection closed (``serve --read-timeout``; the head has its deadline in
+`bot_toolsearch._proxy.head_deadline`). A request counts against ``--max-in-flight`` only once
+its whole body has arrived, so sockets that send a head and drip the body hold no place that a
+whole request needs: they wait out their deadline and are refused. What bodies still arriving
+cost is bounded by their bytes instead (`BodyBytes`: past it, 503 and the connection closed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from .limits import BodyBytes, InFlight
+
+__all__ = [
+    "DEFAULT_READ_TIMEOUT",
+    "ENV_READ_TIMEOUT",
+    "BodiesFull",
+    "BodyTimeout",
+    "InFlightFull",
+    "Reading",
+]
+
+ENV_READ_TIMEOUT = "BOT_TOOLSEARCH_READ_TIMEOUT"
+"""``serve --read-timeout`` for each worker: the app's body deadline and the head deadline."""
+
+DEFAULT_READ_TIMEOUT = 30.0
+"""Seconds a client may take to send a request's head, and again its body (``serve
+--read-timeout``); slower is refused with 408. A 64 MB body at 3 MB/s fits."""
+
+_Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+
+
+class BodyTimeout(Exception):
+    """The client did not send its whole body within the deadline."""
+
+
+class InFlightFull(Exception):
+    """The whole body arrived, but the in-flight bound is reached."""
+
+
+class BodiesFull(Exception):
+    """The body's next bytes would pass the bound of body bytes held at once."""
+
+
+class Reading:
+    """A request's ``receive``: the body within ``timeout`` seconds of waiting for it, the
+    request counted in ``gate`` once the body is whole, its bytes held in ``held`` as they
+    arrive (`leave` gives both back), and the body's size in bytes (`size`). After the body,
+    messages pass through unchanged (a disconnect)."""
+
+    __slots__ = (
+        "_gate",
+        "_held",
+        "_receive",
+        "_taken",
+        "_timeout",
+        "_waited",
+        "counted",
+        "size",
+        "whole",
+    )
+
+    def __init__(self, receive: _Receive, timeout: float, gate: InFlight, held: BodyBytes) -> None:
+        self._receive, self._timeout, self._gate, self._held = receive, timeout, gate, held
+        self._waited = 0.0
+        self._taken = 0
+        self.size = 0
+        self.whole = False
+        self.counted = False
+
+    async def __call__(self) -> MutableMapping[str, Any]:
+        """The next message.
+
+        Raises:
+            BodyTimeout: the body is not whole within the deadline.
+            InFlightFull: it is whole, and the in-flight bound is reached (nothing counted).
+            BodiesFull: its bytes would pass the bound of body bytes held at once.
+        """
+        if self.whole:
+            return await self._receive()
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(max(0.0, self._timeout - self._waited)):
+                message = await self._receive()
+        except TimeoutError:
+            raise BodyTimeout from None
+        finally:
+            self._waited += time.monotonic() - started
+        if message["type"] == "http.request":
+            size = len(message.get("body", b""))
+            if not self._held.take(size):
+                raise BodiesFull
+            self._taken += size
+            self.size += size
+            if not message.get("more_body", False):
+                self.whole = True
+                self.counted = self._gate.enter()
+                if not self.counted:
+                    raise InFlightFull
+        return message
+
+    def leave(self) -> None:
+        """The request is done: its bytes given back, and uncounted if it was counted."""
+        self._held.give(self._taken)
+        self._taken = 0
+        if self.counted:
+            self.counted = False
+            self._gate.leave()
