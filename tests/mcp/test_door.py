@@ -19,7 +19,7 @@ import pytest
 from mcp import Client, types
 
 from bot_toolsearch._mcp.door import IDLE_SECONDS, McpDoor
-from bot_toolsearch._mcp.server import build_server
+from bot_toolsearch._mcp.server import LIST_TTL_MS, build_server
 from tests.mcp.conftest import write_config
 
 LIST_CHANGED = "notifications/tools/list_changed"
@@ -259,15 +259,23 @@ async def test_a_config_edit_reaches_the_session(tmp_path: Path) -> None:
         reloader.stop()
 
 
-async def test_a_2026_client_hears_of_loads_on_its_listen_stream(
+async def test_2026_clients_get_one_stable_bridge_list_and_share_no_loads(
     tmp_path: Path, door_factory: Callable[..., Any]
 ) -> None:
-    door = await door_factory(write_config(tmp_path, upstream=False))
+    """Clients on the 2026-07-28 protocol have no session: under ``append`` in the config
+    they get the ``bridge`` list, the same for each (ttlMs, cacheScope, order), unchanged by
+    anyone's searches; any permitted tool is callable through ``call_tool`` without a search
+    (a wrong call gets the schema); the door keeps nothing of them; a catalog change reaches
+    their listen streams."""
+    door = await door_factory(write_config(tmp_path))
+    server = build_server(door)
+    generation = door.registry.snapshot().generation
     events: list[object] = []
     heard = anyio.Event()
     async with (
-        Client(build_server(door)) as client,  # mode "auto": the 2026-07-28 protocol
-        client.listen(tools_list_changed=True) as subscription,
+        Client(server) as first,  # mode "auto": the 2026-07-28 protocol
+        Client(server) as second,
+        second.listen(tools_list_changed=True) as subscription,
         anyio.create_task_group() as group,
     ):
         assert subscription.honored.tools_list_changed
@@ -278,11 +286,33 @@ async def test_a_2026_client_hears_of_loads_on_its_listen_stream(
                 heard.set()
 
         group.start_soon(read)
-        found = await search(client, "shout")
-        assert found["loaded"] == ["notes.shout"]
+        listed = await first.list_tools()
+        assert names(listed) == ["tool_search", "call_tool"]
+        assert (listed.ttl_ms, listed.cache_scope) == (LIST_TTL_MS, "public")
+        found = await search(first, "select:notes.shout,time.get_current_time")
+        assert [t["name"] for t in found["tools"]] == ["notes.shout", "time.get_current_time"]
+        for client in (first, second):
+            assert (await client.list_tools()).model_dump() == listed.model_dump()
+        shout = await second.call_tool(
+            "call_tool", {"name": "notes.shout", "arguments": {"text": "hi"}}
+        )
+        assert (text(shout), shout.is_error) == ("HI", False)
+        wrong = await second.call_tool(
+            "call_tool", {"name": "notes.shout", "arguments": {"text": 5}}
+        )
+        assert wrong.is_error
+        assert "The schema of notes.shout" in text(wrong)
+        hidden = await first.call_tool("call_tool", {"name": "notes.secret", "arguments": {}})
+        assert hidden.is_error
+        assert "no tool named notes.secret" in text(hidden)
+        assert door.client_sessions == 0
+        assert events == []  # loads change no list
+        grown = await first.call_tool("call_tool", {"name": "up.grow", "arguments": {}})
+        assert text(grown) == "grown"
+        await door.registry.wait_for_generation(generation + 1)
         with anyio.fail_after(10):
             await heard.wait()
-        assert names(await client.list_tools()) == ["tool_search", "notes.shout"]
+        assert "up.extra" in ((await second.list_tools()).tools[0].description or "")
         group.cancel_scope.cancel()
 
 

@@ -13,17 +13,21 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
+import httpx2
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
 from bot_toolsearch._mcp.door import McpDoor
-from bot_toolsearch._mcp.server import run_http
+from bot_toolsearch._mcp.server import Sessions, run_http
 from tests.mcp.conftest import write_config
 from tests.mcp.test_door import Seen, names, text
 
@@ -140,6 +144,32 @@ async def test_http_sessions_are_separate(http_door: str) -> None:
             assert names(await second.list_tools()) == ["tool_search"]
 
 
+@asynccontextmanager
+async def serving(door: McpDoor, **options: Any) -> AsyncIterator[tuple[str, Sessions]]:
+    """``run_http`` of ``door`` on a free 127.0.0.1 port (its URL and its `Sessions`)."""
+    bound = socket.socket()
+    bound.bind(("127.0.0.1", 0))  # kept bound: no other test can take the port meanwhile
+    port = bound.getsockname()[1]
+    servers: list[Any] = []
+    serving = asyncio.create_task(
+        run_http(door, "127.0.0.1", port, ready=servers.append, sock=bound, **options)
+    )
+    try:
+        for _ in range(600):
+            if servers and servers[0].started:
+                break
+            await anyio.sleep(0.05)
+        app = servers[0].config.app
+        while not isinstance(app, Sessions):
+            app = app.app
+        yield f"http://127.0.0.1:{port}/mcp", app
+    finally:
+        servers[0].should_exit = True
+        with anyio.fail_after(30):
+            await serving
+        bound.close()
+
+
 async def test_an_ended_http_session_is_forgotten(
     tmp_path: Path, door_factory: Callable[..., Any]
 ) -> None:
@@ -147,38 +177,143 @@ async def test_an_ended_http_session_is_forgotten(
     (its DELETE), so the door keeps nothing of clients that left; a live session keeps its
     loads meanwhile."""
     door: McpDoor = await door_factory(write_config(tmp_path, upstream=False))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    servers: list[Any] = []
-    serving = asyncio.create_task(run_http(door, "127.0.0.1", port, ready=servers.append))
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        for _ in range(600):
-            if servers and servers[0].started:
-                break
-            await anyio.sleep(0.05)
+    async with (
+        serving(door) as (url, _),
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write) as staying,
+    ):
+        await staying.initialize()
+        await staying.call_tool("tool_search", {"query": "select:notes.shout"})
+        for _ in range(3):
+            async with (
+                streamable_http_client(url) as (read2, write2),
+                ClientSession(read2, write2) as leaving,
+            ):
+                await leaving.initialize()
+                await leaving.call_tool("tool_search", {"query": "select:notes.boom"})
+                assert door.client_sessions == 2
+            for _ in range(600):  # the DELETE's answer reaches the client first
+                if door.client_sessions == 1:
+                    break
+                await anyio.sleep(0.05)
+            assert door.client_sessions == 1
+        assert names(await staying.list_tools()) == ["tool_search", "notes.shout"]
+
+
+async def test_2026_clients_over_http_and_stdio(http_door: str, tmp_path: Path) -> None:
+    """The official client on the 2026-07-28 protocol: over HTTP two concurrent clients get
+    the same ``bridge`` list (the config says ``append``) and never see each other's loads;
+    search in one client, call in another; over stdio the same."""
+    async with Client(http_door) as first, Client(http_door) as second:
+        listed = await first.list_tools()
+        assert names(listed) == ["tool_search", "call_tool"]
+        found = await first.call_tool("tool_search", {"query": "select:time.convert_time"})
+        assert json.loads(text(found))["loaded"] == ["time.convert_time"]
+        for client in (first, second):
+            assert (await client.list_tools()).model_dump() == listed.model_dump()
+        now = await second.call_tool(
+            "call_tool", {"name": "time.get_current_time", "arguments": {"timezone": "UTC"}}
+        )
+        assert json.loads(text(now))["timezone"] == "UTC"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[*DOOR[1:], "--config", str(_time_only(tmp_path))],
+        env=_environment(),
+        cwd=str(tmp_path),
+    )
+    async with Client(params) as over_stdio:
+        assert over_stdio.protocol_version == LATEST_MODERN_VERSION
+        assert names(await over_stdio.list_tools()) == ["tool_search", "call_tool"]
+        now = await over_stdio.call_tool(
+            "call_tool", {"name": "time.get_current_time", "arguments": {"timezone": "UTC"}}
+        )
+        assert json.loads(text(now))["timezone"] == "UTC"
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": LATEST_HANDSHAKE_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "stranger", "version": "1"},
+    },
+}
+ACCEPT = {"accept": "application/json, text/event-stream"}
+
+
+async def _open(http: httpx.AsyncClient, url: str, *, search: bool = False) -> int:
+    """A raw handshake-era session (initialize only, or with a search that loads): the
+    status of its opening request."""
+    opened = await http.post(url, json=INITIALIZE, headers=ACCEPT)
+    if opened.status_code != 200 or not search:
+        return opened.status_code
+    headers = {
+        **ACCEPT,
+        "mcp-session-id": opened.headers["mcp-session-id"],
+        "mcp-protocol-version": LATEST_HANDSHAKE_VERSION,
+    }
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await http.post(url, json=note, headers=headers)).status_code == 202
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "tool_search", "arguments": {"query": "select:notes.boom"}},
+    }
+    searched = await http.post(url, json=call, headers=headers)
+    assert "notes.boom" in searched.text
+    return opened.status_code
+
+
+async def test_a_session_flood_never_ends_a_session_that_holds_loads(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    """#41: strangers' new sessions (5 times the bound) end only sessions that hold nothing, so
+    new clients keep getting in and a live session keeps its loads; once every open session
+    holds loads a new one gets 503, and the live session still keeps its own."""
+    door: McpDoor = await door_factory(write_config(tmp_path, upstream=False))
+    async with (
+        serving(door, max_sessions=8) as (url, sessions),
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write) as live,
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        await live.initialize()
+        await live.call_tool("tool_search", {"query": "select:notes.shout"})
+        statuses = [await _open(http, url) for _ in range(40)]
+        assert statuses == [200] * 40
+        assert len(sessions.open) <= 8
+        assert names(await live.list_tools()) == ["tool_search", "notes.shout"]
+        assert [await _open(http, url, search=True) for _ in range(7)] == [200] * 7
+        assert door.client_sessions == 8
+        refused = await http.post(url, json=INITIALIZE, headers=ACCEPT)
+        assert refused.status_code == 503
+        assert "Too many open sessions" in refused.text
+        assert names(await live.list_tools()) == ["tool_search", "notes.shout"]
+        async with Client(url) as sessionless:  # no session: never refused for room
+            assert names(await sessionless.list_tools()) == ["tool_search", "call_tool"]
+
+
+async def test_with_keys_a_request_without_one_gets_401(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    """``--api-key``: no key, a wrong key or another scheme gets 401 before the SDK reads the
+    request (nothing is opened); the key's holder is served, its list marked private."""
+    door: McpDoor = await door_factory(write_config(tmp_path, upstream=False))
+    async with serving(door, keys=["k-one", "k-two"]) as (url, sessions):
+        async with httpx.AsyncClient(timeout=30) as http:
+            for auth in ({}, {"authorization": "Bearer nope"}, {"authorization": "Basic k-one"}):
+                denied = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **auth})
+                assert denied.status_code == 401
+                assert denied.headers["www-authenticate"].startswith("Bearer")
+            assert sessions.open == {}
+        bearer = {"authorization": "Bearer k-two"}
         async with (
-            streamable_http_client(url) as (read, write),
-            ClientSession(read, write) as staying,
+            httpx2.AsyncClient(headers=bearer) as keyed,
+            Client(streamable_http_client(url, http_client=keyed)) as client,
         ):
-            await staying.initialize()
-            await staying.call_tool("tool_search", {"query": "select:notes.shout"})
-            for _ in range(3):
-                async with (
-                    streamable_http_client(url) as (read2, write2),
-                    ClientSession(read2, write2) as leaving,
-                ):
-                    await leaving.initialize()
-                    await leaving.call_tool("tool_search", {"query": "select:notes.boom"})
-                    assert door.client_sessions == 2
-                for _ in range(600):  # the DELETE's answer reaches the client first
-                    if door.client_sessions == 1:
-                        break
-                    await anyio.sleep(0.05)
-                assert door.client_sessions == 1
-            assert names(await staying.list_tools()) == ["tool_search", "notes.shout"]
-    finally:
-        servers[0].should_exit = True
-        with anyio.fail_after(30):
-            await serving
+            listed = await client.list_tools()
+            assert names(listed) == ["tool_search", "call_tool"]
+            assert listed.cache_scope == "private"
