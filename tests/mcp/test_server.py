@@ -87,32 +87,51 @@ async def test_over_stdio(tmp_path: Path) -> None:
     assert "mcp: serving" in errlog.read_text()  # stdout carries only the protocol
 
 
-@pytest.fixture(scope="module")
-def http_door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``bot-toolsearch mcp --http`` on a free 127.0.0.1 port (one per module: every test
-    opens its own client sessions)."""
-    tmp_path = tmp_path_factory.mktemp("http_door")
-    config = _time_only(tmp_path)
+def _start_door(config: Path, cwd: Path) -> tuple[subprocess.Popen[bytes], str] | None:
+    """``bot-toolsearch mcp --http`` on a free port, once its port answers and it still runs
+    (``None``: it exited, as when another test took the port between probe and bind)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen(
         [*DOOR, "--http", "--port", str(port), "--config", str(config)],
         env=_environment(),
-        cwd=tmp_path,
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    for _ in range(600):  # the door is up once its port answers
+        if process.poll() is not None:
+            return None
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                pass
+        except OSError:
+            anyio.run(anyio.sleep, 0.05)
+            continue
+        anyio.run(anyio.sleep, 0.5)  # the port may have been another test's
+        if process.poll() is None:
+            return process, f"http://127.0.0.1:{port}/mcp"
+        return None
+    process.terminate()
+    process.wait(timeout=30)
+    return None
+
+
+@pytest.fixture(scope="module")
+def http_door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``bot-toolsearch mcp --http`` on a free 127.0.0.1 port (one per module: every test
+    opens its own client sessions)."""
+    tmp_path = tmp_path_factory.mktemp("http_door")
+    config = _time_only(tmp_path)
+    for _ in range(3):
+        started = _start_door(config, tmp_path)
+        if started is not None:
+            break
+    else:
+        raise AssertionError("bot-toolsearch mcp --http did not start")
+    process, url = started
     try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        for _ in range(600):  # the door is up once its port answers
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                    break
-            except OSError:
-                if process.poll() is not None:
-                    raise AssertionError("bot-toolsearch mcp --http exited") from None
-                anyio.run(anyio.sleep, 0.05)
         yield url
     finally:
         process.terminate()
