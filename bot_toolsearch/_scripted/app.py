@@ -71,6 +71,7 @@ class ScriptState:
             # response id -> the conversation items it leaves behind (input + output)
             self.responses: dict[str, list[dict[str, Any]]] = {}
             self.counters: dict[str, int] = {}
+            self.produced: set[str] = set()  # every output item id answered so far
             self.last_prompt = ""
             if self.prompt_cache is not None:
                 self.prompt_cache.clear()
@@ -166,7 +167,8 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
             param="previous_response_id",
         )
     if state.refuse_native:
-        refused = check_native(request)
+        with state.lock:
+            refused = check_native(request, frozenset(state.produced))
         if refused is not None:  # a backend with no native tool search: no scripted turn used
             return refused.status, refused.body(), list(_NO_RETRY)
     if state.validate:
@@ -279,6 +281,7 @@ def _success(
         cached_tokens=cached_tokens,
     )
     with state.lock:
+        state.produced.update(str(item["id"]) for item in response["output"])
         state.responses[response["id"]] = [
             *history,
             *input_items(request.body),

@@ -147,8 +147,9 @@ class ScriptedOpenAIServer:
             other sizes or the byte estimate, ``False`` for the default estimate.
         refuse_native: answer HTTP 400 as a backend with no native tool search does, for a
             ``tool_search`` or ``namespace`` tool type, a ``defer_loading`` key, a
-            ``tool_search_call``/``tool_search_output`` input item or a ``function_call``'s
-            ``namespace`` (the request is recorded; no scripted turn is used).
+            ``tool_search_call``/``tool_search_output`` input item, a ``function_call``'s
+            ``namespace`` or an ``item_reference`` to an id it never issued as an output
+            item (the request is recorded; no scripted turn is used).
 
     Raises:
         TypeError: ``prompt_cache`` is neither a bool nor a `PromptCacheModel`.

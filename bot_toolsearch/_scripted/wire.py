@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Collection
 from typing import Any
 
 from .request import ModelRequest, input_items
@@ -228,11 +229,15 @@ NATIVE_ITEM_TYPES = frozenset({"tool_search_call", "tool_search_output"})
 """Input item types a backend without native tool search refuses."""
 
 
-def check_native(request: ModelRequest) -> ErrorTurn | None:
+def check_native(
+    request: ModelRequest, produced: Collection[str] | None = None
+) -> ErrorTurn | None:
     """The 400s of a backend with no native tool search (vLLM, SGLang, most hosted APIs):
     a ``tool_search`` or ``namespace`` tool type, a ``defer_loading`` key on a tool (or inside
     its ``function``), a ``tool_search_call``/``tool_search_output`` input item, or a
-    ``namespace`` key on a ``function_call`` input item."""
+    ``namespace`` key on a ``function_call`` input item; with ``produced`` (the output item ids
+    the server issued), also an ``item_reference`` to any other id, as the API answers for an
+    item it never stored."""
     tools = request.body.get("tools")
     for index, tool in enumerate(tools if isinstance(tools, list) else ()):
         if not isinstance(tool, dict):
@@ -264,6 +269,10 @@ def check_native(request: ModelRequest) -> ErrorTurn | None:
                 400,
                 "Unrecognized request argument supplied: namespace",
                 param=f"input[{index}].namespace",
+            )
+        if kind == "item_reference" and produced is not None and item.get("id") not in produced:
+            return ErrorTurn(
+                400, f"Item with id '{item.get('id')}' not found.", param=f"input[{index}].id"
             )
     return None
 

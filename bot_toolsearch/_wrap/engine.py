@@ -184,7 +184,13 @@ class Engine:
         if self.snapshot().proxy.native_tool_search == "pass":
             return kwargs
         native = parse_native(kwargs, api)
-        return kwargs if native is None else native.kwargs
+        if native is None:
+            return kwargs
+        if native.search_tool is None:
+            return native.kwargs
+        # No function tool to index, but the client's search function still goes up.
+        tools = native.kwargs.get("tools") or []
+        return {**native.kwargs, "tools": native.round_tools(list(tools))}
 
     def share_platform(self, source: object, copied: object | None = None) -> None:
         """Remember ``source``'s platform headers when it found them; give them to ``copied``

@@ -12,7 +12,9 @@ loaded), and a Responses reply reports each search. `NativeRequest.report` rende
 side: a ``tool_search_call`` and a ``tool_search_output`` item per search (the client's own
 definitions, a namespace member inside its namespace group), a namespace member's call under
 its own ``name`` and ``namespace``, and under client execution the model's call of the search
-function as the client's ``tool_search_call``.
+function as the client's ``tool_search_call``. Under client execution the model still sees the
+directory of the deferred tools (their parameters only once the client loaded them) and the
+client's search function in place of ours, always, even beside no other tool.
 
 A namespace member is indexed under ``<namespace>.<name>``, so the namespace's description
 finds it (it is a namespace description of the session) and the directory groups it.
@@ -33,13 +35,22 @@ from openai.types.responses import (
 )
 
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
+from bot_toolsearch._core.prompt import DEFERRED_TOOLS_CLOSE
 from bot_toolsearch._protocol.calls import CallRequest, parse_arguments
 from bot_toolsearch._protocol.dialect import Dialect
 
 from .caller_tools import Api
+from .item_ids import CALL_PREFIX, OUTPUT_PREFIX, expand, is_ours, make_id
 from .plan import mapping_get
 
-__all__ = ["CLIENT_SEARCH", "Execution", "NativeRequest", "parse_native", "speaks_native"]
+__all__ = [
+    "CLIENT_SEARCH",
+    "CLIENT_SEARCH_RULES",
+    "Execution",
+    "NativeRequest",
+    "parse_native",
+    "speaks_native",
+]
 
 Execution = Literal["server", "client"]
 """Who runs the searches: this wrapper (``server``, as OpenAI's hosted tool search) or the
@@ -50,15 +61,33 @@ TOOL_TYPES = frozenset({"tool_search", "namespace"})
 ITEM_TYPES = frozenset({"tool_search_call", "tool_search_output"})
 """Input item types of the dialect."""
 CLIENT_SEARCH = {
-    "description": "Search for the tools you need and load them.",
+    "description": "Load deferred tools by name: the exact tool or namespace names to load.",
     "parameters": {
         "type": "object",
-        "properties": {"query": {"type": "string", "description": "What to search for."}},
-        "required": ["query"],
+        "properties": {
+            "paths": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Tool names or namespace names from the directory.",
+            }
+        },
+        "required": ["paths"],
+        "additionalProperties": False,
     },
 }
 """The search function under client execution when the client gives no description or
-parameters of its own."""
+parameters of its own: OpenAI's built-in client schema, ``{"paths": [...]}``, the one the
+Agents SDKs' runners execute (they refuse any other arguments)."""
+CLIENT_SEARCH_RULES = (
+    "Tools listed in <available_deferred_tools> are not loaded yet: their schemas are not in "
+    "your tool list. To use one, call tool_search first with the exact names from the list, "
+    "as its parameters ask; never call a listed tool directly or guess its parameters. A line "
+    "`name.* (N tools): description` stands for the N tools of namespace `name`. A loaded "
+    "tool becomes callable from the next turn, never in the same turn as the search. Loading "
+    "is not doing: do not end the task just because a load succeeded."
+)
+"""The directory's rules under client execution (in place of ``TOOL_SEARCH_RULES``, whose
+``query="select:..."`` syntax is ours, not the client's)."""
 
 
 def _as_dict(item: object) -> Any:
@@ -199,9 +228,19 @@ def speaks_native(tools: Sequence[Any], api: Api) -> bool:
 
 def _native_item(item: object) -> bool:
     kind = mapping_get(item, "type")
-    return (isinstance(kind, str) and kind in ITEM_TYPES) or (
-        kind == "function_call" and mapping_get(item, "namespace") is not None
+    return (
+        (isinstance(kind, str) and kind in ITEM_TYPES)
+        or (kind == "function_call" and mapping_get(item, "namespace") is not None)
+        or (kind == "item_reference" and _our_reference(item) is not None)
     )
+
+
+def _our_reference(item: object) -> str | None:
+    """The id of an ``item_reference`` to a search item we made, else ``None``."""
+    if mapping_get(item, "type") != "item_reference":
+        return None
+    ref = mapping_get(item, "id")
+    return ref if isinstance(ref, str) and is_ours(ref) else None
 
 
 def _output_tools(tools: object, read: _Tools) -> list[str]:
@@ -236,7 +275,18 @@ def _read_input(items: Sequence[Any], read: _Tools) -> tuple[list[Any], list[str
     call and output (the output naming the loaded tools, as our own search result does); an
     output with no call resent (made elsewhere, or the call stored upstream) gets one, so the
     two always pair; a call with no output is dropped. A namespace member's call is sent
-    under its indexed name."""
+    under its indexed name. An ``item_reference`` to a search item we made is that item
+    (its id carries it, `bot_toolsearch._wrap.item_ids`): the upstream never sees it.
+
+    Raises:
+        ItemReferenceError: a reference to an id of ours that does not read back.
+    """
+    items = [
+        item
+        if (ref := _our_reference(item)) is None
+        else expand(ref, at, read.members, read.entries)
+        for at, item in enumerate(items)
+    ]
     answered = {
         _call_id(item, at)
         for at, item in enumerate(items)
@@ -334,16 +384,32 @@ class NativeRequest:
         where the deferred tools never reach the upstream), and whether searches are
         reported (a Responses reply under server execution)."""
         if self.execution == "client":
-            return Dialect(deferred=frozenset())
+            # The client runs the searches: its deferred tools are deferred all the same (the
+            # model sees the directory, and their parameters once the client loaded them),
+            # but a search is the client's item, never a round of ours.
+            return Dialect(deferred=self.deferred.difference(self.loaded))
         return Dialect(
             deferred=self.deferred.difference(self.loaded),
             report_searches=self.api == "responses",
         )
 
-    @property
-    def extra_tools(self) -> list[Mapping[str, Any]]:
-        """Tools sent every round on top of the projection's (the client's search function)."""
-        return [self.search_tool] if self.search_tool is not None else []
+    def round_tools(self, tools: list[Any]) -> list[Any]:
+        """A round's tools as sent: under client execution the client's search function in
+        place of ours (the model calls it; the reply hands the call to the client)."""
+        if self.search_tool is None:
+            return tools
+        ours = [tool for tool in tools if mapping_get(tool, "name") != TOOL_SEARCH_NAME]
+        return [*ours, self.search_tool]
+
+    def directory(self, text: str | None) -> str | None:
+        """The directory the model reads: under client execution its block with rules that
+        name no syntax of ours (the client's search function says how it reads)."""
+        if text is None or self.search_tool is None:
+            return text
+        end = text.find(DEFERRED_TOOLS_CLOSE)
+        if end < 0:
+            return text
+        return f"{text[: end + len(DEFERRED_TOOLS_CLOSE)]}\n\n{CLIENT_SEARCH_RULES}"
 
     def client_calls(self, output: Iterable[Any]) -> list[Any]:
         """Under client execution, the model's calls of the search function as the client's
@@ -352,11 +418,13 @@ class NativeRequest:
         for item in output:
             if isinstance(item, ResponseFunctionToolCall) and item.name == TOOL_SEARCH_NAME:
                 parsed, _ = parse_arguments(item.arguments or "")
+                arguments = dict(parsed) if parsed is not None else {}
+                fields = {"call_id": item.call_id, "arguments": arguments, "execution": "client"}
                 out.append(
                     ResponseToolSearchCall(
-                        id=item.id or f"ts_{item.call_id}",
+                        id=make_id(CALL_PREFIX, fields, f"ts_{item.call_id}"),
                         call_id=item.call_id,
-                        arguments=dict(parsed) if parsed is not None else {},
+                        arguments=arguments,
                         execution="client",
                         status="completed",
                         type="tool_search_call",
@@ -398,8 +466,9 @@ class NativeRequest:
         arguments: dict[str, Any] = (
             dict(call.arguments) if call.arguments is not None else {"query": call.arguments_raw}
         )
+        made = {"call_id": call.id, "arguments": arguments, "execution": "server"}
         searched = ResponseToolSearchCall(
-            id=f"ts_{call.id}",
+            id=make_id(CALL_PREFIX, made, f"ts_{call.id}"),
             call_id=call.id,
             arguments=arguments,
             execution="server",
@@ -407,7 +476,11 @@ class NativeRequest:
             type="tool_search_call",
         )
         fields = {
-            "id": f"tso_{call.id}",
+            "id": make_id(
+                OUTPUT_PREFIX,
+                {"call_id": call.id, "loaded": list(loaded), "execution": "server"},
+                f"tso_{call.id}",
+            ),
             "call_id": call.id,
             "execution": "server",
             "status": "completed",
@@ -472,12 +545,7 @@ def parse_native(
     loaded: list[str] = []
     if items:
         out["input"], loaded = _read_input(items, read)
-    upstream = read.upstream
-    if read.execution == "client":
-        # The client searches: its deferred tools reach the upstream once it loaded them.
-        held = {id(read.entries[n]) for n in read.deferred.difference(loaded)}
-        upstream = [entry for entry in upstream if id(entry) not in held]
-    out["tools"] = upstream
+    out["tools"] = read.upstream
     return NativeRequest(
         api=api,
         execution=read.execution,

@@ -177,6 +177,8 @@ class ResponsesPlan:
         )
         self._items = items
         directory = setup.projection.directory
+        if native is not None:
+            directory = native.directory(directory)
         instructions = kwargs.get("instructions")
         self._instructions: object = (
             instructions
@@ -267,7 +269,7 @@ class ResponsesPlan:
         self.rounds += 1
         tools = self._setup.projection.round_tools()
         if self._native is not None:
-            tools.extend(self._native.extra_tools)
+            tools = self._native.round_tools(tools)
         request = {**self._kwargs, "tools": tools}
         self._report.sending()
         if given(self._instructions):

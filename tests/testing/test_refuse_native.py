@@ -81,3 +81,23 @@ def test_off_by_default_the_dialect_is_accepted() -> None:
         )
         assert reply.output_text == "ok"
         client.close()
+
+
+def test_an_item_reference_it_never_issued_is_refused(hostile: ScriptedOpenAIServer) -> None:
+    client = openai.OpenAI(base_url=hostile.base_url, api_key="t", max_retries=0)
+    hostile.script(text("first"), text("second"))
+    first = client.responses.create(model="m", input="x", tools=[FUNCTION])  # type: ignore[list-item]
+    issued = first.output[0].id
+    with pytest.raises(openai.BadRequestError, match="Item with id 'ts_call_1' not found"):
+        client.responses.create(
+            model="m",
+            input=[{"type": "item_reference", "id": "ts_call_1"}],
+            tools=[FUNCTION],  # type: ignore[list-item]
+        )
+    reply = client.responses.create(
+        model="m",
+        input=[{"type": "item_reference", "id": issued}, {"role": "user", "content": "y"}],
+        tools=[FUNCTION],  # type: ignore[list-item]
+    )
+    assert reply.output_text == "second"
+    client.close()

@@ -436,12 +436,52 @@ async def test_client_mode_hands_the_search_to_the_client(
     (search,) = [t for t in request.body["tools"] if t["name"] == "tool_search"]
     assert search["description"] == CLIENT_SEARCH["description"]
     assert search["parameters"] == CLIENT_SEARCH["parameters"]
-    assert "instructions" not in request.body  # no directory: the client searches
+    # The client searches, but the model sees the directory: deferred names and namespaces,
+    # with rules that name none of our query syntax.
+    directory = request.body["instructions"]
+    assert "play_music" in directory
+    assert "crm.lookup" in directory
+    assert "select:" not in directory
     (item,) = result.output
     assert isinstance(item, ResponseToolSearchCall)
     assert item.execution == "client"
     assert item.arguments == {"goal": "play a song"}
     assert item.call_id
+
+
+async def test_client_mode_with_only_deferred_tools_still_sends_the_search_function(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(call("tool_search", paths=["archive"]))
+    deferred = {**CRM["tools"][1], "name": "archive_record"}  # type: ignore[index]
+    result = await make().responses.create(
+        model="m",
+        input="Archive 7",
+        tools=[{"type": "tool_search", "execution": "client"}, deferred],  # type: ignore[list-item]
+    )
+    (request,) = hostile.requests
+    _no_dialect(request.body)
+    assert request.tool_names == ["tool_search"]  # was []: the client's search was dropped
+    (search,) = request.body["tools"]
+    assert search["parameters"]["required"] == ["paths"]  # OpenAI's built-in client schema
+    assert "archive_record" in request.body["instructions"]
+    (item,) = result.output
+    assert isinstance(item, ResponseToolSearchCall)
+    assert item.arguments == {"paths": ["archive"]}
+
+
+async def test_client_mode_without_function_tools_still_sends_the_search_function(
+    hostile: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    hostile.script(text("Nothing to load."))
+    await make().responses.create(
+        model="m",
+        input="Hi",
+        tools=[{"type": "tool_search", "execution": "client"}],  # type: ignore[list-item]
+    )
+    (request,) = hostile.requests
+    _no_dialect(request.body)
+    assert request.tool_names == ["tool_search"]
 
 
 async def test_client_mode_output_reaches_the_upstream_as_a_call_and_its_output(
