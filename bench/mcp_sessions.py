@@ -121,7 +121,10 @@ async def _measure(url: str, pid: int, sessions: int, search: bool) -> None:
         first = await _flood(url, min(1100, sessions), search)
         took = time.perf_counter() - start
         names = [t.name for t in (await live.list_tools()).tools]
-        print(f"1,100 strangers in {took:.1f} s: {dict(first)}; live client lists {names}")
+        print(
+            f"1,100 strangers in {took:.1f} s: {dict(first)}; live client lists {names}; "
+            f"door RSS {_rss_mb(pid):.0f} MB"
+        )
         if sessions > 1100:
             rest = await _flood(url, sessions - 1100, search)
             names = [t.name for t in (await live.list_tools()).tools]

@@ -186,6 +186,14 @@ async def test_bridge_mode_calls_through_call_tool(
         malformed = await client.call_tool("call_tool", {"arguments": {}})
         assert malformed.is_error
         assert "'name'" in text(malformed)
+    async with connect(door) as (fresh, _):  # a new session: no search first (#38)
+        shout = await fresh.call_tool(
+            "call_tool", {"name": "notes.shout", "arguments": {"text": "hi"}}
+        )
+        assert (text(shout), shout.is_error) == ("HI", False)
+        wrong = await fresh.call_tool("call_tool", {"name": "notes.shout", "arguments": {}})
+        assert wrong.is_error
+        assert "The schema of notes.shout" in text(wrong)
 
 
 async def test_an_upstream_list_change_reindexes_and_tells_the_client(
