@@ -499,6 +499,7 @@ class McpDoor:
         name: str,
         arguments: object,
     ) -> Outcome:
+        name = view.names.to_canonical(name) or name
         request = _request(name, arguments)
         if protocol is None:
             answer = None
@@ -521,7 +522,8 @@ class McpDoor:
         changed = bool(fresh) and protocol.mode == "append"
         result = answer.results.get(0)
         if result is not None:
-            return Outcome(result.content, result.outcome != "answered", changed)
+            made = Outcome(result.content, result.outcome != "answered", changed)
+            return _wired(view, made, answer.calls[0].name)
         outcome = await self._run(
             state, view, answer.calls[0], bridged=0 in answer.bridged, protocol=protocol
         )
@@ -529,6 +531,18 @@ class McpDoor:
         return outcome
 
     async def _run(
+        self,
+        state: ClientState,
+        view: DoorTools,
+        call: CallRequest,
+        *,
+        bridged: bool,
+        protocol: ToolSearchProtocol | None,
+    ) -> Outcome:
+        outcome = await self._invoke(state, view, call, bridged=bridged, protocol=protocol)
+        return _wired(view, outcome, call.name) if outcome.is_error else outcome
+
+    async def _invoke(
         self,
         state: ClientState,
         view: DoorTools,
@@ -584,24 +598,64 @@ def _active(protocol: ToolSearchProtocol) -> ToolSearchProtocol | None:
 def _listing(view: DoorTools, protocol: ToolSearchProtocol | None) -> list[dict[str, Any]]:
     """A ``tools/list`` (Chat Completions schemas): the protocol's round, with the directory
     and the rules in ``tool_search``'s description; every permitted tool without one."""
+    wire = view.names.canonical_to_wire
     if protocol is None:
-        return view.all_tools()
-    tools = protocol.round_tools()
-    directory = protocol.directory["content"]
+        tools = view.all_tools()
+    else:
+        tools = protocol.round_tools()
+        directory = "\n".join(
+            wire.get(line, line) for line in protocol.directory["content"].split("\n")
+        )
+        for tool in tools:
+            function = tool["function"]
+            if function["name"] == TOOL_SEARCH_NAME:
+                function["description"] = f"{function.get('description') or ''}\n\n{directory}"
     for tool in tools:
         function = tool["function"]
-        if function["name"] == TOOL_SEARCH_NAME:
-            function["description"] = f"{function.get('description') or ''}\n\n{directory}"
+        function["name"] = wire.get(function["name"], function["name"])
     return tools
 
 
+def _wired(view: DoorTools, outcome: Outcome, name: str) -> Outcome:
+    """``outcome`` of the door's own making (a search, a refusal, a failure) with tool names
+    in their wire spelling: a search result's ``loaded``, ``already_loaded``, ``names`` and
+    ``tools``; elsewhere the called tool's canonical ``name``."""
+    wire = view.names.canonical_to_wire
+    text = outcome.text
+    found = _search_result(text)
+    if found is not None:
+        for key in ("loaded", "already_loaded", "names"):
+            value = found.get(key)
+            if isinstance(value, list):
+                found[key] = [wire.get(n, n) if isinstance(n, str) else n for n in value]
+        for tool in found.get("tools") or ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                tool["name"] = wire.get(tool["name"], tool["name"])
+        text = json.dumps(found, ensure_ascii=False, separators=(",", ":"))
+    elif wire.get(name, name) != name:
+        text = text.replace(name, wire[name])
+    outcome.text = text
+    return outcome
+
+
+def _search_result(text: str) -> dict[str, Any] | None:
+    if not text.startswith('{"loaded":'):
+        return None
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def _target(request: CallRequest) -> str:
-    """The tool a call runs: a ``call_tool`` call's ``name``, else its own."""
+    """The tool a ``call_tool`` call runs (``""`` for any other call: a direct call of a
+    deferred tool is refused until a search loads it, as at the `Bot`)."""
     arguments = request.arguments
     if request.name == CALL_TOOL_NAME and arguments is not None:
         name = arguments.get("name")
         return name.strip() if isinstance(name, str) else ""
-    return request.name
+    return ""
 
 
 def _prepare(view: DoorTools) -> None:

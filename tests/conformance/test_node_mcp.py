@@ -56,9 +56,9 @@ def test_the_typescript_sdk_loads_through_list_changed(append_door: str) -> None
     done = run_node("mcp_client.mjs", append_door)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["first"] == ["tool_search"]
-    assert result["loaded"] == ["notes.shout"]
+    assert result["loaded"] == ["notes-_-shout"]
     assert result["changed"] >= 1  # before the search's result, on its own stream
-    assert result["after"] == ["tool_search", "notes.shout"]
+    assert result["after"] == ["tool_search", "notes-_-shout"]
     assert result["ran"] == ["HI", False]
     text, is_error = result["hidden"]
     assert is_error
@@ -94,7 +94,7 @@ def test_the_inspector_cli_searches_in_one_command_and_calls_in_the_next(
         *("--tool-arg", "query=select:notes.shout"),
     )
     schema = json.loads(found["content"][0]["text"])["tools"][0]
-    assert schema["name"] == "notes.shout"
+    assert schema["name"] == "notes-_-shout"
     called = _inspector(
         bridge_door,
         *("--method", "tools/call", "--tool-name", "call_tool"),
@@ -108,4 +108,4 @@ def test_the_inspector_cli_searches_in_one_command_and_calls_in_the_next(
         *("--tool-arg", "name=notes.shout", 'arguments={"text": 5}'),
     )
     assert wrong["isError"]
-    assert "The schema of notes.shout" in wrong["content"][0]["text"]
+    assert "The schema of notes-_-shout" in wrong["content"][0]["text"]
