@@ -289,7 +289,7 @@ async def _open(http: httpx.AsyncClient, url: str, *, search: bool = False) -> i
 async def test_a_session_flood_never_ends_a_session_that_holds_loads(
     tmp_path: Path, door_factory: Callable[..., Any]
 ) -> None:
-    """#41: strangers' new sessions (5 times the bound) end only sessions that hold nothing, so
+    """#41: strangers' new sessions (10 times the bound) end only sessions that hold nothing, so
     new clients keep getting in and a live session keeps its loads; once every open session
     holds loads a new one gets 503, and the live session still keeps its own."""
     door: McpDoor = await door_factory(write_config(tmp_path, upstream=False))
@@ -301,8 +301,10 @@ async def test_a_session_flood_never_ends_a_session_that_holds_loads(
     ):
         await live.initialize()
         await live.call_tool("tool_search", {"query": "select:notes.shout"})
-        statuses = [await _open(http, url) for _ in range(40)]
-        assert statuses == [200] * 40
+        # More than the SDK itself would hold (8 + its margin of 64): the ended sessions are
+        # gone from the SDK too, not only from the count.
+        statuses = [await _open(http, url) for _ in range(80)]
+        assert statuses == [200] * 80
         assert len(sessions.open) <= 8
         assert names(await live.list_tools()) == ["tool_search", "notes-_-shout"]
         assert [await _open(http, url, search=True) for _ in range(7)] == [200] * 7
