@@ -3,13 +3,16 @@
 Over stdio (the default: a desktop or IDE client launches it) or streamable HTTP
 (``--http --port N``, on 127.0.0.1 unless ``--host`` says otherwise). Without ``--config`` (and
 no ``./config.toml``) tool search is on with the ``[skills]`` defaults, as for ``serve``; with
-one, ``[skills]``, ``[tools]`` and hot reload apply as for the `Bot`.
+one, ``[skills]``, ``[tools]`` and hot reload apply as for the `Bot`. Over HTTP, ``--api-key``
+(or the config's ``[proxy] keys`` file) makes every request carry one of the keys; a
+``--host`` that is not a loopback address is refused without one.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,14 @@ def add_mcp_subparser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     parser.add_argument("--host", default="127.0.0.1", help="address for --http")
     parser.add_argument("--port", type=int, default=8788, help="port for --http")
+    parser.add_argument(
+        "--api-key",
+        action="append",
+        metavar="KEY",
+        help="with --http, a key every request must carry as 'Authorization: Bearer KEY' "
+        "(repeatable; or [proxy] keys, a file, in the config); needed for a --host that is "
+        "not a loopback address",
+    )
     parser.set_defaults(func=_mcp)
 
 
@@ -64,6 +75,7 @@ def _mcp(args: argparse.Namespace) -> int:
             from bot_toolsearch._config.reload import ConfigReloader
 
             settings = ConfigReloader(config.path)
+    keys = _keys(args, config.loaded.settings)
     if args.http:
         from .serve import _check_port
 
@@ -77,13 +89,48 @@ def _mcp(args: argparse.Namespace) -> int:
     sys.stderr.write(f"mcp: serving {config.describe()} on {where}; {mode}\n")
     sys.stderr.flush()
     try:
-        asyncio.run(_serve(args, settings, tools, base_dir))
+        asyncio.run(_serve(args, settings, tools, base_dir, keys))
     except ToolSearchError as exc:
         raise CliError(str(exc)) from None
     return 0
 
 
-async def _serve(args: argparse.Namespace, settings: Any, tools: Any, base_dir: Any) -> None:
+def _keys(args: argparse.Namespace, settings: Any) -> list[str]:
+    """The client keys of ``--http`` (``--api-key``, else ``[proxy] keys``), after the
+    checks: none without ``--http``; some for a host that is not loopback."""
+    keys: list[str] = list(args.api_key or ())
+    if any(not key.strip() or any(c.isspace() for c in key) for key in keys):
+        raise CliError("--api-key: a key must be non-empty, without spaces")
+    if not keys and settings.proxy.keys is not None and args.http:
+        from bot_toolsearch._proxy.keys import read_keys
+
+        try:
+            keys = read_keys(settings.proxy.keys)
+        except (OSError, ValueError) as exc:
+            raise CliError(f"[proxy] keys: {exc}") from None
+    if keys and not args.http:
+        raise CliError("--api-key: keys are for --http (over stdio the client starts the door)")
+    if args.http and not keys and not _loopback(args.host):
+        raise CliError(
+            f"--host {args.host} is not a loopback address: anyone who reaches the port could "
+            "run every tool. Give --api-key KEY (clients send 'Authorization: Bearer KEY'), "
+            "or serve on 127.0.0.1"
+        )
+    return keys
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+async def _serve(
+    args: argparse.Namespace, settings: Any, tools: Any, base_dir: Any, keys: list[str]
+) -> None:
     from bot_toolsearch._mcp.door import McpDoor
     from bot_toolsearch._mcp.server import run_http, run_stdio
 
@@ -93,7 +140,7 @@ async def _serve(args: argparse.Namespace, settings: Any, tools: Any, base_dir: 
     try:
         async with McpDoor(settings, tools, base_dir=base_dir) as door:
             if args.http:
-                await run_http(door, args.host, args.port)
+                await run_http(door, args.host, args.port, keys=keys)
             else:
                 await run_stdio(door)
     finally:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import logging
 import time
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.catalog import ToolCatalog
-from bot_toolsearch._core.prompt import TOOL_SEARCH_NAME
+from bot_toolsearch._core.prompt import CALL_TOOL_NAME, TOOL_SEARCH_NAME
 from bot_toolsearch._core.reserved import ReservedTool
 from bot_toolsearch._core.unicode import well_formed
 from bot_toolsearch._protocol.calls import CallRequest, CallResult, parse_arguments
@@ -53,7 +54,14 @@ from bot_toolsearch._transports.names import WireNames
 if TYPE_CHECKING:
     from bot_toolsearch._config.reload import ConfigReloader
 
-__all__ = ["ClientState", "DoorTools", "McpDoor", "Outcome", "mcp_mode_report"]
+__all__ = [
+    "ClientState",
+    "DoorTools",
+    "McpDoor",
+    "Outcome",
+    "SessionsFull",
+    "mcp_mode_report",
+]
 
 logger = logging.getLogger("bot_toolsearch.mcp_door")
 
@@ -69,7 +77,16 @@ MCP_FALLBACK = (
 """The one log line of the ``additional_tools`` fallback at the MCP door."""
 
 MAX_CLIENTS = 1024
-"""Client sessions whose state the door keeps; the least recently used goes first."""
+"""Client sessions whose state (their loads) the door keeps at most. A state is made on a
+session's first load or call (a session that only lists has none) and goes only when its own
+session ends (`forget`, or `IDLE_SECONDS` without a request of its own): never to make room
+for another session. With every slot taken, a new session's search or call is refused
+(`SESSIONS_FULL`) until one ends; the HTTP server keeps at most as many sessions open."""
+SESSIONS_FULL = (
+    "Error: the tool-search door keeps the loads of {limit} client sessions and every one is "
+    "in use; nothing was run. Try again later, or end an unused session."
+)
+"""The result of a search or call of a new session while `MAX_CLIENTS` states are kept."""
 IDLE_SECONDS = 30 * 60.0
 """A session that ends on its own (``client(expires=True)``: streamable HTTP) and has sent
 nothing for this long is forgotten: the ``mcp`` SDK ends such a session after the same 30
@@ -177,6 +194,10 @@ class DoorTools:
         return tools
 
 
+class SessionsFull(RuntimeError):
+    """`McpDoor.client` for a new session while `MAX_CLIENTS` states are kept."""
+
+
 @dataclass(slots=True)
 class Outcome:
     """The answer to one ``tools/call``."""
@@ -242,6 +263,8 @@ class McpDoor:
             self._follower = None
         self.registry = registry
         self._view: DoorTools | None = None
+        self._bridged: tuple[DoorTools, DoorTools] | None = None
+        self._fresh: dict[bool, tuple[DoorTools, list[dict[str, Any]]]] = {}
         self._clients: OrderedDict[object, ClientState] = OrderedDict()
         self._kept: OrderedDict[str, list[str]] = OrderedDict()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -326,19 +349,45 @@ class McpDoor:
 
     def client(self, key: object, name: str = "", *, expires: bool = False) -> ClientState:
         """The state of the client session ``key`` (created on first use); ``expires``: it
-        is forgotten after `IDLE_SECONDS` without a request (see `forget` for its end)."""
+        is forgotten after `IDLE_SECONDS` without a request (see `forget` for its end).
+
+        Raises:
+            SessionsFull: ``key`` is new and `MAX_CLIENTS` states are kept (none is evicted
+                for it: a live session's loads are never another session's to end).
+        """
         now = time.monotonic()
         self._forget_idle(now)
         state = self._clients.get(key)
         if state is None:
+            if len(self._clients) >= MAX_CLIENTS:
+                raise SessionsFull(SESSIONS_FULL.format(limit=MAX_CLIENTS))
             state = ClientState(client=name, expires=expires)
             self._clients[key] = state
-            if len(self._clients) > MAX_CLIENTS:
-                self._clients.popitem(last=False)
         else:
             self._clients.move_to_end(key)
         state.used = now
         return state
+
+    def existing(self, key: object) -> ClientState | None:
+        """The state of the client session ``key`` if it has one (a request of it: its idle
+        clock restarts), else ``None``."""
+        now = time.monotonic()
+        self._forget_idle(now)
+        state = self._clients.get(key)
+        if state is not None:
+            self._clients.move_to_end(key)
+            state.used = now
+        return state
+
+    def has_state(self, key: object) -> bool:
+        """Whether the client session ``key`` has a state (loads or calls) kept."""
+        return key in self._clients
+
+    def wants_state(self, name: str) -> bool:
+        """Whether a new session of the client ``name`` starts with tools loaded
+        (``tool_search_keep_loaded = "conversation"`` and that client ran some)."""
+        keep = self.settings().skills.tool_search_keep_loaded == "conversation"
+        return keep and bool(name) and bool(self._kept.get(name))
 
     def _forget_idle(self, now: float) -> None:
         """Drop the expiring sessions idle for `IDLE_SECONDS` (the least recently used come
@@ -390,35 +439,80 @@ class McpDoor:
             return self._list_tools(state)
 
     def _list_tools(self, state: ClientState) -> list[dict[str, Any]]:
-        protocol = self._protocol(state)
-        if protocol is None:
-            return self.view().all_tools()
-        tools = protocol.round_tools()
-        directory = protocol.directory["content"]
-        for tool in tools:
-            function = tool["function"]
-            if function["name"] == TOOL_SEARCH_NAME:
-                function["description"] = f"{function.get('description') or ''}\n\n{directory}"
-        return tools
+        return _listing(self.view(), self._protocol(state))
+
+    def fresh_tools(self, *, bridge: bool) -> list[dict[str, Any]]:
+        """The ``tools/list`` of a session that has loaded nothing (``bridge``: of a client
+        the door keeps nothing of, whatever ``tool_search_loading`` says): the same for every
+        such client, in the same order, until the catalog or the settings change."""
+        view = self.bridge_view() if bridge else self.view()
+        cached = self._fresh.get(bridge)
+        if cached is None or cached[0] is not view:
+            protocol = _active(view.protocol(report=_quiet)) if view.searching else None
+            cached = self._fresh[bridge] = (view, _listing(view, protocol))
+        return copy.deepcopy(cached[1])
+
+    def bridge_view(self) -> DoorTools:
+        """The current view with ``tool_search_loading = "bridge"`` (the view itself when the
+        settings say so)."""
+        view = self.view()
+        cached = self._bridged
+        if cached is None or cached[0] is not view:
+            skills = view.settings.skills
+            bridged = view
+            if skills.tool_search_loading != "bridge":
+                skills = skills.model_copy(update={"tool_search_loading": "bridge"})
+                settings = view.settings.model_copy(update={"skills": skills})
+                bridged = DoorTools.build(view.snapshot, settings, view.reserved)
+            cached = self._bridged = (view, bridged)
+        return cached[1]
+
+    @property
+    def bridged(self) -> bool:
+        """Whether the settings load under ``bridge`` (``auto`` included: MCP has no
+        ``additional_tools``)."""
+        return self.settings().skills.tool_search_loading in ("bridge", "auto")
 
     # -- tools/call ---------------------------------------------------------------------------
 
     async def call(self, state: ClientState, name: str, arguments: object) -> Outcome:
         """Answer one ``tools/call``: a search, a refusal, or the tool's own result."""
-        request = _request(name, arguments)
         async with state.lock:
             protocol = self._protocol(state)
             view = state.view or self.view()
-            if protocol is None:
-                answer = None
-            else:
-                protocol.round_tools()  # what the session has loaded so far is callable now
-                answer = await off_loop(
-                    protocol.session.semantic is not None
-                    or not index_built(view.catalog, view.namespaces),
-                    protocol.answer,
-                    [request],
-                )
+            return await self._answer(state, view, protocol, name, arguments)
+
+    async def call_stateless(self, name: str, arguments: object) -> Outcome:
+        """Answer one ``tools/call`` of a client the door keeps nothing of (a 2026-07-28
+        client, or any HTTP session under ``bridge``): a fresh protocol under ``bridge``, so a
+        search's result carries the schemas and any permitted tool can be called at once."""
+        view = self.bridge_view()
+        protocol = _active(view.protocol(report=_quiet)) if view.searching else None
+        state = ClientState(view=view, protocol=protocol)  # this call's only
+        return await self._answer(state, view, protocol, name, arguments)
+
+    async def _answer(
+        self,
+        state: ClientState,
+        view: DoorTools,
+        protocol: ToolSearchProtocol | None,
+        name: str,
+        arguments: object,
+    ) -> Outcome:
+        name = view.names.to_canonical(name) or name
+        request = _request(name, arguments)
+        if protocol is None:
+            answer = None
+        else:
+            if protocol.mode == "bridge":  # any permitted tool is callable in any session
+                protocol.replay([_target(request)])
+            protocol.round_tools()  # what the session has loaded so far is callable now
+            answer = await off_loop(
+                protocol.session.semantic is not None
+                or not index_built(view.catalog, view.namespaces),
+                protocol.answer,
+                [request],
+            )
         if protocol is None or answer is None:
             if name not in view.permitted or name not in view.snapshot.tools:
                 return Outcome(no_such_tool(name), True)
@@ -428,7 +522,8 @@ class McpDoor:
         changed = bool(fresh) and protocol.mode == "append"
         result = answer.results.get(0)
         if result is not None:
-            return Outcome(result.content, result.outcome != "answered", changed)
+            made = Outcome(result.content, result.outcome != "answered", changed)
+            return _wired(view, made, answer.calls[0].name)
         outcome = await self._run(
             state, view, answer.calls[0], bridged=0 in answer.bridged, protocol=protocol
         )
@@ -436,6 +531,18 @@ class McpDoor:
         return outcome
 
     async def _run(
+        self,
+        state: ClientState,
+        view: DoorTools,
+        call: CallRequest,
+        *,
+        bridged: bool,
+        protocol: ToolSearchProtocol | None,
+    ) -> Outcome:
+        outcome = await self._invoke(state, view, call, bridged=bridged, protocol=protocol)
+        return _wired(view, outcome, call.name) if outcome.is_error else outcome
+
+    async def _invoke(
         self,
         state: ClientState,
         view: DoorTools,
@@ -482,6 +589,73 @@ class McpDoor:
 def _quiet(level: int, text: str) -> None:
     """A mode fallback is reported by the sessions' protocols, not by the view's probe."""
     del level, text
+
+
+def _active(protocol: ToolSearchProtocol) -> ToolSearchProtocol | None:
+    return protocol if protocol.active else None
+
+
+def _listing(view: DoorTools, protocol: ToolSearchProtocol | None) -> list[dict[str, Any]]:
+    """A ``tools/list`` (Chat Completions schemas): the protocol's round, with the directory
+    and the rules in ``tool_search``'s description; every permitted tool without one."""
+    wire = view.names.canonical_to_wire
+    if protocol is None:
+        tools = view.all_tools()
+    else:
+        tools = protocol.round_tools()
+        directory = "\n".join(
+            wire.get(line, line) for line in protocol.directory["content"].split("\n")
+        )
+        for tool in tools:
+            function = tool["function"]
+            if function["name"] == TOOL_SEARCH_NAME:
+                function["description"] = f"{function.get('description') or ''}\n\n{directory}"
+    for tool in tools:
+        function = tool["function"]
+        function["name"] = wire.get(function["name"], function["name"])
+    return tools
+
+
+def _wired(view: DoorTools, outcome: Outcome, name: str) -> Outcome:
+    """``outcome`` of the door's own making (a search, a refusal, a failure) with tool names
+    in their wire spelling: a search result's ``loaded``, ``already_loaded``, ``names`` and
+    ``tools``; elsewhere the called tool's canonical ``name``."""
+    wire = view.names.canonical_to_wire
+    text = outcome.text
+    found = _search_result(text)
+    if found is not None:
+        for key in ("loaded", "already_loaded", "names"):
+            value = found.get(key)
+            if isinstance(value, list):
+                found[key] = [wire.get(n, n) if isinstance(n, str) else n for n in value]
+        for tool in found.get("tools") or ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                tool["name"] = wire.get(tool["name"], tool["name"])
+        text = json.dumps(found, ensure_ascii=False, separators=(",", ":"))
+    elif wire.get(name, name) != name:
+        text = text.replace(name, wire[name])
+    outcome.text = text
+    return outcome
+
+
+def _search_result(text: str) -> dict[str, Any] | None:
+    if not text.startswith('{"loaded":'):
+        return None
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _target(request: CallRequest) -> str:
+    """The tool a ``call_tool`` call runs (``""`` for any other call: a direct call of a
+    deferred tool is refused until a search loads it, as at the `Bot`)."""
+    arguments = request.arguments
+    if request.name == CALL_TOOL_NAME and arguments is not None:
+        name = arguments.get("name")
+        return name.strip() if isinstance(name, str) else ""
+    return ""
 
 
 def _prepare(view: DoorTools) -> None:

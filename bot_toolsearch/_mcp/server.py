@@ -4,15 +4,22 @@
 the ``mcp-session-id`` of a streamable-HTTP session, or the one stdio connection. A search that
 loads tools under ``append`` sends ``notifications/tools/list_changed`` on the call's own
 stream (before its result); a new catalog or settings snapshot sends it to every session.
-A streamable-HTTP session's state goes when the session ends: at once on the client's
-``DELETE`` (`_ForgetEnded`), else after `door.IDLE_SECONDS` without a request.
+A 2026-07-28 client has no session: it gets the ``bridge`` list (the same for every such
+client, with ``ttlMs``/``cacheScope``) and each of its calls is answered with nothing kept, as
+is every HTTP session's under ``bridge`` loading. Over HTTP, `Sessions` keeps the open
+sessions bounded without ending a session that holds loads, and `BearerKeys` answers 401 to a
+request without one of ``--api-key``'s keys, before the SDK reads it.
 """
 
 from __future__ import annotations
 
+import hmac
+import json
 import logging
-from collections.abc import Mapping
-from typing import Any
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 from mcp import types
 from mcp.server.context import ServerRequestContext
@@ -20,11 +27,21 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
-from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from .door import McpDoor
+from .door import IDLE_SECONDS, MAX_CLIENTS, McpDoor, SessionsFull
 
-__all__ = ["SERVER_NAME", "build_server", "mcp_tool", "run_http", "run_stdio"]
+__all__ = [
+    "LIST_TTL_MS",
+    "MAX_SESSIONS",
+    "SERVER_NAME",
+    "BearerKeys",
+    "Sessions",
+    "build_server",
+    "mcp_tool",
+    "run_http",
+    "run_stdio",
+]
 
 logger = logging.getLogger("bot_toolsearch.mcp_door")
 
@@ -38,6 +55,17 @@ INSTRUCTIONS = (
 )
 """The door's ``instructions`` (what a client may show the model about it)."""
 _SESSION_HEADER = "mcp-session-id"
+_VERSION_HEADER = b"mcp-protocol-version"
+LIST_TTL_MS = 60_000
+"""The ``ttlMs`` of a sessionless client's ``tools/list``: how long it may reuse the list
+without asking (a catalog or settings change also reaches its ``subscriptions/listen``)."""
+MAX_SESSIONS = MAX_CLIENTS
+"""Streamable-HTTP sessions open at most (the SDK's default is 10,000 for 30 minutes). To
+open another, `Sessions` ends the least recently used session that holds no loads; when every
+one holds loads, the SDK answers 503 until one ends."""
+_MARGIN = 64
+"""Sessions the SDK may open beyond `MAX_SESSIONS` while their opening requests are still
+being answered (`Sessions` counts a session once its id is known)."""
 
 
 def mcp_tool(schema: Mapping[str, Any]) -> types.Tool:
@@ -62,33 +90,157 @@ def _key(ctx: ServerRequestContext[Any, Any], connection: object) -> object:
     return connection
 
 
-class _ForgetEnded:
-    """ASGI middleware: a ``DELETE`` of a streamable-HTTP session that the SDK accepted (a
-    2xx: the session existed and has ended) makes the door forget the session's state."""
+def _header(scope: Mapping[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
 
-    def __init__(self, app: Any, door: McpDoor) -> None:
+
+class Sessions:
+    """ASGI middleware over the SDK's streamable-HTTP app: which sessions are open, and room
+    for a new one.
+
+    It learns a session's id from the answer that opens it and counts each request of it
+    (least recently used first). A request that would open a session while `MAX_SESSIONS`
+    are open ends the least recently used one that holds no loads (`McpDoor.has_state`), as
+    its client's ``DELETE`` would (its client gets 404 next and opens a new one, as the spec
+    says); a session holding loads is never ended for another. A session's ``DELETE`` (or
+    `IDLE_SECONDS` without a request, when the SDK ends it) makes the door forget its state.
+    """
+
+    def __init__(self, app: Any, door: McpDoor, limit: int = MAX_SESSIONS) -> None:
         self.app = app
         self.door = door
+        self.limit = limit
+        self.open: OrderedDict[str, float] = OrderedDict()
+        """Session id -> when it last sent a request (`time.monotonic`)."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or scope.get("method") != "DELETE":
+        if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        session = next(
-            (v for k, v in scope.get("headers", ()) if k.lower() == _SESSION_HEADER.encode()),
-            None,
+        method = scope.get("method")
+        session = _header(scope, _SESSION_HEADER.encode())
+        version = _header(scope, _VERSION_HEADER)
+        opening = (
+            method == "POST"
+            and session is None
+            and (version is None or version in HANDSHAKE_PROTOCOL_VERSIONS)
         )
+        if opening and not await self._make_room(scope):
+            logger.warning("refusing a new session: %d sessions hold loads", len(self.open))
+            await _refuse(send, 503, "Too many open sessions: every one holds loads")
+            return
+        if session is not None and session in self.open:
+            self.open[session] = time.monotonic()
+            self.open.move_to_end(session)
         status = 0
+        opened: str | None = None
 
         async def watch(message: Any) -> None:
-            nonlocal status
+            nonlocal status, opened
             if message.get("type") == "http.response.start":
                 status = int(message.get("status", 0))
+                opened = _header(message, _SESSION_HEADER.encode())
             await send(message)
 
         await self.app(scope, receive, watch)
-        if session and 200 <= status < 300:
-            self.door.forget(f"http:{session.decode('latin-1')}")
+        if opening and opened and status < 400:
+            self.open[opened] = time.monotonic()
+        if method == "DELETE" and session and (200 <= status < 300 or status == 404):
+            self._ended(session)
+
+    def _ended(self, session: str) -> None:
+        self.open.pop(session, None)
+        self.door.forget(f"http:{session}")
+
+    async def _make_room(self, scope: Any) -> bool:
+        now = time.monotonic()
+        for session, used in list(self.open.items()):  # the SDK ended these already
+            if now - used < IDLE_SECONDS:
+                break
+            self._ended(session)
+        while len(self.open) >= self.limit:
+            victim = next((s for s in self.open if not self.door.has_state(f"http:{s}")), None)
+            if victim is None:
+                return False  # every open session holds loads
+            self._ended(victim)
+            await self._end(scope, victim)
+        return True
+
+    async def _end(self, scope: Any, session: str) -> None:
+        """End ``session`` in the SDK as its client's ``DELETE`` would."""
+        headers = [(k, v) for k, v in scope.get("headers", ()) if k.lower() == b"host"]
+        headers.append((_SESSION_HEADER.encode(), session.encode("latin-1")))
+        delete = {**scope, "method": "DELETE", "headers": headers, "query_string": b""}
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def discard(message: Any) -> None:
+            del message
+
+        try:
+            await self.app(delete, receive, discard)
+        except Exception as exc:  # the session is gone from the count either way
+            logger.debug("ending session %s failed: %s", session[:16], exc)
+
+
+class BearerKeys:
+    """ASGI middleware: a request without ``Authorization: Bearer <one of the keys>`` gets
+    401 before anything else reads it (keys compared in constant time, never logged)."""
+
+    def __init__(self, app: Any, keys: Iterable[str]) -> None:
+        self.app = app
+        self._keys = [key.encode("utf-8") for key in keys]
+        if not self._keys:
+            raise ValueError("--api-key: give at least one key")
+
+    def allows(self, header: str | None) -> bool:
+        """Whether an ``Authorization`` header value carries one of the keys."""
+        scheme, _, token = (header or "").partition(" ")
+        given = token.strip().encode("latin-1", "replace")
+        found = False
+        for key in self._keys:
+            found |= hmac.compare_digest(key, given)
+        return found and scheme.lower() == "bearer"
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or self.allows(_header(scope, b"authorization")):
+            await self.app(scope, receive, send)
+            return
+        await _refuse(
+            send,
+            401,
+            "Unauthorized: a valid 'Authorization: Bearer' key is needed",
+            [(b"www-authenticate", b'Bearer realm="bot-toolsearch mcp"')],
+        )
+
+
+async def _refuse(
+    send: Any, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    """Answer a request with a JSON-RPC error (no id) and ``status``, without reading it."""
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    body = json.dumps(error).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def _client_name(ctx: ServerRequestContext[Any, Any]) -> str:
@@ -116,9 +268,10 @@ class _DoorServer(Server[Any]):
         )
 
 
-def build_server(door: McpDoor) -> Server[Any]:
+def build_server(door: McpDoor, *, private: bool = False) -> Server[Any]:
     """The low-level server of ``door`` (``tools/list``, ``tools/call`` and, for 2026-07-28
-    clients, ``subscriptions/listen``)."""
+    clients, ``subscriptions/listen``); ``private``: the list is served only to holders of a
+    key (its ``cacheScope``)."""
     bus = InMemorySubscriptionBus()
 
     async def publish() -> None:
@@ -126,34 +279,64 @@ def build_server(door: McpDoor) -> Server[Any]:
 
     door.broadcasts.append(publish)
     connection = object()  # this server's one stdio (or in-process) connection
+    scope: Literal["public", "private"] = "private" if private else "public"
 
-    def state_of(ctx: ServerRequestContext[Any, Any]) -> Any:
+    def stateless(ctx: ServerRequestContext[Any, Any]) -> bool:
+        """A client the door keeps nothing of: a 2026-07-28 one (no session), or an HTTP
+        session while the settings load under ``bridge`` (its state would change nothing)."""
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return True
+        return _key(ctx, connection) is not connection and door.bridged
+
+    def state_of(ctx: ServerRequestContext[Any, Any], *, create: bool) -> Any:
         key = _key(ctx, connection)
-        state = door.client(key, _client_name(ctx), expires=key is not connection)
-        session = ctx.session
-        state.notify = session.send_tool_list_changed  # the connection's own stream
+        name = _client_name(ctx)
+        state = door.existing(key)
+        if state is None and (create or key is connection or door.wants_state(name)):
+            state = door.client(key, name, expires=key is not connection)
+        if state is not None:
+            state.notify = ctx.session.send_tool_list_changed  # the connection's own stream
         return state
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         del params  # one page: the door's list is short by design
-        state = state_of(ctx)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            tools = door.fresh_tools(bridge=True)
+            return types.ListToolsResult(
+                tools=[mcp_tool(s) for s in tools], ttl_ms=LIST_TTL_MS, cache_scope=scope
+            )
+        if stateless(ctx):
+            return types.ListToolsResult(tools=[mcp_tool(s) for s in door.fresh_tools(bridge=True)])
+        try:
+            state = state_of(ctx, create=False)
+        except SessionsFull:
+            state = None
+        if state is None:  # nothing loaded: the list every new session gets
+            return types.ListToolsResult(
+                tools=[mcp_tool(s) for s in door.fresh_tools(bridge=False)]
+            )
         return types.ListToolsResult(tools=[mcp_tool(s) for s in await door.list_tools(state)])
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        state = state_of(ctx)
-        outcome = await door.call(state, params.name, params.arguments)
-        if outcome.list_changed:
+        if stateless(ctx):
+            outcome = await door.call_stateless(params.name, params.arguments)
+        else:
             try:
-                if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                    await publish()  # no session: the listen streams carry it
-                else:  # on the call's own stream, before its result
-                    await ctx.session.send_notification(
-                        types.ToolListChangedNotification(), related_request_id=ctx.request_id
-                    )
+                state = state_of(ctx, create=True)
+            except SessionsFull as exc:
+                return types.CallToolResult(
+                    content=[types.TextContent(type="text", text=str(exc))], is_error=True
+                )
+            outcome = await door.call(state, params.name, params.arguments)
+        if outcome.list_changed:
+            try:  # on the call's own stream, before its result
+                await ctx.session.send_notification(
+                    types.ToolListChangedNotification(), related_request_id=ctx.request_id
+                )
             except Exception as exc:  # the result still goes out; the client re-lists later
                 logger.debug("tools/list_changed not delivered: %s", exc)
         return types.CallToolResult(
@@ -190,14 +373,33 @@ async def run_stdio(door: McpDoor) -> None:
         await server.run(read, write, options)
 
 
-async def run_http(door: McpDoor, host: str, port: int, *, ready: Any = None) -> None:
-    """Serve ``door`` over streamable HTTP at ``http://host:port/mcp`` until cancelled."""
+async def run_http(
+    door: McpDoor,
+    host: str,
+    port: int,
+    *,
+    keys: Iterable[str] = (),
+    max_sessions: int = MAX_SESSIONS,
+    ready: Any = None,
+    sock: Any = None,
+) -> None:
+    """Serve ``door`` over streamable HTTP at ``http://host:port/mcp`` until cancelled;
+    with ``keys``, only to requests carrying one (``Authorization: Bearer``); at most
+    ``max_sessions`` handshake-era sessions open (`Sessions`); ``sock``: a bound socket to
+    serve on instead (no window between choosing a port and binding it)."""
     import uvicorn
 
-    server = build_server(door)
-    app = _ForgetEnded(server.streamable_http_app(host=host), door)
+    keys = list(keys)
+    server = build_server(door, private=bool(keys))
+    app: Any = Sessions(
+        server.streamable_http_app(host=host, max_sessions=max_sessions + _MARGIN),
+        door,
+        max_sessions,
+    )
+    if keys:
+        app = BearerKeys(app, keys)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     http = uvicorn.Server(config)
     if ready is not None:
         ready(http)
-    await http.serve()
+    await http.serve(sockets=None if sock is None else [sock])

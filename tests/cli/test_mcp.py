@@ -70,6 +70,18 @@ def test_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
     assert done.stdout == ""
 
 
+def test_a_public_host_without_a_key_is_refused(tmp_path: Path) -> None:
+    """``--host`` beyond loopback without ``--api-key`` would hand every tool to anyone who
+    reaches the port (the SDK's Host/Origin checks are off there): refused at start-up."""
+    done = run_cli("mcp", "--http", "--host", "0.0.0.0", "--port", "9", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "error: --host 0.0.0.0 is not a loopback address" in done.stderr
+    assert "--api-key" in done.stderr
+    done = run_cli("mcp", "--api-key", "k1", cwd=tmp_path)  # stdio: no HTTP to guard
+    assert done.returncode == 1
+    assert "keys are for --http" in done.stderr
+
+
 async def test_code_tools_without_a_config_get_tool_search(tmp_path: Path) -> None:
     (tmp_path / "mytools.py").write_text(TOOLS)
     env = clean_env({"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client, types
 
 from bot_toolsearch._mcp.door import IDLE_SECONDS, McpDoor
-from bot_toolsearch._mcp.server import build_server
+from bot_toolsearch._mcp.server import LIST_TTL_MS, build_server
 from tests.mcp.conftest import write_config
 
 LIST_CHANGED = "notifications/tools/list_changed"
@@ -79,21 +79,20 @@ async def test_a_search_loads_into_this_session_only(
         assert names(first) == ["tool_search"]
         description = first.tools[0].description or ""
         assert "<available_deferred_tools" in description
-        assert "notes.shout" in description
-        assert "notes.boom" in description
+        assert "notes-_-boom\nnotes-_-shout" in description  # the wire spelling (#38)
         assert "notes.secret" not in json.dumps(first.model_dump(mode="json"))
 
         found = await search(client, "shout")
-        assert found["loaded"] == ["notes.shout"]
+        assert found["loaded"] == ["notes-_-shout"]
         assert seen.count() == 1  # before the search's result
         tools = await client.list_tools()
-        assert names(tools) == ["tool_search", "notes.shout"]
+        assert names(tools) == ["tool_search", "notes-_-shout"]
         assert tools.tools[1].input_schema["required"] == ["text"]
         ran = await client.call_tool("notes.shout", {"text": "hello"})
         assert (text(ran), ran.is_error) == ("HELLO", False)
 
         again = await search(client, "select:notes.shout")
-        assert again["already_loaded"] == ["notes.shout"]
+        assert again["already_loaded"] == ["notes-_-shout"]
         assert seen.count() == 1  # nothing new: no notification
 
     async with connect(door) as (other, _):
@@ -106,7 +105,12 @@ async def test_upstream_calls_and_a_dying_server(
     door = await door_factory(write_config(tmp_path))
     async with connect(door) as (client, _):
         found = await search(client, "select:time.get_current_time,up.crash,up.echo,notes.shout")
-        assert found["loaded"] == ["time.get_current_time", "up.crash", "up.echo", "notes.shout"]
+        assert found["loaded"] == [
+            "time-_-get_current_time",
+            "up-_-crash",
+            "up-_-echo",
+            "notes-_-shout",
+        ]
         now = await client.call_tool("time.get_current_time", {"timezone": "UTC"})
         assert not now.is_error
         assert json.loads(text(now))["timezone"] == "UTC"
@@ -116,7 +120,7 @@ async def test_upstream_calls_and_a_dying_server(
         assert "MCP server 'up' is unavailable" in text(died)
         echo = await client.call_tool("up.echo", {"text": "hi"})
         assert echo.is_error  # the server is gone (or restarting): a clear error, no hang
-        assert "up.echo" in text(echo)
+        assert "up-_-echo" in text(echo)
         # The session and the other sources keep working.
         again = await client.call_tool("time.get_current_time", {"timezone": "Europe/Oslo"})
         assert not again.is_error
@@ -165,7 +169,7 @@ async def test_bridge_mode_calls_through_call_tool(
     async with connect(door) as (client, seen):
         assert names(await client.list_tools()) == ["tool_search", "call_tool"]
         found = await search(client, "select:time.get_current_time,notes.shout")
-        assert [t["name"] for t in found["tools"]] == ["time.get_current_time", "notes.shout"]
+        assert [t["name"] for t in found["tools"]] == ["time-_-get_current_time", "notes-_-shout"]
         assert found["tools"][0]["parameters"]["required"] == ["timezone"]
         assert seen.count() == 0  # the list is fixed: no notification
         assert names(await client.list_tools()) == ["tool_search", "call_tool"]
@@ -179,13 +183,21 @@ async def test_bridge_mode_calls_through_call_tool(
             "call_tool", {"name": "time.get_current_time", "arguments": {"timezone": 5}}
         )
         assert bad.is_error
-        assert "The schema of time.get_current_time" in text(bad)
+        assert "The schema of time-_-get_current_time" in text(bad)
         hidden = await client.call_tool("call_tool", {"name": "notes.secret", "arguments": {}})
         assert hidden.is_error
         assert "no tool named notes.secret" in text(hidden)
         malformed = await client.call_tool("call_tool", {"arguments": {}})
         assert malformed.is_error
         assert "'name'" in text(malformed)
+    async with connect(door) as (fresh, _):  # a new session: no search first (#38)
+        shout = await fresh.call_tool(
+            "call_tool", {"name": "notes.shout", "arguments": {"text": "hi"}}
+        )
+        assert (text(shout), shout.is_error) == ("HI", False)
+        wrong = await fresh.call_tool("call_tool", {"name": "notes.shout", "arguments": {}})
+        assert wrong.is_error
+        assert "The schema of notes-_-shout" in text(wrong)
 
 
 async def test_an_upstream_list_change_reindexes_and_tells_the_client(
@@ -205,9 +217,9 @@ async def test_an_upstream_list_change_reindexes_and_tells_the_client(
                 seen.event = anyio.Event()
                 await seen.event.wait()
         tools = await client.list_tools()
-        assert "up.extra" in (tools.tools[0].description or "")
+        assert "up-_-extra" in (tools.tools[0].description or "")
         found = await search(client, "tardigrade census")
-        assert found["loaded"] == ["up.extra"]
+        assert found["loaded"] == ["up-_-extra"]
         ran = await client.call_tool("up.extra", {"count": 3})
         assert text(ran) == "counted 3 tardigrades"
 
@@ -221,7 +233,7 @@ async def test_keep_loaded_conversation_keeps_a_clients_called_tools(
         await search(client, "select:notes.shout,notes.boom")
         await client.call_tool("notes.shout", {"text": "x"})
     async with connect(door, "ide") as (client, _):
-        assert names(await client.list_tools()) == ["tool_search", "notes.shout"]
+        assert names(await client.list_tools()) == ["tool_search", "notes-_-shout"]
     async with connect(door, "another") as (client, _):
         assert names(await client.list_tools()) == ["tool_search"]
 
@@ -238,7 +250,7 @@ async def test_a_config_edit_reaches_the_session(tmp_path: Path) -> None:
         async with connect(door) as (client, seen):
             await search(client, "select:notes.shout")
             before = seen.count()
-            assert "notes.boom" in ((await client.list_tools()).tools[0].description or "")
+            assert "notes-_-boom" in ((await client.list_tools()).tools[0].description or "")
             edited = config.read_text().replace(
                 'deny = ["notes.secret"]', 'deny = ["notes.secret", "notes.boom"]'
             )
@@ -249,7 +261,7 @@ async def test_a_config_edit_reaches_the_session(tmp_path: Path) -> None:
                     seen.event = anyio.Event()
                     await seen.event.wait()
             tools = await client.list_tools()
-            assert names(tools) == ["tool_search", "notes.shout"]  # the session kept its load
+            assert names(tools) == ["tool_search", "notes-_-shout"]  # the session kept its load
             assert "notes.boom" not in (tools.tools[0].description or "")
             gone = await client.call_tool("notes.boom", {"text": "x"})
             assert gone.is_error
@@ -259,15 +271,23 @@ async def test_a_config_edit_reaches_the_session(tmp_path: Path) -> None:
         reloader.stop()
 
 
-async def test_a_2026_client_hears_of_loads_on_its_listen_stream(
+async def test_2026_clients_get_one_stable_bridge_list_and_share_no_loads(
     tmp_path: Path, door_factory: Callable[..., Any]
 ) -> None:
-    door = await door_factory(write_config(tmp_path, upstream=False))
+    """Clients on the 2026-07-28 protocol have no session: under ``append`` in the config
+    they get the ``bridge`` list, the same for each (ttlMs, cacheScope, order), unchanged by
+    anyone's searches; any permitted tool is callable through ``call_tool`` without a search
+    (a wrong call gets the schema); the door keeps nothing of them; a catalog change reaches
+    their listen streams."""
+    door = await door_factory(write_config(tmp_path))
+    server = build_server(door)
+    generation = door.registry.snapshot().generation
     events: list[object] = []
     heard = anyio.Event()
     async with (
-        Client(build_server(door)) as client,  # mode "auto": the 2026-07-28 protocol
-        client.listen(tools_list_changed=True) as subscription,
+        Client(server) as first,  # mode "auto": the 2026-07-28 protocol
+        Client(server) as second,
+        second.listen(tools_list_changed=True) as subscription,
         anyio.create_task_group() as group,
     ):
         assert subscription.honored.tools_list_changed
@@ -278,11 +298,33 @@ async def test_a_2026_client_hears_of_loads_on_its_listen_stream(
                 heard.set()
 
         group.start_soon(read)
-        found = await search(client, "shout")
-        assert found["loaded"] == ["notes.shout"]
+        listed = await first.list_tools()
+        assert names(listed) == ["tool_search", "call_tool"]
+        assert (listed.ttl_ms, listed.cache_scope) == (LIST_TTL_MS, "public")
+        found = await search(first, "select:notes.shout,time.get_current_time")
+        assert [t["name"] for t in found["tools"]] == ["notes-_-shout", "time-_-get_current_time"]
+        for client in (first, second):
+            assert (await client.list_tools()).model_dump() == listed.model_dump()
+        shout = await second.call_tool(
+            "call_tool", {"name": "notes.shout", "arguments": {"text": "hi"}}
+        )
+        assert (text(shout), shout.is_error) == ("HI", False)
+        wrong = await second.call_tool(
+            "call_tool", {"name": "notes.shout", "arguments": {"text": 5}}
+        )
+        assert wrong.is_error
+        assert "The schema of notes-_-shout" in text(wrong)
+        hidden = await first.call_tool("call_tool", {"name": "notes.secret", "arguments": {}})
+        assert hidden.is_error
+        assert "no tool named notes.secret" in text(hidden)
+        assert door.client_sessions == 0
+        assert events == []  # loads change no list
+        grown = await first.call_tool("call_tool", {"name": "up.grow", "arguments": {}})
+        assert text(grown) == "grown"
+        await door.registry.wait_for_generation(generation + 1)
         with anyio.fail_after(10):
             await heard.wait()
-        assert names(await client.list_tools()) == ["tool_search", "notes.shout"]
+        assert "up-_-extra" in ((await second.list_tools()).tools[0].description or "")
         group.cancel_scope.cancel()
 
 
@@ -312,7 +354,7 @@ async def test_the_bots_timeout_and_result_cap_apply() -> None:
     ]
     door = McpDoor(settings, tools)
     async with door, connect(door) as (client, _):
-        assert names(await client.list_tools()) == ["t.slow", "tool_search"]
+        assert names(await client.list_tools()) == ["t-_-slow", "tool_search"]
         late = await client.call_tool("t.slow", {})
         assert late.is_error
         assert "0.2" in text(late)
@@ -334,7 +376,7 @@ async def test_with_tool_search_off_every_permitted_tool_is_listed() -> None:
     tools = [Tool(n, f"The {n} tool.", None, run) for n in ("a.one", "a.two", "admin.wipe")]
     door = McpDoor(settings, tools)
     async with door, connect(door) as (client, _):
-        assert names(await client.list_tools()) == ["a.one", "a.two"]
+        assert names(await client.list_tools()) == ["a-_-one", "a-_-two"]
         ran = await client.call_tool("a.two", {})
         assert (text(ran), ran.is_error) == ("{}", False)
         hidden = await client.call_tool("admin.wipe", {})
@@ -365,7 +407,7 @@ async def test_a_tool_folder_added_while_serving_reaches_the_session(tmp_path: P
                     seen.event = anyio.Event()
                     await seen.event.wait()
             listed = await client.list_tools()
-            assert "notes.whisper" in (listed.tools[0].description or "")
+            assert "notes-_-whisper" in (listed.tools[0].description or "")
             await search(client, "select:notes.whisper")
             ran = await client.call_tool("notes.whisper", {"text": "QUIET"})
             assert text(ran) == "quiet"
@@ -413,11 +455,11 @@ async def test_a_real_tool_search_is_skipped_and_the_virtual_one_answers(
                     assert names(listed) == ["tool_search"]
                     description = listed.tools[0].description or ""
                     block = description.split("<available_deferred_tools>\n")[1]
-                    assert block.split("\n</available_deferred_tools>")[0] == "a.one\na.two"
+                    assert block.split("\n</available_deferred_tools>")[0] == "a-_-one\na-_-two"
                     assert REAL not in json.dumps(listed.model_dump(mode="json"))
                     found = await search(client, "select:a.two,tool_search")
-                    assert found["loaded"] == ["a.two"]
-                    assert names(await client.list_tools()) == ["tool_search", "a.two"]
+                    assert found["loaded"] == ["a-_-two"]
+                    assert names(await client.list_tools()) == ["tool_search", "a-_-two"]
                     own = await client.call_tool("tool_search", {"q": "x"})  # the real one's
                     assert "the real tool_search ran" not in text(own)
                     assert "query" in text(own)
@@ -437,7 +479,7 @@ async def test_with_tool_search_off_a_real_tool_search_is_listed_and_runs(
     with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
         async with door, connect(door) as (client, _):
             listed = await client.list_tools()
-            assert names(listed) == ["a.one", "a.two", "tool_search"]
+            assert names(listed) == ["a-_-one", "a-_-two", "tool_search"]
             assert listed.tools[2].description == REAL
             ran = await client.call_tool("tool_search", {"q": "x"})
             assert (text(ran), ran.is_error) == ("the real tool_search ran", False)

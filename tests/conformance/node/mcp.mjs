@@ -1,6 +1,6 @@
 // The TypeScript MCP SDK's client against the MCP door (`bot-toolsearch mcp`).
 // usage: node mcp.mjs stdio COMMAND ARG...   |   node mcp.mjs http URL
-// Lists the tools, loads text.reverse with tool_search, waits for tools/list_changed, lists
+// Lists the tools, loads text.reverse with tool_search (listed as text-_-reverse, its wire name), waits for tools/list_changed, lists
 // again and calls it. Prints one JSON line of what it saw.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -31,7 +31,7 @@ await Promise.race([
   new Promise((_, reject) => setTimeout(() => reject(new Error('no tools/list_changed')), 20000)),
 ]);
 const second = await client.listTools();
-const reversed = await client.callTool({ name: 'text.reverse', arguments: { text: 'abc' } });
+const reversed = await client.callTool({ name: 'text-_-reverse', arguments: { text: 'abc' } });
 console.log(
   JSON.stringify({
     server: client.getServerVersion(),
