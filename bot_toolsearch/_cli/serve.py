@@ -77,6 +77,13 @@ def add_serve_subparser(subparsers: argparse._SubParsersAction[argparse.Argument
         "key, no network: a deterministic planner on 127.0.0.1, not an LLM)",
     )
     serve.add_argument(
+        "--upstream-api",
+        choices=("openai", "messages"),
+        default="openai",
+        help="what the upstream speaks besides: 'messages', an Anthropic-compatible "
+        "/v1/messages, which POST /v1/messages then uses with tool search (docs/messages.md)",
+    )
+    serve.add_argument(
         "--config",
         help="config.toml ([skills], [tools], [model] max_rounds); without one, the [skills] "
         "defaults with tool search on",
@@ -157,6 +164,7 @@ def _serve(args: argparse.Namespace) -> int:
         ENV_MAX_TOOLS,
         ENV_TIMEOUT,
         ENV_UPSTREAM,
+        ENV_UPSTREAM_API,
     )
     from bot_toolsearch._services.mode import search_mode
 
@@ -177,6 +185,7 @@ def _serve(args: argparse.Namespace) -> int:
         os.environ[ENV_API_KEYS] = "\n".join(args.api_key)
     os.environ[ENV_LOG_LEVEL] = args.log_level
     os.environ[ENV_ACCESS_LOG] = args.access_log
+    os.environ[ENV_UPSTREAM_API] = args.upstream_api
     if args.timeout is not None:
         os.environ[ENV_TIMEOUT] = repr(args.timeout)
     mode = search_mode(None)

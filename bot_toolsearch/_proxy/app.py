@@ -55,6 +55,7 @@ from .edge import WEBSOCKET_REFUSED, framing_problem, is_websocket_upgrade, refu
 from .exchange import Observer, note_body, note_route
 from .keys import ClientKeys, KnownKeys, read_keys
 from .limits import DEFAULT_INDEX_BUILDS, DEFAULT_MAX_IN_FLIGHT, RETRY_AFTER, InFlight
+from .messages import MESSAGES_PATH, MessagesRoute
 from .metrics import CONTENT_TYPE, ProxyMetrics
 from .passthrough import refusal
 from .raw_tools import tools_span
@@ -73,6 +74,7 @@ __all__ = [
     "ENV_MAX_TOOLS",
     "ENV_TIMEOUT",
     "ENV_UPSTREAM",
+    "ENV_UPSTREAM_API",
     "ProxyApp",
     "app_from_env",
     "redact_query",
@@ -98,6 +100,8 @@ ENV_API_KEYS = "BOT_TOOLSEARCH_API_KEYS"
 """Client keys of the proxy for `app_from_env`, one a line (``serve --api-key``)."""
 ENV_LOG_LEVEL = "BOT_TOOLSEARCH_LOG_LEVEL"
 """``serve --log-level`` for the package's loggers in each worker."""
+ENV_UPSTREAM_API = "BOT_TOOLSEARCH_UPSTREAM_API"
+"""``serve --upstream-api`` (``messages``: ``POST /v1/messages`` does tool search upstream)."""
 ENV_ACCESS_LOG = "BOT_TOOLSEARCH_ACCESS_LOG"
 """``serve --access-log`` (``json``: the JSON access log of `bot_toolsearch._proxy.access_log`)."""
 
@@ -258,6 +262,9 @@ class ProxyApp:
             ``bot-toolsearch serve`` runs), never for an app embedded in another program: the
             heap is frozen after each newly indexed tool list (`gc.freeze`), and full
             collections run a hundred times less often (`_FULL_COLLECTION_EVERY`).
+        upstream_api: ``"messages"`` for an Anthropic-compatible upstream: ``POST
+            /v1/messages`` then does tool search (`bot_toolsearch._proxy.messages`);
+            ``"openai"`` (the default) forwards it as any other path.
 
     Raises:
         ValueError: ``upstream`` is not an http(s) URL with a host, a bound is below 1, or
@@ -278,6 +285,7 @@ class ProxyApp:
         index_builds: int = DEFAULT_INDEX_BUILDS,
         api_keys: Sequence[str] | None = None,
         freeze_heap: bool = False,
+        upstream_api: str = "openai",
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -335,6 +343,21 @@ class ProxyApp:
             self._keys = ClientKeys(
                 api_keys, start.model.api_key or os.environ.get("OPENAI_API_KEY", "").strip()
             )
+        self._messages: MessagesRoute | None = None
+        """``POST /v1/messages`` with tool search (``upstream_api="messages"``)."""
+        if upstream_api == "messages":
+            self._messages = MessagesRoute(
+                self.upstream,
+                self._http,
+                engine,
+                timeout=self.timeout,
+                max_body=max_body,
+                max_tools=max_tools,
+                upstream_key=None if self._keys is None else self._keys.upstream_key,
+                on_round=self._observer.on_round,
+            )
+        elif upstream_api != "openai":
+            raise ValueError(f"upstream_api must be 'openai' or 'messages', got {upstream_api!r}")
 
     async def aclose(self) -> None:
         """Close the upstream connections and stop watching ``config.toml``."""
@@ -403,7 +426,8 @@ class ProxyApp:
             await _raw(send, 200, self.metrics.render(), CONTENT_TYPE)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if self._keys is not None and not self._keys.allows(_bearer(headers)):
+        client_key = _bearer(headers) or headers.get("x-api-key")
+        if self._keys is not None and not self._keys.allows(client_key):
             raise _Refused(401, "this proxy needs one of its client keys", code="invalid_api_key")
         if not self._in_flight.enter():
             raise _Refused(
@@ -416,7 +440,9 @@ class ProxyApp:
             )
         try:
             rest = path[3:] or "/" if path == "/v1" or path.startswith("/v1/") else path
-            if rest in _TOOL_SEARCH_PATHS and scope["method"] == "POST":
+            if rest == MESSAGES_PATH and self._messages is not None and scope["method"] == "POST":
+                await self._messages(receive, send, headers)
+            elif rest in _TOOL_SEARCH_PATHS and scope["method"] == "POST":
                 note_route("chat_completions" if rest == "/chat/completions" else "responses")
                 await self._create(receive, send, rest == "/chat/completions", headers)
             else:
@@ -714,7 +740,9 @@ class ProxyApp:
         ]
         if self._keys is not None:  # the client's key is the proxy's: the operator's goes on
             forward = [
-                (k, v) for k, v in forward if k.lower() not in (b"authorization", b"api-key")
+                (k, v)
+                for k, v in forward
+                if k.lower() not in (b"authorization", b"api-key", b"x-api-key")
             ]
             forward.append((b"authorization", f"Bearer {self._keys.upstream_key}".encode()))
         request = self._http.build_request(scope["method"], url, headers=forward, content=body)
@@ -1051,4 +1079,5 @@ def app_from_env() -> ProxyApp:
         index_builds=DEFAULT_INDEX_BUILDS if builds is None else builds,
         api_keys=keys.split() if keys else None,
         freeze_heap=True,
+        upstream_api=os.environ.get(ENV_UPSTREAM_API) or "openai",
     )
