@@ -141,6 +141,8 @@ def _error(status: int, message: str, *, param: str | None = None) -> _Answer:
 
 async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answer:
     method, path = scope["method"], scope["path"].rstrip("/")
+    if method == "HEAD":  # a client's connectivity probe (Claude Code's HEAD of its base URL)
+        return 200, {}, []
     if method == "GET" and path == "/v1/models":
         data = [
             {"id": m, "object": "model", "created": 0, "owned_by": "bot_toolsearch"}
