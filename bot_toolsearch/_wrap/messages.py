@@ -174,12 +174,12 @@ class MessagesPlan:
         """The JSON body of the next upstream request (never streamed)."""
         self.rounds += 1
         out: list[Any] = list(self._tools.others)
-        for schema in self._setup.projection.round_tools():
-            name = schema["function"]["name"]
-            if name == TOOL_SEARCH_NAME and name not in self._tools.by_name:
-                out.append(anthropic_tool(schema))
-            else:
-                out.append(self._tools.by_name[name])
+        projection = self._setup.projection
+        schemas = projection.round_tools()  # function-shaped, wire names: no other tools
+        for name, schema in zip(projection.sent, schemas, strict=True):
+            virtual = name == TOOL_SEARCH_NAME and projection.active  # never a real one's
+            entry = None if virtual else self._tools.by_name.get(name)
+            out.append(entry if entry is not None else anthropic_tool(schema))
         self._report.sending()
         body = {**self._body, "messages": self.messages, "tools": out}
         if self.system is not None:
