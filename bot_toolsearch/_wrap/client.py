@@ -37,6 +37,7 @@ from .raw import handled, split_raw
 from .replies import guard_async, guard_sync
 from .responses import ResponsesPlan, create_round, create_round_async
 from .responses_streaming import AsyncResponsesStream, SyncResponsesStream
+from .rounds import drive, drive_sync
 from .streaming import AsyncChatStream, SyncChatStream
 from .surface import PASSED, Resource, create_parameters, is_public, post_kwargs, refusal
 
@@ -233,11 +234,7 @@ class _AsyncCompletions(_AsyncResource):
         create = guard_async(self._inner, "chat", plan.accept)
         if kwargs.get("stream") is True:
             return await AsyncChatStream.start(create, plan)
-        while True:
-            reply = await create(**plan.request())
-            done = await off_loop(plan.offload or busy(reply), plan.feed, reply)
-            if done is not None:
-                return done
+        return await drive(plan, lambda request: create(**request), busy)
 
 
 @_sdk_surface(
@@ -277,10 +274,7 @@ class _SyncCompletions(_SyncResource):
         create = guard_sync(self._inner, "chat", plan.accept)
         if kwargs.get("stream") is True:
             return SyncChatStream.start(create, plan)
-        while True:
-            done = plan.feed(create(**plan.request()))
-            if done is not None:
-                return done
+        return drive_sync(plan, lambda request: create(**request))
 
 
 @_sdk_surface(

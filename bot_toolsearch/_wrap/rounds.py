@@ -4,8 +4,8 @@ A plan is sans-IO (`RoundPlan`): ``request()`` says what to send upstream next, 
 reads the upstream's reply and returns the caller's answer, or ``None`` to go round again.
 `drive` is the async driver and `drive_sync` the sync one, with the transport passed in, so a
 dialect is a plan plus a transport and no dialect writes the loop itself. The Messages dialect
-runs on it (`bot_toolsearch._wrap.messages`); the Chat and Responses plans have the same shape
-and can move onto it from their own loops in `bot_toolsearch._wrap.client`.
+(`bot_toolsearch._wrap.messages`) and the Chat Completions plan run on it; the Responses plan
+(whose round is `chain_round`'s) and the two streamed drivers still have loops of their own.
 """
 
 from __future__ import annotations
@@ -34,11 +34,17 @@ class RoundPlan(Protocol[_A_co]):
         """Read one reply: the caller's answer, or ``None`` to send `request` again."""
 
 
-async def drive(plan: RoundPlan[_A], send: Callable[[Any], Awaitable[Any]]) -> _A:
-    """Run ``plan`` over the async transport ``send`` until it answers."""
+async def drive(
+    plan: RoundPlan[_A],
+    send: Callable[[Any], Awaitable[Any]],
+    busy: Callable[[Any], bool] | None = None,
+) -> _A:
+    """Run ``plan`` over the async transport ``send`` until it answers; a reply is read off
+    the event loop when the plan says so, or when ``busy(reply)`` finds it large."""
     while True:
         reply = await send(plan.request())
-        done = await off_loop(plan.offload, plan.feed, reply)
+        slow = plan.offload or (busy is not None and busy(reply))
+        done = await off_loop(slow, plan.feed, reply)
         if done is not None:
             return done
 
