@@ -219,9 +219,7 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
 
 async def _messages(state: ScriptState, request: ModelRequest) -> _Answer:
     """``POST /v1/messages``: the Messages mode (`bot_toolsearch._scripted.messages`)."""
-    problem = check_messages(request, strict=state.refuse_native)
-    if problem is None or (not state.validate and not state.refuse_native):
-        problem = None
+    problem = check_messages(request, strict=state.refuse_native, validate=state.validate)
     if problem is not None:  # the API's own 400: it uses no scripted turn
         return problem.status, error_body(problem), list(_NO_RETRY)
     with state.lock:

@@ -40,8 +40,9 @@ def error_body(turn: ErrorTurn) -> dict[str, Any]:
     return {"type": "error", "error": {"type": turn.type, "message": turn.message}}
 
 
-def check_messages(request: ModelRequest, *, strict: bool) -> ErrorTurn | None:
-    """The 400 the API answers before any model runs, or ``None``."""
+def check_messages(request: ModelRequest, *, strict: bool, validate: bool) -> ErrorTurn | None:
+    """The 400 the API answers before any model runs, or ``None``: under ``strict`` a
+    backend without tool search's refusals; under ``validate`` the API's own checks."""
     tools = request.body.get("tools")
     for index, tool in enumerate(tools if isinstance(tools, list) else ()):
         if not isinstance(tool, Mapping):
@@ -51,7 +52,8 @@ def check_messages(request: ModelRequest, *, strict: bool) -> ErrorTurn | None:
             return ErrorTurn(400, f"tools.{index}.type: Unsupported tool type '{kind}'")
         if strict and "defer_loading" in tool:
             return ErrorTurn(400, "Deferred custom tools are only supported on Anthropic models")
-        if kind in (None, "custom") and not isinstance(tool.get("input_schema"), Mapping):
+        custom = kind in (None, "custom")
+        if validate and custom and not isinstance(tool.get("input_schema"), Mapping):
             return ErrorTurn(400, f"tools.{index}.custom.input_schema: Field required")
     messages = request.body.get("messages")
     if not isinstance(messages, list):
@@ -72,6 +74,8 @@ def check_messages(request: ModelRequest, *, strict: bool) -> ErrorTurn | None:
                 found = kind if kind in _REFUSED_BLOCKS else "tool_reference"
                 return ErrorTurn(400, f"messages.{index}: Unsupported content type '{found}'")
         results = {str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"}
+        if not validate:
+            continue
         if message.get("role") == "user":
             if results - pending:
                 unknown = sorted(results - pending)[0]
