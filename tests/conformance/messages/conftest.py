@@ -4,18 +4,16 @@ in front of it with ``upstream_api="messages"``, and the real ``anthropic`` SDK 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import AsyncIterator, Iterator
 
 import anthropic
 import pytest
-import uvicorn
 
 from bot_toolsearch import BotSettings
 from bot_toolsearch._config.settings import SkillsSettings, ToolsSettings
 from bot_toolsearch._proxy.app import ProxyApp
-from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
 from bot_toolsearch.testing import ScriptedOpenAIServer
+from tests._helpers import served
 
 
 @pytest.fixture
@@ -32,37 +30,12 @@ def settings() -> BotSettings:
     return BotSettings(skills=SkillsSettings(tool_search_enabled=True, tool_search_max_results=3))
 
 
-def serve_app(app: ProxyApp) -> tuple[_ThreadServer, threading.Thread, str]:
-    """``app`` served on 127.0.0.1 by uvicorn in a thread; its base URL (``…/v1``)."""
-    sock = _bind(None)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        loop="asyncio",
-        http="h11",
-        ws="none",
-        lifespan="on",
-        log_config=None,
-        access_log=False,
-    )
-    running = _ThreadServer(config)
-    thread = threading.Thread(target=_serve, args=(running, sock), daemon=True)
-    thread.start()
-    assert running.ready.wait(30)
-    assert running.started
-    return running, thread, f"http://127.0.0.1:{port}"
-
-
 @pytest.fixture
 def proxy_root(strict: ScriptedOpenAIServer, settings: BotSettings) -> Iterator[str]:
     """The proxy's root URL (the SDK's ``base_url``: it adds ``/v1/messages``)."""
     app = ProxyApp(strict.base_url, settings=settings, upstream_api="messages", timeout=30)
-    running, thread, root = serve_app(app)
-    yield root
-    running.request_exit()
-    thread.join(30)
+    with served(app) as root:
+        yield root
 
 
 @pytest.fixture

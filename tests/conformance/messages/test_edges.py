@@ -21,8 +21,8 @@ from bot_toolsearch._config.settings import (
 )
 from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
+from tests._helpers import served
 
-from .conftest import serve_app
 from .test_sdk import ASK, BM25, MODEL, catalog
 
 SKILLS = SkillsSettings(tool_search_enabled=True, tool_search_max_results=3)
@@ -30,10 +30,8 @@ SKILLS = SkillsSettings(tool_search_enabled=True, tool_search_max_results=3)
 
 def _serve(server: ScriptedOpenAIServer, **options: Any) -> Iterator[str]:
     app = ProxyApp(server.base_url, upstream_api="messages", timeout=30, **options)
-    running, thread, root = serve_app(app)
-    yield root
-    running.request_exit()
-    thread.join(30)
+    with served(app) as root:
+        yield root
 
 
 @pytest.fixture
