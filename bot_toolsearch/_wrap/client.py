@@ -27,7 +27,7 @@ import openai.resources.responses as responses_resources
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._protocol.trace import RoundTrace
 from bot_toolsearch._services.mode import announce, search_mode
-from bot_toolsearch._services.threads import POOLS, off_loop
+from bot_toolsearch._services.threads import POOLS
 
 from .chat import ChatPlan
 from .engine import Engine
@@ -35,7 +35,7 @@ from .permitted import carry
 from .plan import Pending, busy
 from .raw import handled, split_raw
 from .replies import guard_async, guard_sync
-from .responses import ResponsesPlan, create_round, create_round_async
+from .responses import ResponsesPlan, round_sender, round_sender_async
 from .responses_streaming import AsyncResponsesStream, SyncResponsesStream
 from .rounds import drive, drive_sync
 from .streaming import AsyncChatStream, SyncChatStream
@@ -253,11 +253,7 @@ class _AsyncResponses(_AsyncResource):
         create = guard_async(self._inner, "responses", plan.accept)
         if kwargs.get("stream") is True:
             return await AsyncResponsesStream.start(create, plan)
-        while True:
-            reply = await create_round_async(create, plan)
-            done = await off_loop(plan.offload or busy(reply), plan.feed, reply)
-            if done is not None:
-                return done
+        return await drive(plan, round_sender_async(create), busy)
 
 
 @_sdk_surface(
@@ -293,10 +289,7 @@ class _SyncResponses(_SyncResource):
         create = guard_sync(self._inner, "responses", plan.accept)
         if kwargs.get("stream") is True:
             return SyncResponsesStream.start(create, plan)
-        while True:
-            done = plan.feed(create_round(create, plan))
-            if done is not None:
-                return done
+        return drive_sync(plan, round_sender(create))
 
 
 class _AsyncChat(_Delegate):

@@ -4,8 +4,9 @@ A plan is sans-IO (`RoundPlan`): ``request()`` says what to send upstream next, 
 reads the upstream's reply and returns the caller's answer, or ``None`` to go round again.
 `drive` is the async driver and `drive_sync` the sync one, with the transport passed in, so a
 dialect is a plan plus a transport and no dialect writes the loop itself. The Messages dialect
-(`bot_toolsearch._wrap.messages`) and the Chat Completions plan run on it; the Responses plan
-(whose round is `chain_round`'s) and the two streamed drivers still have loops of their own.
+(`bot_toolsearch._wrap.messages`) and the Chat Completions and Responses plans run on it (a
+Responses round is a `chain_round` flow its transport drives); the two streamed drivers still
+have loops of their own.
 """
 
 from __future__ import annotations
