@@ -294,3 +294,13 @@ async def test_plain_request_passes_through_made_ordinary(
         )
     assert response.status_code == 200
     assert response.json()["content"] == [{"type": "text", "text": "hi"}]
+
+
+async def test_plain_stream_is_relayed(
+    strict: ScriptedOpenAIServer, claude: anthropic.AsyncAnthropic
+) -> None:
+    strict.script(text("hi there"))
+    async with claude.messages.stream(model=MODEL, max_tokens=10, messages=ASK) as stream:
+        final = await stream.get_final_message()
+    assert [(b.type, getattr(b, "text", None)) for b in final.content] == [("text", "hi there")]
+    assert strict.requests[0].body["stream"] is True  # relayed as the upstream streams it
