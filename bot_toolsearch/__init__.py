@@ -1,7 +1,7 @@
 """On-demand tool loading (tool search) for OpenAI-compatible chat bots.
 
 The root holds what a bot developer needs: `Bot`, `tool`/`Tool`/`Agent`, `BotSettings`,
-`wrap_openai`, the ask results and the errors. The other public doors:
+`wrap_openai` (and `wrap_anthropic`), the ask results and the errors. The other public doors:
 `bot_toolsearch.core` (catalog, session, query results, directory, prompts),
 `bot_toolsearch.config` (config file, settings sections, reload), `bot_toolsearch.middleware`,
 `bot_toolsearch.conversations`, `bot_toolsearch.tools`, `bot_toolsearch.offline` and
@@ -24,6 +24,7 @@ from bot_toolsearch._runtime.ask_result import (
 from bot_toolsearch._runtime.bot import Bot
 from bot_toolsearch._tools.tool import Agent, Tool, ToolDefinitionWarning, ToolImportError, tool
 from bot_toolsearch._transports.base import ModelReplyError
+from bot_toolsearch._wrap.anthropic_client import wrap_anthropic
 from bot_toolsearch._wrap.client import wrap_openai
 
 from ._errors import (
@@ -60,6 +61,7 @@ __all__ = [
     "UnsupportedCallError",
     "__version__",
     "tool",
+    "wrap_anthropic",
     "wrap_openai",
 ]
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 def write_config(path: Path, base_url: str, api: str, extra: str = "") -> Path:
@@ -13,3 +16,37 @@ def write_config(path: Path, base_url: str, api: str, extra: str = "") -> Path:
     temp.write_text(text, encoding="utf-8")
     os.replace(temp, path)
     return path
+
+
+@contextlib.contextmanager
+def served(app: Any) -> Iterator[str]:
+    """``app`` (an ASGI app) served on 127.0.0.1 by uvicorn in a thread; its root URL."""
+    import threading
+
+    import uvicorn
+
+    from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
+
+    sock = _bind(None)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        loop="asyncio",
+        http="h11",
+        ws="none",
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+    )
+    running = _ThreadServer(config)
+    thread = threading.Thread(target=_serve, args=(running, sock), daemon=True)
+    thread.start()
+    assert running.ready.wait(30)
+    assert running.started
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        running.request_exit()
+        thread.join(30)

@@ -25,7 +25,14 @@ from bot_toolsearch import Bot, BotSettings, Tool, wrap_openai
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._protocol.messages import PREFETCH_HEADER
 from bot_toolsearch._transports.responses import flat_tool
-from bot_toolsearch.testing import ModelRequest, ScriptedOpenAIServer, ScriptEntry, call, text
+from bot_toolsearch.testing import (
+    ModelRequest,
+    ScriptedOpenAIServer,
+    ScriptEntry,
+    ToolCall,
+    call,
+    text,
+)
 
 SYSTEM = "You are a test bot."
 MODES = ["append", "additional_tools", "bridge", "auto"]
@@ -494,3 +501,106 @@ async def test_the_mcp_door_skips_a_real_tool_search_as_the_bot_does(
     with caplog.at_level(logging.WARNING, logger="bot_toolsearch"):
         ToolCatalog([t.schema() for t in listed])
     assert door_warnings == reserved_warnings(caplog)
+
+
+# -- the Messages door (Anthropic's Messages API: `wrap_anthropic`, the proxy's adapter) ---------
+
+
+def _messages_tools(settings: BotSettings, tools: Sequence[Tool]) -> list[dict[str, Any]]:
+    """The same schemas as Anthropic custom tools (``input_schema``)."""
+    out = []
+    for schema in caller_tools(settings, tools):
+        function = schema["function"]
+        entry = {"name": function["name"], "input_schema": function["parameters"]}
+        if function.get("description"):
+            entry["description"] = function["description"]
+        out.append(entry)
+    return out
+
+
+async def run_messages(
+    settings: BotSettings, tools: Sequence[Tool], asks: Sequence[Ask]
+) -> list[ModelRequest]:
+    """A Messages caller through `wrap_anthropic` (the adapter ``serve`` runs too), running
+    its tools and resending its history as Claude-style agents do."""
+    import anthropic
+
+    from bot_toolsearch import wrap_anthropic
+
+    handlers = {t.name: t for t in tools}
+    schemas = _messages_tools(settings, tools)
+    with ScriptedOpenAIServer(refuse_native=True) as server:
+        for ask in asks:
+            server.script(*ask.turns)
+        inner = anthropic.AsyncAnthropic(
+            base_url=server.base_url.removesuffix("/v1"), api_key="test", max_retries=0
+        )
+        client = wrap_anthropic(inner, settings=settings)
+        messages: list[Any] = []
+        for ask in asks:
+            messages.append({"role": "user", "content": ask.text})
+            while True:
+                reply = await client.messages.create(
+                    model="m", max_tokens=100, system=SYSTEM, messages=messages, tools=schemas
+                )
+                uses = [b for b in reply.content if b.type == "tool_use"]
+                messages.append({"role": "assistant", "content": reply.content})
+                if not uses:
+                    break
+                results = [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": b.id,
+                        "content": await _run(handlers, b.name, json.dumps(b.input)),
+                    }
+                    for b in uses
+                ]
+                messages.append({"role": "user", "content": results})
+        await inner.close()
+        server.assert_consumed()
+        return list(server.requests)
+
+
+def _canonical_tools(request: ModelRequest) -> list[tuple[str, str]]:
+    """``(canonical name, parameters JSON)`` of each tool, in either tool shape."""
+    out = []
+    for tool in request.body.get("tools") or ():
+        function = tool.get("function", tool)
+        parameters = function.get("parameters", function.get("input_schema"))
+        name = function["name"].replace("-_-", ".")
+        out.append((name, json.dumps(parameters, sort_keys=True)))
+    return out
+
+
+MESSAGES_CASES = ["plain", "deny", "allow", "prefetch", "keep_conversation", "always_loaded"]
+
+
+@pytest.mark.parametrize("case", MESSAGES_CASES)
+async def test_the_messages_door_sends_what_the_bot_sends(case: str) -> None:
+    """The same tools (canonical names, same schemas, same order), the same directory and
+    rules, the same search answers, round for round, as the `Bot` on Chat Completions with
+    ``append`` loading (the one loading mode of the Messages API)."""
+    tables = json.loads(json.dumps(CASES[case]))
+    settings = _settings("chat_completions", "append", **tables)
+    query = "select:weather.forecast,mail.send" if case == "deny" else "select:weather.forecast"
+    bot = await run_bot(settings, catalog(), conversation("append", "chat_completions", query))
+    asks = [
+        Ask(ask.text, [_dotted(turn) for turn in ask.turns])
+        for ask in conversation("append", "chat_completions", query)
+    ]
+    door = await run_messages(settings, catalog(), asks)
+    assert len(bot) == len(door)
+    for i, (b, m) in enumerate(zip(bot, door, strict=True)):
+        assert _canonical_tools(b) == _canonical_tools(m), i
+        assert directory(b) == directory(m), i
+    ids = ["call_s1", "call_s2"]
+    answers = searches(bot, ids)
+    assert answers == searches(door, ids)
+    assert sorted(answers) == ids
+
+
+def _dotted(turn: ScriptEntry) -> ScriptEntry:
+    """A scripted call with the canonical name (Messages sends names unencoded)."""
+    if isinstance(turn, ToolCall):
+        return ToolCall(turn.name.replace("-_-", "."), turn.arguments, turn.id)
+    return turn

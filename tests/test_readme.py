@@ -235,11 +235,46 @@ def wrapper_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert server.requests[0].tool_names == ["tool_search"]
 
 
+MESSAGES = "docs/messages.md: ### The anthropic SDK in Python"
+
+
+def messages_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import anthropic
+
+    deferred = {"name": "get_weather", "input_schema": {"type": "object"}, "defer_loading": True}
+    search = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
+    reply_tool = {"name": "reply", "input_schema": {"type": "object"}}
+    testing = bot_toolsearch.testing
+    with testing.ScriptedOpenAIServer(refuse_native=True) as server:
+        server.script(testing.call("tool_search", query="weather"), testing.text("Sunny."))
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url.removesuffix("/v1"))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+        namespace: dict[str, Any] = {
+            "model": "claude-test",
+            "messages": [{"role": "user", "content": "Weather in Oslo?"}],
+            "tools": [reply_tool, deferred, search],
+        }
+        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        code = compile(block(MESSAGES), "docs/messages.md", "exec", flags=flags)
+
+        async def go() -> None:
+            await eval(code, namespace)  # our own docs, not input
+            await namespace["client"].close()
+
+        asyncio.run(go())
+        server.assert_consumed()
+    reply = namespace["reply"]
+    assert isinstance(reply, anthropic.types.Message)
+    assert [b.type for b in reply.content] == ["server_tool_use", "tool_search_tool_result", "text"]
+    assert server.requests[1].tool_names == ["reply", "tool_search", "get_weather"]
+
+
 RUNNERS: dict[str, Callable[[Path, pytest.MonkeyPatch], None]] = {
     BOT_IN_LINES: ten_lines,
     WRAPPER: wrapper_lines,
     "docs/conversations.md: # Conversations": conversations,
     "docs/core.md: ## The core on its own": core,
+    MESSAGES: messages_lines,
     "docs/testing.md: # Testing your bot": testing_your_bot,
     TOOL_FOLDERS: tool_folders,
     "docs/wrapper.md: ## Use it with your framework": frameworks,

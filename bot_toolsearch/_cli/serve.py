@@ -82,6 +82,13 @@ def add_serve_subparser(subparsers: argparse._SubParsersAction[argparse.Argument
         "key, no network: a deterministic planner on 127.0.0.1, not an LLM)",
     )
     serve.add_argument(
+        "--upstream-api",
+        choices=("openai", "messages"),
+        default="openai",
+        help="what the upstream speaks besides: 'messages', an Anthropic-compatible "
+        "/v1/messages, which POST /v1/messages then uses with tool search (docs/messages.md)",
+    )
+    serve.add_argument(
         "--config",
         help="config.toml ([skills], [tools], [model] max_rounds); without one, the [skills] "
         "defaults with tool search on",
@@ -160,19 +167,7 @@ def _serve(args: argparse.Namespace) -> int:
     from bot_toolsearch._config.redact import redact_url
     from bot_toolsearch._errors import ConfigError
     from bot_toolsearch._proxy.access_log import json_line, uvicorn_log_config
-    from bot_toolsearch._proxy.app import (
-        ENV_ACCESS_LOG,
-        ENV_API_KEYS,
-        ENV_CONFIG,
-        ENV_INDEX_BUILDS,
-        ENV_LOG_LEVEL,
-        ENV_MAX_BODY,
-        ENV_MAX_IN_FLIGHT,
-        ENV_MAX_TOOLS,
-        ENV_READ_TIMEOUT,
-        ENV_TIMEOUT,
-        ENV_UPSTREAM,
-    )
+    from bot_toolsearch._proxy.app import ENV_CONFIG, ENV_UPSTREAM
     from bot_toolsearch._services.mode import search_mode
 
     offline = args.upstream == OFFLINE_UPSTREAM
@@ -182,19 +177,7 @@ def _serve(args: argparse.Namespace) -> int:
             f"--upstream must be an http(s) URL or 'offline', got {redact_url(args.upstream)!r}",
             USAGE,
         )
-    os.environ[ENV_MAX_BODY] = str(args.max_body)
-    os.environ[ENV_MAX_TOOLS] = str(args.max_tools)
-    os.environ[ENV_MAX_IN_FLIGHT] = str(args.max_in_flight)
-    os.environ[ENV_INDEX_BUILDS] = str(args.index_builds)
-    os.environ[ENV_READ_TIMEOUT] = repr(args.read_timeout)
-    if args.api_key:
-        if any(not key.strip() or any(c.isspace() for c in key) for key in args.api_key):
-            fail("--api-key: a key must be non-empty, without spaces", USAGE)
-        os.environ[ENV_API_KEYS] = "\n".join(args.api_key)
-    os.environ[ENV_LOG_LEVEL] = args.log_level
-    os.environ[ENV_ACCESS_LOG] = args.access_log
-    if args.timeout is not None:
-        os.environ[ENV_TIMEOUT] = repr(args.timeout)
+    _export(args)
     mode = search_mode(None)
     config = "no config file"
     dot_delimiter: str | None = None
@@ -238,6 +221,37 @@ def _serve(args: argparse.Namespace) -> int:
             **logs,
         )
     return 0
+
+
+def _export(args: argparse.Namespace) -> None:
+    """The options every worker reads from the environment (`app_from_env`)."""
+    from bot_toolsearch._proxy.app import (
+        ENV_ACCESS_LOG,
+        ENV_API_KEYS,
+        ENV_INDEX_BUILDS,
+        ENV_LOG_LEVEL,
+        ENV_MAX_BODY,
+        ENV_MAX_IN_FLIGHT,
+        ENV_MAX_TOOLS,
+        ENV_READ_TIMEOUT,
+        ENV_TIMEOUT,
+        ENV_UPSTREAM_API,
+    )
+
+    os.environ[ENV_MAX_BODY] = str(args.max_body)
+    os.environ[ENV_MAX_TOOLS] = str(args.max_tools)
+    os.environ[ENV_MAX_IN_FLIGHT] = str(args.max_in_flight)
+    os.environ[ENV_INDEX_BUILDS] = str(args.index_builds)
+    os.environ[ENV_READ_TIMEOUT] = repr(args.read_timeout)
+    if args.api_key:
+        if any(not key.strip() or any(c.isspace() for c in key) for key in args.api_key):
+            fail("--api-key: a key must be non-empty, without spaces", USAGE)
+        os.environ[ENV_API_KEYS] = "\n".join(args.api_key)
+    os.environ[ENV_LOG_LEVEL] = args.log_level
+    os.environ[ENV_ACCESS_LOG] = args.access_log
+    os.environ[ENV_UPSTREAM_API] = args.upstream_api
+    if args.timeout is not None:
+        os.environ[ENV_TIMEOUT] = repr(args.timeout)
 
 
 @contextlib.contextmanager

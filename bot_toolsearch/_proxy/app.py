@@ -66,6 +66,7 @@ from .limits import (
     InFlight,
     body_bytes_for,
 )
+from .messages import MESSAGES_PATH, MessagesRoute
 from .metrics import CONTENT_TYPE, ProxyMetrics
 from .passthrough import refusal
 from .raw_tools import tools_span
@@ -94,6 +95,7 @@ __all__ = [
     "ENV_READ_TIMEOUT",
     "ENV_TIMEOUT",
     "ENV_UPSTREAM",
+    "ENV_UPSTREAM_API",
     "ProxyApp",
     "app_from_env",
     "redact_query",
@@ -119,6 +121,8 @@ ENV_API_KEYS = "BOT_TOOLSEARCH_API_KEYS"
 """Client keys of the proxy for `app_from_env`, one a line (``serve --api-key``)."""
 ENV_LOG_LEVEL = "BOT_TOOLSEARCH_LOG_LEVEL"
 """``serve --log-level`` for the package's loggers in each worker."""
+ENV_UPSTREAM_API = "BOT_TOOLSEARCH_UPSTREAM_API"
+"""``serve --upstream-api`` (``messages``: ``POST /v1/messages`` does tool search upstream)."""
 ENV_ACCESS_LOG = "BOT_TOOLSEARCH_ACCESS_LOG"
 """``serve --access-log`` (``json``: the JSON access log of `bot_toolsearch._proxy.access_log`)."""
 
@@ -293,6 +297,9 @@ class ProxyApp:
             ``bot-toolsearch serve`` runs), never for an app embedded in another program: the
             heap is frozen after each newly indexed tool list (`gc.freeze`), and full
             collections run a hundred times less often (`_FULL_COLLECTION_EVERY`).
+        upstream_api: ``"messages"`` for an Anthropic-compatible upstream: ``POST
+            /v1/messages`` then does tool search (`bot_toolsearch._proxy.messages`);
+            ``"openai"`` (the default) forwards it as any other path.
 
     Raises:
         ValueError: ``upstream`` is not an http(s) URL with a host, a bound is below 1, or
@@ -315,6 +322,7 @@ class ProxyApp:
         freeze_heap: bool = False,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         body_bytes: int | None = None,
+        upstream_api: str = "openai",
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -374,6 +382,25 @@ class ProxyApp:
         self._state = open_state(start.proxy.state)
         self._upstream_keys = _operator_keys(start)
         """The operator's upstream keys, masked in everything sent to a client."""
+        self._messages = self._messages_route(upstream_api, max_body, max_tools)
+        """``POST /v1/messages`` with tool search (``upstream_api="messages"``)."""
+
+    def _messages_route(
+        self, upstream_api: str, max_body: int, max_tools: int
+    ) -> MessagesRoute | None:
+        if upstream_api == "messages":
+            return MessagesRoute(
+                self.upstream,
+                self._http,
+                self._engine,
+                timeout=self.timeout,
+                max_body=max_body,
+                max_tools=max_tools,
+                on_round=self._observer.on_round,
+            )
+        if upstream_api != "openai":
+            raise ValueError(f"upstream_api must be 'openai' or 'messages', got {upstream_api!r}")
+        return None
 
     async def aclose(self) -> None:
         """Close the upstream connections and stop watching ``config.toml``."""
@@ -454,7 +481,8 @@ class ProxyApp:
             await _raw(send, 200, self.metrics.render(), CONTENT_TYPE)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        admitted = self._admission.admit(_bearer(headers), self._engine.snapshot().proxy.clients)
+        client_key = _bearer(headers) or headers.get("x-api-key")  # x-api-key: Messages clients
+        admitted = self._admission.admit(client_key, self._engine.snapshot().proxy.clients)
         if admitted is None:
             raise _Refused(401, "this proxy needs one of its client keys", code="invalid_api_key")
         ADMITTED.set(admitted)
@@ -474,7 +502,9 @@ class ProxyApp:
             )
         try:
             rest = path[3:] or "/" if path == "/v1" or path.startswith("/v1/") else path
-            if rest in _TOOL_SEARCH_PATHS and scope["method"] == "POST":
+            if rest == MESSAGES_PATH and self._messages is not None and scope["method"] == "POST":
+                await self._messages(receive, send, headers)
+            elif rest in _TOOL_SEARCH_PATHS and scope["method"] == "POST":
                 note_route("chat_completions" if rest == "/chat/completions" else "responses")
                 await self._create(receive, send, rest == "/chat/completions", headers)
             else:
@@ -887,7 +917,9 @@ class ProxyApp:
         admitted = ADMITTED.get()
         if admitted.keyed:  # the client's key is the proxy's: the operator's goes on
             forward = [
-                (k, v) for k, v in forward if k.lower() not in (b"authorization", b"api-key")
+                (k, v)
+                for k, v in forward
+                if k.lower() not in (b"authorization", b"api-key", b"x-api-key")
             ]
             key = admitted.upstream_key(None)
             forward.append((b"authorization", f"Bearer {key}".encode()))
@@ -1350,4 +1382,5 @@ def app_from_env() -> ProxyApp:
         api_keys=keys.split() if keys else None,
         freeze_heap=True,
         read_timeout=DEFAULT_READ_TIMEOUT if read_timeout is None else read_timeout,
+        upstream_api=os.environ.get(ENV_UPSTREAM_API) or "openai",
     )

@@ -39,12 +39,13 @@ __all__ = ["Exchange", "Observer", "Route", "current", "note_body", "note_client
 access_log = logging.getLogger(ACCESS_LOGGER)
 
 Route = str
-"""``chat_completions``, ``responses``, ``forwarded``, ``healthz`` or ``metrics``."""
+"""``chat_completions``, ``responses``, ``messages``, ``forwarded``, ``healthz`` or
+``metrics``."""
 
 _LOADED_CHARS = 1024
 """Most characters of ``x-toolsearch-loaded`` (a header line must stay well under the 8 KB
 most servers accept)."""
-_API = {"chat_completions": "chat", "responses": "responses"}
+_API = {"chat_completions": "chat", "responses": "responses", "messages": "messages"}
 
 _Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
@@ -73,7 +74,7 @@ class Exchange:
 
     @property
     def api(self) -> str | None:
-        """``chat`` or ``responses`` for a tool-search route, else ``None``."""
+        """``chat``, ``responses`` or ``messages`` for a tool-search route, else ``None``."""
         return _API.get(self.route)
 
     def add(self, trace: RoundTrace) -> tuple[int, int]:

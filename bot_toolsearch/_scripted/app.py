@@ -11,6 +11,7 @@ from typing import Any, TypeAlias
 
 from .cache import PromptCache, PromptCacheModel, render_prompt
 from .embeddings import ScriptedEmbeddings, serve_embeddings
+from .messages import check_messages, error_body, message_object, messages_stream
 from .request import Api, ModelRequest, input_items
 from .stream import chat_stream, responses_stream
 from .turns import ErrorTurn, ScriptEntry, TextTurn, ToolCallsTurn, Turn, as_turn
@@ -36,7 +37,11 @@ _Receive: TypeAlias = Callable[[], Awaitable[MutableMapping[str, Any]]]
 _Send: TypeAlias = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp: TypeAlias = Callable[[_Scope, _Receive, _Send], Awaitable[None]]
 
-_ROUTES: dict[str, Api] = {"/v1/chat/completions": "chat_completions", "/v1/responses": "responses"}
+_ROUTES: dict[str, Api] = {
+    "/v1/chat/completions": "chat_completions",
+    "/v1/responses": "responses",
+    "/v1/messages": "messages",
+}
 _MAX_BODY = 64 * 1024 * 1024
 
 
@@ -137,6 +142,8 @@ def _error(status: int, message: str, *, param: str | None = None) -> _Answer:
 
 async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answer:
     method, path = scope["method"], scope["path"].rstrip("/")
+    if method == "HEAD":  # a client's connectivity probe (Claude Code's HEAD of its base URL)
+        return 200, {}, []
     if method == "GET" and path == "/v1/models":
         data = [
             {"id": m, "object": "model", "created": 0, "owned_by": "bot_toolsearch"}
@@ -166,6 +173,8 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
             f"Previous response with id '{request.previous_response_id}' not found.",
             param="previous_response_id",
         )
+    if api == "messages":
+        return await _messages(state, request)
     if state.refuse_native:
         with state.lock:
             refused = check_native(request, frozenset(state.produced))
@@ -208,6 +217,36 @@ async def _handle(state: ScriptState, scope: _Scope, receive: _Receive) -> _Answ
         usage = isinstance(options, dict) and options.get("include_usage") is True
         return 200, chat_stream(body_out, include_usage=usage), []
     return 200, body_out, []
+
+
+async def _messages(state: ScriptState, request: ModelRequest) -> _Answer:
+    """``POST /v1/messages``: the Messages mode (`bot_toolsearch._scripted.messages`)."""
+    problem = check_messages(request, strict=state.refuse_native, validate=state.validate)
+    if problem is not None:  # the API's own 400: it uses no scripted turn
+        return problem.status, error_body(problem), list(_NO_RETRY)
+    with state.lock:
+        turn = state.turns.popleft() if state.turns else None
+    if turn is None:
+        answered = await _ask_responder(state, request)
+        if isinstance(answered, tuple):
+            return answered[0], _anthropic_error(answered), answered[2]
+        turn = answered
+    if isinstance(turn, ErrorTurn):
+        return turn.status, error_body(turn), [] if turn.retry else list(_NO_RETRY)
+    assert isinstance(turn, ToolCallsTurn | TextTurn)
+    calls = turn.calls if isinstance(turn, ToolCallsTurn) else ()
+    call_ids = [c.id if c.id is not None else state.next_id("toolu_") for c in calls]
+    message = message_object(turn, request, message_id=state.next_id("msg_"), call_ids=call_ids)
+    if request.body.get("stream"):
+        return 200, messages_stream(message), []
+    return 200, message, []
+
+
+def _anthropic_error(answer: _Answer) -> dict[str, Any]:
+    body = answer[1]
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return {"type": "error", "error": {"type": "api_error", "message": str(message)}}
 
 
 def _prompt_usage(

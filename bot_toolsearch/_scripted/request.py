@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 __all__ = ["Api", "ModelRequest", "UnconsumedTurns", "UnexpectedModelCall"]
 
-Api = Literal["chat_completions", "responses"]
-"""The two OpenAI APIs the server speaks."""
+Api = Literal["chat_completions", "responses", "messages"]
+"""The two OpenAI APIs the server speaks, and Anthropic's Messages API (its Messages mode)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +67,9 @@ class ModelRequest:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        """Chat: ``body["messages"]``; Responses: the ``input`` items (a string is a user item)."""
-        if self.api == "chat_completions":
+        """Chat and Messages: ``body["messages"]``; Responses: the ``input`` items (a string
+        is a user item)."""
+        if self.api != "responses":
             return _dicts(self.body.get("messages"))
         return input_items(self.body)
 
@@ -76,6 +77,9 @@ class ModelRequest:
     def system_texts(self) -> list[str]:
         """The text of system and developer messages (Responses: ``instructions`` first)."""
         texts: list[str] = []
+        if self.api == "messages":
+            system = self.body.get("system")
+            return [system] if isinstance(system, str) else [content_text(system)]
         if self.api == "responses":
             instructions = self.body.get("instructions")
             if isinstance(instructions, str):
@@ -89,10 +93,17 @@ class ModelRequest:
     def tool_outputs(self) -> list[tuple[str, str]]:
         """``(call_id, output)`` of every tool result sent, in order.
 
-        Chat: the ``role == "tool"`` messages; Responses: the ``function_call_output`` items.
+        Chat: the ``role == "tool"`` messages; Responses: the ``function_call_output`` items;
+        Messages: the ``tool_result`` blocks.
         """
         outputs: list[tuple[str, str]] = []
         for item in self.messages:
+            if self.api == "messages" and isinstance(item.get("content"), list):
+                outputs.extend(
+                    (str(b.get("tool_use_id")), content_text(b.get("content")))
+                    for b in item["content"]
+                    if isinstance(b, dict) and b.get("type") == "tool_result"
+                )
             if self.api == "chat_completions" and item.get("role") == "tool":
                 outputs.append((str(item.get("tool_call_id")), content_text(item.get("content"))))
             elif self.api == "responses" and item.get("type") == "function_call_output":

@@ -27,7 +27,7 @@ import openai.resources.responses as responses_resources
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._protocol.trace import RoundTrace
 from bot_toolsearch._services.mode import announce, search_mode
-from bot_toolsearch._services.threads import POOLS, off_loop
+from bot_toolsearch._services.threads import POOLS
 
 from .chat import ChatPlan
 from .engine import Engine
@@ -35,8 +35,9 @@ from .permitted import carry
 from .plan import Pending, busy
 from .raw import handled, split_raw
 from .replies import guard_async, guard_sync
-from .responses import ResponsesPlan, create_round, create_round_async
+from .responses import ResponsesPlan, round_sender, round_sender_async
 from .responses_streaming import AsyncResponsesStream, SyncResponsesStream
+from .rounds import drive, drive_sync
 from .streaming import AsyncChatStream, SyncChatStream
 from .surface import PASSED, Resource, create_parameters, is_public, post_kwargs, refusal
 
@@ -242,11 +243,7 @@ class _AsyncCompletions(_AsyncResource):
         create = guard_async(self._inner, "chat", plan.accept)
         if kwargs.get("stream") is True:
             return await AsyncChatStream.start(create, plan)
-        while True:
-            reply = await create(**plan.request())
-            done = await off_loop(plan.offload or busy(reply), plan.feed, reply)
-            if done is not None:
-                return done
+        return await drive(plan, lambda request: create(**request), busy)
 
 
 @_sdk_surface(
@@ -265,11 +262,7 @@ class _AsyncResponses(_AsyncResource):
         create = guard_async(self._inner, "responses", plan.accept)
         if kwargs.get("stream") is True:
             return await AsyncResponsesStream.start(create, plan)
-        while True:
-            reply = await create_round_async(create, plan)
-            done = await off_loop(plan.offload or busy(reply), plan.feed, reply)
-            if done is not None:
-                return done
+        return await drive(plan, round_sender_async(create), busy)
 
 
 @_sdk_surface(
@@ -286,10 +279,7 @@ class _SyncCompletions(_SyncResource):
         create = guard_sync(self._inner, "chat", plan.accept)
         if kwargs.get("stream") is True:
             return SyncChatStream.start(create, plan)
-        while True:
-            done = plan.feed(create(**plan.request()))
-            if done is not None:
-                return done
+        return drive_sync(plan, lambda request: create(**request))
 
 
 @_sdk_surface(
@@ -308,10 +298,7 @@ class _SyncResponses(_SyncResource):
         create = guard_sync(self._inner, "responses", plan.accept)
         if kwargs.get("stream") is True:
             return SyncResponsesStream.start(create, plan)
-        while True:
-            done = plan.feed(create_round(create, plan))
-            if done is not None:
-                return done
+        return drive_sync(plan, round_sender(create))
 
 
 class _AsyncChat(_Delegate):

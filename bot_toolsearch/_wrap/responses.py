@@ -281,6 +281,11 @@ class ResponsesPlan:
             return item
         return wire_item(_as_dict(item), view.names, view.entries)
 
+    def request(self) -> Round[Any]:
+        """The next round for the shared driver (`bot_toolsearch._wrap.rounds`): its `flow`,
+        which the driver's transport runs (`round_sender`, `round_sender_async`)."""
+        return self.flow()
+
     def flow(self) -> Round[Any]:
         """The next upstream round: `chain_round` over this call's chain (count in `rounds`)."""
         self.rounds += 1
@@ -515,3 +520,16 @@ def create_round(create: Callable[..., Any], plan: ResponsesPlan) -> Any:
 async def create_round_async(create: Callable[..., Awaitable[Any]], plan: ResponsesPlan) -> Any:
     """`create_round` for the async shells."""
     return await drive_async(plan.flow(), create)
+
+
+def round_sender(create: Callable[..., Any]) -> Callable[[Round[Any]], Any]:
+    """The shared driver's transport for this plan (sync): a round's flow sent with
+    ``create`` as `create_round` sends it."""
+    return lambda flow: drive(flow, create)
+
+
+def round_sender_async(
+    create: Callable[..., Awaitable[Any]],
+) -> Callable[[Round[Any]], Awaitable[Any]]:
+    """`round_sender` for the async shells."""
+    return lambda flow: drive_async(flow, create)
