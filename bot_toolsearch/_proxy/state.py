@@ -51,7 +51,7 @@ class RedisState:
             import redis.asyncio
         except ImportError:
             raise ValueError(
-                "[proxy] state needs the redis package: pip install 'bot-toolsearch[redis]'"
+                "[proxy] state needs the redis package: pip install '.[redis]' in the clone"
             ) from None
         self.location = redact_url(url)
         self._timeout = timeout

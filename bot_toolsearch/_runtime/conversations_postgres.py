@@ -317,7 +317,7 @@ def _psycopg(location: str) -> Any:
         import psycopg
     except ImportError:
         raise ConversationStoreError(
-            "a postgresql:// store needs psycopg: pip install 'bot-toolsearch[postgres]'",
+            "a postgresql:// store needs psycopg: pip install '.[postgres]' in the clone",
             path=location,
         ) from None
     return psycopg

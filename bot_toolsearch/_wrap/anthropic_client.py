@@ -186,7 +186,7 @@ def _sdk() -> Any:
         import anthropic
     except ImportError as exc:  # pragma: no cover - the dev extra installs it
         raise ImportError(
-            "wrap_anthropic needs the anthropic package: pip install 'bot-toolsearch[anthropic]'"
+            "wrap_anthropic needs the anthropic package: pip install '.[anthropic]' in the clone"
         ) from exc
     return anthropic
 

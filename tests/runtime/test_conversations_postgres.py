@@ -234,4 +234,4 @@ def test_without_psycopg_the_error_names_the_extra() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     ).stdout
-    assert "pip install 'bot-toolsearch[postgres]'" in out
+    assert "pip install '.[postgres]' in the clone" in out

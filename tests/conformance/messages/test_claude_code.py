@@ -6,8 +6,9 @@ completes, and the upstream sees the MCP tool as an ordinary tool.
 
 Claude Code runs without a network here (no login: ``ANTHROPIC_API_KEY``; telemetry, error
 reports and updates off by its own variables; its connectivity probe goes to the proxy). It
-is not a Python package: the test finds ``claude`` through ``BOT_TOOLSEARCH_CLAUDE_CODE`` or
-``PATH``, and skips saying how to install it when neither has it.
+is not a Python package: the test finds ``claude`` through ``BOT_TOOLSEARCH_CLAUDE_CODE``, the
+pinned copy `make node-clients` installs (``tests/conformance/node``), or ``PATH``, and skips
+saying how to install it when none has it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -34,7 +36,18 @@ from bot_toolsearch.testing import (
     text,
 )
 
-CLAUDE = os.environ.get("BOT_TOOLSEARCH_CLAUDE_CODE") or shutil.which("claude")
+_PINNED = Path(__file__).parents[1] / "node" / "node_modules" / "@anthropic-ai"
+"""Where `make node-clients` installs the pinned Claude Code: its native binary is in the
+platform package (no install script runs, so the wrapper package's own ``claude`` is a stub)."""
+
+
+def _pinned() -> str | None:
+    machine = {"x86_64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine())
+    found = _PINNED / f"claude-code-{sys.platform}-{machine}" / "claude"
+    return str(found) if machine and found.is_file() else None
+
+
+CLAUDE = os.environ.get("BOT_TOOLSEARCH_CLAUDE_CODE") or _pinned() or shutil.which("claude")
 TIME_SERVER = Path(sys.executable).with_name("mcp-server-time")
 MCP_TOOL = "mcp__time__get_current_time"
 _SEARCHES = 20
@@ -43,8 +56,8 @@ _SEARCHES = 20
 pytestmark = [
     pytest.mark.skipif(
         CLAUDE is None,
-        reason="Claude Code is not installed: `npm install @anthropic-ai/claude-code` (a native "
-        "binary, no login needed for this test) and put its `claude` on PATH or in "
+        reason="Claude Code is not installed: `make node-clients` installs the pinned one (a "
+        "native binary, no login needed for this test), or put a `claude` on PATH or in "
         "BOT_TOOLSEARCH_CLAUDE_CODE",
     ),
     pytest.mark.skipif(
