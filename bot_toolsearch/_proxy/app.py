@@ -49,8 +49,9 @@ from bot_toolsearch._services.client_policy import CURRENT as CURRENT_POLICY
 from bot_toolsearch._services.threads import POOLS, PoolBusy, SharedWork
 from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
-from bot_toolsearch._wrap.native import count_named, speaks_native
+from bot_toolsearch._wrap.native import count_named
 from bot_toolsearch._wrap.responses import ALIAS_SINK
+from bot_toolsearch._wrap.tool_facts import ToolFacts
 
 from .access_log import configure_logging
 from .admission import ADMITTED, Admission
@@ -328,6 +329,9 @@ class ProxyApp:
         self._engine = engine
         self._cache = engine.cache
         self._lengths: list[int] = []
+        self._facts = ToolFacts()
+        """Whether a tool list speaks the dialect and how many tools it names, kept for the
+        cached lists `_parse_known` hands over."""
         """Byte lengths of the ``tools`` values parsed before, newest first (`_parse_known`)."""
         self._indexing = SharedWork()
         """New tool lists being indexed, by the digest of their raw bytes: a request with the
@@ -479,9 +483,11 @@ class ProxyApp:
         if raw is None:
             return
         body, known = self._parse_known(raw)
-        tools = self._check(body, chat)
+        tools = self._check(body, chat, known)
         api: Api = "chat" if chat else "responses"
-        native = not known and tools is not None and speaks_native(tools, api)
+        native = (
+            not known and tools is not None and self._facts.of(tools, api, remember=False).native
+        )
         if not await self._native_key(
             receive, send, body, chat=chat, native=native, key=key, extra=extra
         ):
@@ -621,8 +627,9 @@ class ProxyApp:
             return response.status_code, answer[:65536]
         return None
 
-    def _check(self, body: dict[str, Any], chat: bool) -> list[Any] | None:
-        """The request's tool list after the checks the proxy makes before calling upstream."""
+    def _check(self, body: dict[str, Any], chat: bool, known: bool) -> list[Any] | None:
+        """The request's tool list after the checks the proxy makes before calling upstream
+        (``known``: the list is a cached one, `_parse_known`)."""
         if "stream" in body and not isinstance(body["stream"], bool | None):
             raise _Refused(400, "'stream' must be a boolean", param="stream")
         if chat and not isinstance(body.get("messages"), list):
@@ -630,7 +637,8 @@ class ProxyApp:
         tools = body.get("tools")
         if tools is not None and not isinstance(tools, list):
             raise _Refused(400, "'tools' must be an array", param="tools")
-        listed, resent = count_named(body, "chat" if chat else "responses")
+        api: Api = "chat" if chat else "responses"
+        listed, resent = self._facts.named(body, api, remember=known)
         if listed + resent > self.max_tools:
             raise _Refused(
                 400,
@@ -716,7 +724,7 @@ class ProxyApp:
         the wrapper makes it ordinary (`bot_toolsearch._wrap.client`), never as sent."""
         _ACCEPT.set(None)
         api: Api = "chat" if chat else "responses"
-        if not tools or speaks_native(tools, api):
+        if not tools or self._facts.of(tools, api, remember=raw is None).native:
             return
         found = await _until_disconnect(receive, self._index(tools, api, raw))
         if found is not None:
