@@ -55,6 +55,7 @@ from bot_toolsearch._wrap.tool_facts import ToolFacts
 
 from .access_log import configure_logging
 from .admission import ADMITTED, Admission
+from .client_copies import ClientCopies
 from .edge import WEBSOCKET_REFUSED, framing_problem, is_websocket_upgrade, refuse_websocket
 from .exchange import Observer, note_body, note_client, note_route
 from .keys import ClientKeys, KnownKeys, read_keys
@@ -338,6 +339,7 @@ class ProxyApp:
         same list waits for that build instead of queueing its own (`_index`)."""
         self.timeout = timeout if timeout is not None else engine.snapshot().model.timeout
         self._client = self._client.with_options(timeout=self.timeout)
+        self._copies = ClientCopies(self._client)
         self._keys: ClientKeys | None = None
         self._known = KnownKeys()
         start = engine.snapshot()
@@ -493,7 +495,7 @@ class ProxyApp:
         ):
             return
         note_body(body)
-        client = self._client.with_options(api_key=key or "unset", default_headers=extra)
+        client = self._copies.get(key or "unset", extra)
         kwargs = _sdk_kwargs(body, _CHAT_PARAMS if chat else _RESPONSES_PARAMS)
         builds = self._cache.builds
         await self._catalog(receive, tools, chat, None if known else raw)
