@@ -162,11 +162,11 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _load(url: str, body: bytes) -> tuple[float, list[float]]:
+async def _load(url: str, body: bytes, requests: int = REQUESTS) -> tuple[float, list[float]]:
     import httpx
 
     latencies: list[float] = []
-    queue = iter(range(REQUESTS))
+    queue = iter(range(requests))
     limits = httpx.Limits(max_connections=CLIENTS)
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
 
@@ -192,14 +192,18 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _proxy_rows(tools: list[dict[str, Any]]) -> list[Row]:
+def _proxy_rows(
+    tools: list[dict[str, Any]], rounds: int = ROUNDS, requests: int = REQUESTS
+) -> list[Row]:
     """The proxy against a minimal pass-through (`bench._passthrough`) of the same requests,
     same stack (uvicorn, one worker, the SDK's HTTP client), same instant upstream, same run
     (issue 44): both servers up at once and warmed by a first round each, then `ROUNDS`
     rounds of `REQUESTS` requests from `CLIENTS` clients, the two servers taking turns (the
-    order alternating). Reported: median server CPU per request and requests/s of each, the
-    median of the per-round ratios with their spread (the machine is shared, so one round
-    says little), and the latency the proxy adds to the pass-through's (p50/p99)."""
+    order alternating). Both log nothing per request (``serve --log-level warning``: the
+    rounds and access logs cost nothing when nobody reads them). Reported: median server
+    CPU per request and requests/s of each, the median of the per-round ratios with their
+    spread (the machine is shared, so one round says little), and the latency the proxy
+    adds to the pass-through's (p50/p99)."""
     n = len(tools)
     body = json.dumps(
         {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
@@ -209,7 +213,7 @@ def _proxy_rows(tools: list[dict[str, Any]]) -> list[Row]:
     upstream = f"http://127.0.0.1:{upstream_port}/v1"
     base_args = [py, "-m", "bench._passthrough", str(base_port), upstream]
     proxy_args = [py, "-m", "bot_toolsearch", "serve", "--upstream", upstream]
-    proxy_args += ["--port", str(proxy_port), "--workers", "1"]
+    proxy_args += ["--port", str(proxy_port), "--workers", "1", "--log-level", "warning"]
     env = dict(os.environ)
     with (
         _process([py, "-m", "bench._instant_upstream", str(upstream_port)], upstream_port),
@@ -221,28 +225,28 @@ def _proxy_rows(tools: list[dict[str, Any]]) -> list[Row]:
             "proxy": (proxy.pid, f"http://127.0.0.1:{proxy_port}/v1/chat/completions"),
         }
         for _, url in servers.values():  # warm-up: the proxy indexes the list once
-            asyncio.run(_load(url, body))
+            asyncio.run(_load(url, body, requests))
         figures: dict[str, list[tuple[float, float, float, float]]] = {k: [] for k in servers}
-        for round_ in range(ROUNDS):
+        for round_ in range(rounds):
             order = list(servers) if round_ % 2 == 0 else list(reversed(servers))
             for name in order:
                 pid, url = servers[name]
                 cpu = _cpu_seconds(pid)
-                elapsed, lat = asyncio.run(_load(url, body))
-                cpu = (_cpu_seconds(pid) - cpu) / REQUESTS
-                figures[name].append((cpu, REQUESTS / elapsed, _pct(lat, 0.5), _pct(lat, 0.99)))
+                elapsed, lat = asyncio.run(_load(url, body, requests))
+                cpu = (_cpu_seconds(pid) - cpu) / requests
+                figures[name].append((cpu, requests / elapsed, _pct(lat, 0.5), _pct(lat, 0.99)))
     rows: list[Row] = []
     median = statistics.median
-    for name, rounds in figures.items():
+    for name, seen in figures.items():
         rows.append(
             Row(
                 "wrap",
                 f"{name}, 1 worker, {n:,} tools, {CLIENTS} clients",
-                f"{median(r[1] for r in rounds):.0f} req/s",
-                f"CPU {median(r[0] for r in rounds) * 1e3:.2f} ms/request, "
-                f"p50 {median(r[2] for r in rounds) * 1e3:.1f} ms, "
-                f"p99 {median(r[3] for r in rounds) * 1e3:.1f} ms "
-                f"(median of {ROUNDS} rounds of {REQUESTS})",
+                f"{median(r[1] for r in seen):.0f} req/s",
+                f"CPU {median(r[0] for r in seen) * 1e3:.2f} ms/request, "
+                f"p50 {median(r[2] for r in seen) * 1e3:.1f} ms, "
+                f"p99 {median(r[3] for r in seen) * 1e3:.1f} ms "
+                f"(median of {rounds} rounds of {requests})",
             )
         )
     pairs = list(zip(figures["proxy"], figures["pass-through"], strict=True))
@@ -332,8 +336,8 @@ def run() -> list[Row]:
             )
         )
     rows.extend(_token_rows(tools))
-    for n in (769, 10_000):
-        rows.extend(_proxy_rows(tools[:n]))
+    rows.extend(_proxy_rows(tools[:769]))
+    rows.extend(_proxy_rows(tools[:10_000], rounds=3, requests=100))  # 4 MB bodies: fewer
     rows.extend(_cache_rows())
     return rows
 
@@ -459,4 +463,5 @@ if __name__ == "__main__":  # python -m bench.bench_wrap proxy [N]: the proxy ro
 
     if sys.argv[1:2] == ["proxy"]:
         size = int(sys.argv[2]) if len(sys.argv) > 2 else 769
-        print(render(_proxy_rows((_catalog(size) or [])[:size])))
+        counts = [int(a) for a in sys.argv[3:5]]  # rounds, requests
+        print(render(_proxy_rows((_catalog(size) or [])[:size], *counts)))
