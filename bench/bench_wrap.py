@@ -5,9 +5,10 @@
   with the caller's same list object (a plain openai loop), with new entries around the same
   ``parameters`` objects (a framework that rebuilds its tool list each call) and with an equal
   list parsed anew (the proxy). The first call's indexing is shown too.
-- Proxy throughput against a local instant upstream (loopback only, bounded): requests/s and
-  p50/p99 latency at 50 concurrent clients, 1 and 2 workers, 1,000 tools per request; the
-  added latency is against the same requests sent straight to the upstream.
+- The proxy's own cost against a byte pass-through on the same stack (issue 44), an instant
+  local upstream (loopback only, bounded), 50 clients, 769 and 10,000 tools per request:
+  interleaved rounds after a warm-up, median CPU per request and requests/s with their
+  ratios, and the p50/p99 latency the proxy adds (`_proxy_rows`).
 - First-request tokens sent upstream vs the caller's full list (o200k_base when the offline
   BPE is installed, else the ~4 characters per token estimate).
 - The prompt-cache workload of ``bench_cache`` as one conversation through the wrapper, per
@@ -22,6 +23,7 @@ import copy
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -38,6 +40,7 @@ from ._table import Row, median_seconds, us
 
 CLIENTS = 50
 REQUESTS = 400
+ROUNDS = 5
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -159,11 +162,11 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _load(url: str, body: bytes) -> tuple[float, list[float]]:
+async def _load(url: str, body: bytes, requests: int = REQUESTS) -> tuple[float, list[float]]:
     import httpx
 
     latencies: list[float] = []
-    queue = iter(range(REQUESTS))
+    queue = iter(range(requests))
     limits = httpx.Limits(max_connections=CLIENTS)
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
 
@@ -189,69 +192,85 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _proxy_rows(tools: list[dict[str, Any]]) -> list[Row]:
+def _proxy_rows(
+    tools: list[dict[str, Any]], rounds: int = ROUNDS, requests: int = REQUESTS
+) -> list[Row]:
     """The proxy against a minimal pass-through (`bench._passthrough`) of the same requests,
-    same stack (uvicorn, one worker, the SDK's HTTP client), same instant upstream, same run:
-    requests/s, p50/p99 and server CPU per request, and their ratios."""
+    same stack (uvicorn, one worker, the SDK's HTTP client), same instant upstream, same run
+    (issue 44): both servers up at once and warmed by a first round each, then `ROUNDS`
+    rounds of `REQUESTS` requests from `CLIENTS` clients, the two servers taking turns (the
+    order alternating). Both log nothing per request (``serve --log-level warning``: the
+    rounds and access logs cost nothing when nobody reads them). Reported: median server
+    CPU per request and requests/s of each, the median of the per-round ratios with their
+    spread (the machine is shared, so one round says little), and the latency the proxy
+    adds to the pass-through's (p50/p99)."""
+    n = len(tools)
     body = json.dumps(
         {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
     ).encode()
-    rows: list[Row] = []
-    upstream_port = _port()
     py = sys.executable
-    with _process([py, "-m", "bench._instant_upstream", str(upstream_port)], upstream_port):
-        upstream = f"http://127.0.0.1:{upstream_port}/v1"
-        _, direct = asyncio.run(_load(f"{upstream}/chat/completions", body))
-        d50, d99 = _pct(direct, 0.5), _pct(direct, 0.99)
-        rows.append(
-            Row(
-                "wrap",
-                "direct to upstream, 1,000 tools, 50 clients",
-                f"p50 {d50 * 1e3:.1f} ms",
-                f"p99 {d99 * 1e3:.1f} ms",
-            )
-        )
+    upstream_port, base_port, proxy_port = _port(), _port(), _port()
+    upstream = f"http://127.0.0.1:{upstream_port}/v1"
+    base_args = [py, "-m", "bench._passthrough", str(base_port), upstream]
+    proxy_args = [py, "-m", "bot_toolsearch", "serve", "--upstream", upstream]
+    proxy_args += ["--port", str(proxy_port), "--workers", "1", "--log-level", "warning"]
+    env = dict(os.environ)
+    with (
+        _process([py, "-m", "bench._instant_upstream", str(upstream_port)], upstream_port),
+        _process(base_args, base_port, env) as base,
+        _process(proxy_args, proxy_port, env) as proxy,
+    ):
         servers = {
-            "pass-through": lambda port, _: [py, "-m", "bench._passthrough", str(port), upstream],
-            "proxy": lambda port, workers: [
-                *(py, "-m", "bot_toolsearch", "serve", "--upstream", upstream),
-                *("--port", str(port), "--workers", str(workers)),
-            ],
+            "pass-through": (base.pid, f"http://127.0.0.1:{base_port}/v1/chat/completions"),
+            "proxy": (proxy.pid, f"http://127.0.0.1:{proxy_port}/v1/chat/completions"),
         }
-        measured: dict[str, tuple[float, float, float, float]] = {}
-        for name, workers in (("pass-through", 1), ("proxy", 1), ("proxy", 2)):
-            port = _port()
-            with _process(servers[name](port, workers), port, dict(os.environ)) as proc:
-                url = f"http://127.0.0.1:{port}/v1/chat/completions"
-                asyncio.run(_load(url, body))  # warm-up: each worker indexes the list once
-                cpu = _cpu_seconds(proc.pid)
-                elapsed, lat = asyncio.run(_load(url, body))
-                cpu = (_cpu_seconds(proc.pid) - cpu) / REQUESTS  # workers > 1: children not counted
-            p50, p99 = _pct(lat, 0.5), _pct(lat, 0.99)
-            rate = REQUESTS / elapsed
-            label = f"{name}, {workers} worker(s), 1,000 tools, 50 clients"
-            rows.append(
-                Row(
-                    "wrap",
-                    label,
-                    f"{rate:.0f} req/s",
-                    f"p50 {p50 * 1e3:.1f} ms (+{(p50 - d50) * 1e3:.1f}), "
-                    f"p99 {p99 * 1e3:.1f} ms (+{(p99 - d99) * 1e3:.1f})"
-                    + (f", CPU {cpu * 1e3:.1f} ms/request" if workers == 1 else ""),
-                )
-            )
-            if workers == 1:
-                measured[name] = (rate, p50 - d50, p99 - d99, cpu)
-        base, proxy = measured["pass-through"], measured["proxy"]
+        for _, url in servers.values():  # warm-up: the proxy indexes the list once
+            asyncio.run(_load(url, body, requests))
+        figures: dict[str, list[tuple[float, float, float, float]]] = {k: [] for k in servers}
+        for round_ in range(rounds):
+            order = list(servers) if round_ % 2 == 0 else list(reversed(servers))
+            for name in order:
+                pid, url = servers[name]
+                cpu = _cpu_seconds(pid)
+                elapsed, lat = asyncio.run(_load(url, body, requests))
+                cpu = (_cpu_seconds(pid) - cpu) / requests
+                figures[name].append((cpu, requests / elapsed, _pct(lat, 0.5), _pct(lat, 0.99)))
+    rows: list[Row] = []
+    median = statistics.median
+    for name, seen in figures.items():
         rows.append(
             Row(
                 "wrap",
-                "proxy / pass-through, 1 worker (same run)",
-                f"req/s x{proxy[0] / base[0]:.2f}",
-                f"added p50 x{_ratio(proxy[1], base[1])}, added p99 x{_ratio(proxy[2], base[2])},"
-                f" CPU/request x{_ratio(proxy[3], base[3])}",
+                f"{name}, 1 worker, {n:,} tools, {CLIENTS} clients",
+                f"{median(r[1] for r in seen):.0f} req/s",
+                f"CPU {median(r[0] for r in seen) * 1e3:.2f} ms/request, "
+                f"p50 {median(r[2] for r in seen) * 1e3:.1f} ms, "
+                f"p99 {median(r[3] for r in seen) * 1e3:.1f} ms "
+                f"(median of {rounds} rounds of {requests})",
             )
         )
+    pairs = list(zip(figures["proxy"], figures["pass-through"], strict=True))
+    cpu_ratios = sorted(p[0] / b[0] for p, b in pairs if b[0] > 0)
+    rate_ratios = sorted(p[1] / b[1] for p, b in pairs)
+    added50 = median(p[2] - b[2] for p, b in pairs)
+    added99 = median(p[3] - b[3] for p, b in pairs)
+    rows.append(
+        Row(
+            "wrap",
+            f"proxy / pass-through, {n:,} tools (interleaved)",
+            f"CPU/request x{median(cpu_ratios):.2f}" if cpu_ratios else "CPU/request -",
+            f"rounds x{cpu_ratios[0]:.2f}-x{cpu_ratios[-1]:.2f}" if cpu_ratios else "",
+        )
+    )
+    rows.append(
+        Row(
+            "wrap",
+            f"proxy / pass-through, {n:,} tools (interleaved)",
+            f"req/s x{median(rate_ratios):.2f}",
+            f"rounds x{rate_ratios[0]:.2f}-x{rate_ratios[-1]:.2f}; added latency "
+            f"p50 {added50 * 1e3:+.1f} ms, p99 {added99 * 1e3:+.1f} ms",
+        )
+    )
     return rows
 
 
@@ -317,7 +336,8 @@ def run() -> list[Row]:
             )
         )
     rows.extend(_token_rows(tools))
-    rows.extend(_proxy_rows(tools[:1_000]))
+    rows.extend(_proxy_rows(tools[:769]))
+    rows.extend(_proxy_rows(tools[:10_000], rounds=3, requests=100))  # 4 MB bodies: fewer
     rows.extend(_cache_rows())
     return rows
 
@@ -436,3 +456,12 @@ async def _turn(client: Any, api: str, history: list[Any], tools: list[Any]) -> 
             {"type": "function_call_output", "call_id": c.call_id, "output": _result(c.name)}
         )
     return [c.name for c in calls]
+
+
+if __name__ == "__main__":  # python -m bench.bench_wrap proxy [N]: the proxy rows alone
+    from ._table import render
+
+    if sys.argv[1:2] == ["proxy"]:
+        size = int(sys.argv[2]) if len(sys.argv) > 2 else 769
+        counts = [int(a) for a in sys.argv[3:5]]  # rounds, requests
+        print(render(_proxy_rows((_catalog(size) or [])[:size], *counts)))

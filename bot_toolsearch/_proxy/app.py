@@ -49,11 +49,13 @@ from bot_toolsearch._services.client_policy import CURRENT as CURRENT_POLICY
 from bot_toolsearch._services.threads import POOLS, PoolBusy, SharedWork
 from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
-from bot_toolsearch._wrap.native import count_named, speaks_native
+from bot_toolsearch._wrap.native import count_named
 from bot_toolsearch._wrap.responses import ALIAS_SINK
+from bot_toolsearch._wrap.tool_facts import ToolFacts
 
 from .access_log import configure_logging
 from .admission import ADMITTED, Admission
+from .client_copies import ClientCopies
 from .edge import WEBSOCKET_REFUSED, framing_problem, is_websocket_upgrade, refuse_websocket
 from .exchange import Observer, note_body, note_client, note_route
 from .heap import Leftovers
@@ -371,17 +373,21 @@ class ProxyApp:
         self._cache = engine.cache
         self._lengths: list[int] = []
         """Byte lengths of the ``tools`` values parsed before, newest first (`_parse_known`)."""
+        self._facts = ToolFacts()
+        """Whether a tool list speaks the dialect and how many tools it names, kept for the
+        cached lists `_parse_known` hands over."""
         self._indexing = SharedWork()
         """New tool lists being indexed, by the digest of their raw bytes: a request with the
         same list waits for that build instead of queueing its own (`_index`)."""
         self.timeout = timeout if timeout is not None else engine.snapshot().model.timeout
         self._client = self._client.with_options(timeout=self.timeout)
+        self._copies = ClientCopies(self._client)
         self._known = KnownKeys()
         start = engine.snapshot()
         self._keys, self._admission = _admission(start, api_keys)
-        self._state = open_state(start.proxy.state)
-        self._upstream_keys = _operator_keys(start)
-        """The operator's upstream keys, masked in everything sent to a client."""
+        self._state, self._upstream_keys = open_state(start.proxy.state), _operator_keys(start)
+        """The shared state (`state`), and the operator's upstream keys, masked in everything
+        sent to a client."""
         self._messages = self._messages_route(upstream_api, max_body, max_tools)
         """``POST /v1/messages`` with tool search (``upstream_api="messages"``)."""
 
@@ -563,15 +569,17 @@ class ProxyApp:
         if raw is None:
             return
         body, known = self._parse_known(raw)
-        tools = self._check(body, chat)
+        tools = self._check(body, chat, known)
         api: Api = "chat" if chat else "responses"
-        native = not known and tools is not None and speaks_native(tools, api)
+        native = (
+            not known and tools is not None and self._facts.of(tools, api, remember=False).native
+        )
         if not await self._native_key(
             receive, send, body, chat=chat, native=native, key=key, extra=extra
         ):
             return
         note_body(body)
-        client = self._client.with_options(api_key=key or "unset", default_headers=extra)
+        client = self._copies.get(key or "unset", extra)
         kwargs = _sdk_kwargs(body, _CHAT_PARAMS if chat else _RESPONSES_PARAMS)
         builds = self._cache.builds
         await self._catalog(receive, tools, chat, None if known else raw)
@@ -720,8 +728,9 @@ class ProxyApp:
             return response.status_code, answer[:65536]
         return None
 
-    def _check(self, body: dict[str, Any], chat: bool) -> list[Any] | None:
-        """The request's tool list after the checks the proxy makes before calling upstream."""
+    def _check(self, body: dict[str, Any], chat: bool, known: bool) -> list[Any] | None:
+        """The request's tool list after the checks the proxy makes before calling upstream
+        (``known``: the list is a cached one, `_parse_known`)."""
         if "stream" in body and not isinstance(body["stream"], bool | None):
             raise _Refused(400, "'stream' must be a boolean", param="stream")
         if chat and not isinstance(body.get("messages"), list):
@@ -729,7 +738,8 @@ class ProxyApp:
         tools = body.get("tools")
         if tools is not None and not isinstance(tools, list):
             raise _Refused(400, "'tools' must be an array", param="tools")
-        listed, resent = count_named(body, "chat" if chat else "responses")
+        api: Api = "chat" if chat else "responses"
+        listed, resent = self._facts.named(body, api, remember=known)
         if listed + resent > self.max_tools:
             raise _Refused(
                 400,
@@ -815,7 +825,7 @@ class ProxyApp:
         the wrapper makes it ordinary (`bot_toolsearch._wrap.client`), never as sent."""
         _ACCEPT.set(None)
         api: Api = "chat" if chat else "responses"
-        if not tools or speaks_native(tools, api):
+        if not tools or self._facts.of(tools, api, remember=raw is None).native:
             return
         found = await _until_disconnect(receive, self._index(tools, api, raw))
         if found is not None:

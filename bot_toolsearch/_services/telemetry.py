@@ -7,7 +7,8 @@ round is a ``chat`` operation (``gen_ai.operation.name``, ``gen_ai.request.model
 one (``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type``); what tool search
 adds is under ``bot_toolsearch.*`` (the round's number, whether it was hidden, the tools sent
 and loaded, the refusals, a search's query). Without the API installed, or without an SDK
-configured by the application, nothing is recorded and nothing costs more than a check.
+configured by the application, nothing is recorded and nothing costs more than a check: no
+span is started while the global tracer provider is OpenTelemetry's stand-in or the no-op one.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ except ImportError:  # the otel extra is not installed
 
 __all__ = ["TRACER_NAME", "round_spans"]
 
+_UNSET: tuple[type, ...] = (
+    () if otel_trace is None else (otel_trace.ProxyTracerProvider, otel_trace.NoOpTracerProvider)
+)
+"""The tracer providers that record nothing: OpenTelemetry's stand-in before the application
+sets one (it follows the one set later, so this is asked per round) and the no-op one."""
+
 TRACER_NAME = "bot_toolsearch"
 """The instrumentation scope of every span."""
 
@@ -36,8 +43,8 @@ def round_spans(
 ) -> None:
     """Record ``trace`` as a finished ``chat`` span (from ``start_ns`` to ``end_ns``, default
     now) under the current span, with an ``execute_tool tool_search`` child per search."""
-    if otel_trace is None:
-        return
+    if otel_trace is None or isinstance(otel_trace.get_tracer_provider(), _UNSET):
+        return  # no tracer provider set: every span would be a no-op, so none is made
     tracer = _tracer()
     end = time.time_ns() if end_ns is None else end_ns
     name = f"chat {model}" if model else "chat"

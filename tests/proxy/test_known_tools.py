@@ -276,3 +276,22 @@ def test_remembered_bytes_count_against_the_cache_bound() -> None:
         app._cache.lookup(json.loads(A), "chat", SETTINGS.tools.dot_delimiter)
         assert app._cache.cached_bytes == held
         assert not _known(app, A)
+
+
+def test_a_known_list_is_never_walked_again() -> None:
+    """Whether a list speaks the dialect and how many tools it names are asked once of a
+    list found by its bytes (`ToolFacts`), not on every request."""
+    with ScriptedOpenAIServer() as server:
+        app = ProxyApp(server.base_url, settings=SETTINGS)
+        with served(app) as port:
+            for _ in range(2):  # the first parses the list, the second finds it by its bytes
+                server.script(text("ok"))
+                assert _post(port, _plain(A)).status == 200
+            walked = app._facts.walks
+            for _ in range(3):
+                server.script(text("ok"))
+                assert _post(port, _plain(A)).status == 200
+            assert app._facts.walks == walked
+            server.script(text("ok"))
+            assert _post(port, _plain(B)).status == 200  # another list is walked
+            assert app._facts.walks > walked

@@ -89,3 +89,27 @@ async def test_the_bot_records_the_same_spans(
     assert rounds[0].attributes["bot_toolsearch.loaded"] == ("weather.forecast",)
     [search] = [s for s in spans.get_finished_spans() if s.name == "execute_tool tool_search"]
     assert search.attributes["bot_toolsearch.query"] == "select:weather.forecast"
+
+
+def test_no_span_is_started_before_an_application_sets_a_tracer_provider() -> None:
+    """Without a tracer provider every span would be a no-op: none is started (a fresh
+    process, since this one's provider is set once by the fixture above)."""
+    import subprocess
+    import sys
+
+    script = (
+        "from bot_toolsearch._protocol.trace import RoundTrace\n"
+        "from bot_toolsearch._services import telemetry\n"
+        "trace = RoundTrace(1, ('a',), (), 'ok', 1, 0)\n"
+        "telemetry.round_spans(trace, api='chat', model='m', start_ns=0)\n"
+        "assert telemetry._tracer.cache_info().currsize == 0, 'a span was started'\n"
+        "from opentelemetry import trace as t\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "t.set_tracer_provider(TracerProvider())\n"
+        "telemetry.round_spans(trace, api='chat', model='m', start_ns=0)\n"
+        "assert telemetry._tracer.cache_info().currsize == 1, 'no span once a provider is set'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
