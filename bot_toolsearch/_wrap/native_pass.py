@@ -16,10 +16,10 @@ error event). A raw-response call (``with_raw_response``) is handed over unread.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-import httpx
 import openai
 
 from bot_toolsearch._config.settings import ToolsSettings
@@ -30,6 +30,15 @@ from .caller_tools import Api
 from .plan import mapping_get
 
 __all__ = ["guard_reply", "hold_native"]
+
+
+# The HTTP library the installed SDK is built on (httpx for openai 2, httpx2 for openai 3): the
+# package declares only ``openai``, so it imports neither by name (as `_transports/embeddings`).
+_HTTP: Any = next(
+    sys.modules[base.__module__.partition(".")[0]]
+    for base in openai.DefaultHttpxClient.__mro__
+    if base.__module__.partition(".")[0] not in ("openai", "builtins")
+)
 
 
 def hold_native(kwargs: dict[str, Any], api: Api, tools: ToolsSettings) -> dict[str, Any]:
@@ -135,8 +144,8 @@ def guard_reply(reply: Any, tools: ToolsSettings, url: str) -> Any:
                 reason = f"it calls the tool {name!r}, which [tools] allow/deny do not permit"
                 response = getattr(reply, "response", None)
                 sent = getattr(response, "request", None)
-                if not isinstance(sent, httpx.Request):
-                    sent = httpx.Request("POST", url)
+                if not isinstance(sent, _HTTP.Request):
+                    sent = _HTTP.Request("POST", url)
                 raise ModelReplyError(reason, sent, "")
 
     if isinstance(reply, openai.AsyncStream):
