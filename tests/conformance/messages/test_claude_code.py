@@ -6,9 +6,9 @@ completes, and the upstream sees the MCP tool as an ordinary tool.
 
 Claude Code runs without a network here (no login: ``ANTHROPIC_API_KEY``; telemetry, error
 reports and updates off by its own variables; its connectivity probe goes to the proxy). It
-is not a Python package: the test finds ``claude`` through ``BOT_TOOLSEARCH_CLAUDE_CODE``, the
-pinned copy `make node-clients` installs (``tests/conformance/node``), or ``PATH``, and skips
-saying how to install it when none has it.
+is not a Python package: the test finds ``claude`` through ``BOT_TOOLSEARCH_CLAUDE_CODE``, a copy
+installed into ``tests/conformance/node`` (its platform package holds the native binary), or
+``PATH``, and skips saying how to install it when none has it.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from bot_toolsearch.testing import (
 )
 
 _PINNED = Path(__file__).parents[1] / "node" / "node_modules" / "@anthropic-ai"
-"""Where `make node-clients` installs the pinned Claude Code: its native binary is in the
-platform package (no install script runs, so the wrapper package's own ``claude`` is a stub)."""
+"""Where an npm install into the conformance suite's folder puts Claude Code: its native binary is
+in the platform package (without install scripts the wrapper package's ``claude`` is a stub)."""
 
 
 def _pinned() -> str | None:
@@ -56,9 +56,9 @@ _SEARCHES = 20
 pytestmark = [
     pytest.mark.skipif(
         CLAUDE is None,
-        reason="Claude Code is not installed: `make node-clients` installs the pinned one (a "
-        "native binary, no login needed for this test), or put a `claude` on PATH or in "
-        "BOT_TOOLSEARCH_CLAUDE_CODE",
+        reason="Claude Code is not installed: `npm install @anthropic-ai/claude-code@2.1.197` (a "
+        "native binary, no login needed for this test) into tests/conformance/node, or put a "
+        "`claude` on PATH or in BOT_TOOLSEARCH_CLAUDE_CODE",
     ),
     pytest.mark.skipif(
         not TIME_SERVER.exists(), reason="mcp-server-time (the dev extra) is not installed"
