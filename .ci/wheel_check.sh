@@ -14,9 +14,12 @@ trap 'rm -rf "$work"' EXIT
 echo "== wheel: build"
 "$PYTHON" -m pip wheel --quiet --no-deps --wheel-dir "$work/dist" .
 wheel=$(ls "$work"/dist/bot_toolsearch-*.whl)
-# The local model's tokenizer ships with its licence notice (issue 43).
+# The local model's tokenizer ships with its licence notice (issue 43). The listing is read
+# whole first: `grep -q` in a pipe exits at its first match, and under pipefail the listing's
+# broken pipe would then fail the check.
+listing=$("$PYTHON" -m zipfile -l "$wheel")
 for shipped in vocab.txt NOTICE LICENSE; do
-  "$PYTHON" -m zipfile -l "$wheel" | grep -q "bot_toolsearch/_services/minilm/$shipped" || {
+  grep -q "bot_toolsearch/_services/minilm/$shipped" <<<"$listing" || {
     echo "the wheel lacks bot_toolsearch/_services/minilm/$shipped" >&2; exit 1; }
 done
 
