@@ -377,7 +377,7 @@ def test_performance_md_says_where_its_data_comes_from() -> None:
 
 
 MAKE_TEST_TIME = (
-    "`make test` takes about 2 minutes on 2 idle cores and 6-7 minutes on 2 cores other jobs "
+    "`make test` takes about 6 minutes on 2 idle cores and 10-20 minutes on 2 cores other jobs "
     "keep busy"
 )
 """How long ``make test`` takes: stated once, in the README (measured: 2.0-2.2 min with four
