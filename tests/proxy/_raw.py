@@ -3,6 +3,7 @@ that record, answer, stream, cut or hang, and the proxy served by uvicorn in a t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -18,10 +19,14 @@ from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
 
 @contextmanager
 def served(
-    app: ProxyApp, *, access_log: bool = False, ws: str = "none", http: str = "h11"
+    app: ProxyApp,
+    *,
+    access_log: bool = False,
+    ws: str = "none",
+    http: str | type[asyncio.Protocol] = "h11",
 ) -> Iterator[int]:
     """Serve ``app`` on 127.0.0.1 (``ws``: uvicorn's WebSocket implementation, ``http``: its
-    HTTP protocol, a name or ``module:Class``); yields the port."""
+    HTTP protocol, a name or a class); yields the port."""
     sock = _bind(None)
     port: int = sock.getsockname()[1]
     config = uvicorn.Config(

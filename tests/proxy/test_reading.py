@@ -17,12 +17,12 @@ from collections.abc import Iterator
 import pytest
 
 from bot_toolsearch._proxy.app import ProxyApp
+from bot_toolsearch._proxy.head_deadline import HeadDeadline
 from bot_toolsearch._proxy.reading import ENV_READ_TIMEOUT
 
 from ._raw import Upstream, answer, parse, post, request, served
 from .test_limits import COMPLETION, USER
 
-HEAD_DEADLINE = "bot_toolsearch._proxy.head_deadline:HeadDeadline"
 BOUND = 8
 DRIPPERS = BOUND + 4
 
@@ -122,7 +122,7 @@ def test_a_head_that_never_ends_gets_408_and_a_silent_connection_is_closed(
     monkeypatch.setenv(ENV_READ_TIMEOUT, "1.5")
     upstream = Upstream(answer(COMPLETION))
     try:
-        with served(ProxyApp(upstream.url), http=HEAD_DEADLINE) as port:
+        with served(ProxyApp(upstream.url), http=HeadDeadline) as port:
             started = time.monotonic()
             head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Drip: a"
             data = _drip(port, head, stop, every=0.2)  # the header line never ends

@@ -27,9 +27,9 @@ def server_url() -> str:
 
 async def fresh_database() -> str:
     """A URL whose tables live in a new, empty schema of their own."""
+    url = server_url()
     import psycopg
 
-    url = server_url()
     schema = f"t_{uuid.uuid4().hex}"
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(f"CREATE SCHEMA {schema}")  # type: ignore[arg-type]

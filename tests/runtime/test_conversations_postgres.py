@@ -23,6 +23,8 @@ from bot_toolsearch._runtime import conversations_postgres
 from bot_toolsearch.conversations import ConversationTurn, PostgreSQLConversationStore
 from tests.runtime.postgres import fresh_database
 
+pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+
 
 def turn(user: str, *called: str) -> ConversationTurn:
     messages = [{"role": "user", "content": user}, {"role": "assistant", "content": f"re: {user}"}]
