@@ -16,16 +16,15 @@ from typing import Any
 
 import openai
 import pytest
-import uvicorn
 
 from bot_toolsearch import BotSettings
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.index import SearchIndex
 from bot_toolsearch._proxy.app import ProxyApp
-from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
 from bot_toolsearch._services.indexing import index_built
 from bot_toolsearch._services.threads import POOLS
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, error, text
+from tests._helpers import served as served_app
 from tests.proxy._raw import Upstream, drip, post, request
 from tests.proxy._raw import served as _raw_served
 from tests.proxy.test_limits import COMPLETION
@@ -42,27 +41,8 @@ SETTINGS = BotSettings.model_validate(
 def served(server: ScriptedOpenAIServer) -> Iterator[tuple[ProxyApp, str]]:
     """A proxy with ``SETTINGS`` served on 127.0.0.1, and its base URL."""
     app = ProxyApp(server.base_url, settings=SETTINGS)
-    sock = _bind(None)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        loop="asyncio",
-        http="h11",
-        ws="none",
-        lifespan="on",
-        log_config=None,
-        access_log=False,
-    )
-    running = _ThreadServer(config)
-    thread = threading.Thread(target=_serve, args=(running, sock), daemon=True)
-    thread.start()
-    assert running.ready.wait(30)
-    assert running.started
-    yield app, f"http://127.0.0.1:{port}/v1"
-    running.request_exit()
-    thread.join(30)
+    with served_app(app) as root:
+        yield app, f"{root}/v1"
 
 
 def indexes(catalog: ToolCatalog) -> list[SearchIndex]:

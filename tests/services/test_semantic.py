@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
-import uvicorn
 
 from bot_toolsearch import Bot, BotSettings, tool, wrap_openai
 from bot_toolsearch._errors import ConfigError
 from bot_toolsearch._proxy.app import ProxyApp
-from bot_toolsearch._scripted.server import _bind, _serve, _ThreadServer
 from bot_toolsearch._services.semantic import (
     VectorCache,
     _identity,
@@ -28,6 +25,7 @@ from bot_toolsearch._services.threads import POOLS
 from bot_toolsearch.config import ConfigReloader
 from bot_toolsearch.core import ToolCatalog, ToolSearchSession
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
+from tests._helpers import served
 
 
 def _schema(name: str, description: str, *params: str) -> dict[str, Any]:
@@ -459,27 +457,9 @@ def _flat(schema: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def semantic_proxy(embeddings: ScriptedOpenAIServer, tmp_path: Path) -> Iterator[str]:
-    sock = _bind(None)
-    port = sock.getsockname()[1]
     app = ProxyApp(embeddings.base_url, settings=_settings(embeddings, tmp_path))
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        loop="asyncio",
-        http="h11",
-        ws="none",
-        lifespan="on",
-        log_config=None,
-        access_log=False,
-    )
-    running = _ThreadServer(config)
-    thread = threading.Thread(target=_serve, args=(running, sock), daemon=True)
-    thread.start()
-    assert running.ready.wait(30)
-    yield f"http://127.0.0.1:{port}/v1"
-    running.request_exit()
-    thread.join(30)
+    with served(app) as root:
+        yield f"{root}/v1"
 
 
 def test_the_proxy_searches_semantically_then_falls_back_with_one_warning(
