@@ -46,6 +46,7 @@ from openai.resources.responses import AsyncResponses
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._errors import ToolNotPermittedError
 from bot_toolsearch._services.client_policy import CURRENT as CURRENT_POLICY
+from bot_toolsearch._services.shared_state import open_state
 from bot_toolsearch._services.threads import POOLS, PoolBusy, SharedWork
 from bot_toolsearch._wrap.caller_tools import Api, CallerTools
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
@@ -80,7 +81,6 @@ from .reading import (
     InFlightFull,
     Reading,
 )
-from .state import open_state
 from .upstream_timing import time_upstream
 
 __all__ = [
