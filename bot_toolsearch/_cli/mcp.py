@@ -5,7 +5,8 @@ Over stdio (the default: a desktop or IDE client launches it) or streamable HTTP
 no ``./config.toml``) tool search is on with the ``[skills]`` defaults, as for ``serve``; with
 one, ``[skills]``, ``[tools]`` and hot reload apply as for the `Bot`. Over HTTP, ``--api-key``
 (or the config's ``[proxy] keys`` file) makes every request carry one of the keys; a
-``--host`` that is not a loopback address is refused without one.
+``--host`` that is not a loopback address is refused without one; ``[proxy] state`` keeps the
+sessions in Redis, so several door processes serve any session.
 """
 
 from __future__ import annotations
@@ -88,8 +89,14 @@ def _mcp(args: argparse.Namespace) -> int:
     # stderr: over stdio, stdout is the protocol.
     sys.stderr.write(f"mcp: serving {config.describe()} on {where}; {mode}\n")
     sys.stderr.flush()
+    state = config.loaded.settings.proxy.state if args.http else None
+    if state is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("redis") is None:
+            raise CliError("[proxy] state needs the redis package: pip install '.[redis]'")
     try:
-        asyncio.run(_serve(args, settings, tools, base_dir, keys))
+        asyncio.run(_serve(args, settings, tools, base_dir, keys, state=state))
     except ToolSearchError as exc:
         raise CliError(str(exc)) from None
     return 0
@@ -129,7 +136,13 @@ def _loopback(host: str) -> bool:
 
 
 async def _serve(
-    args: argparse.Namespace, settings: Any, tools: Any, base_dir: Any, keys: list[str]
+    args: argparse.Namespace,
+    settings: Any,
+    tools: Any,
+    base_dir: Any,
+    keys: list[str],
+    *,
+    state: str | None,
 ) -> None:
     from bot_toolsearch._mcp.door import McpDoor
     from bot_toolsearch._mcp.server import run_http, run_stdio
@@ -140,7 +153,7 @@ async def _serve(
     try:
         async with McpDoor(settings, tools, base_dir=base_dir) as door:
             if args.http:
-                await run_http(door, args.host, args.port, keys=keys)
+                await run_http(door, args.host, args.port, keys=keys, state=state)
             else:
                 await run_stdio(door)
     finally:

@@ -208,6 +208,8 @@ class Outcome:
     """Set for every refusal and failure (an MCP error result)."""
     list_changed: bool = False
     """The call changed this session's ``tools/list`` (a load under ``append``)."""
+    loaded: list[str] = field(default_factory=list)
+    """The tools the call loaded into the session (a search's new loads)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -266,6 +268,9 @@ class McpDoor:
         self._bridged: tuple[DoorTools, DoorTools] | None = None
         self._fresh: dict[bool, tuple[DoorTools, list[dict[str, Any]]]] = {}
         self._clients: OrderedDict[object, ClientState] = OrderedDict()
+        self.cached = False
+        """The states are a cache of shared ones (``[proxy] state``, which keeps the loads and
+        bounds the sessions): the least recently used goes to make room for a new one."""
         self._kept: OrderedDict[str, list[str]] = OrderedDict()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._undo: list[Callable[[], None]] = []
@@ -360,7 +365,9 @@ class McpDoor:
         state = self._clients.get(key)
         if state is None:
             if len(self._clients) >= MAX_CLIENTS:
-                raise SessionsFull(SESSIONS_FULL.format(limit=MAX_CLIENTS))
+                if not self.cached:
+                    raise SessionsFull(SESSIONS_FULL.format(limit=MAX_CLIENTS))
+                self._clients.popitem(last=False)
             state = ClientState(client=name, expires=expires)
             self._clients[key] = state
         else:
@@ -432,11 +439,27 @@ class McpDoor:
 
     # -- tools/list ---------------------------------------------------------------------------
 
-    async def list_tools(self, state: ClientState) -> list[dict[str, Any]]:
+    async def list_tools(
+        self, state: ClientState, known: Sequence[str] = ()
+    ) -> list[dict[str, Any]]:
         """The session's tools (Chat Completions schemas): the protocol's round, with the
-        directory and the rules in ``tool_search``'s description."""
+        directory and the rules in ``tool_search``'s description; ``known``: tools the
+        session loaded in another process (shared state), loaded here too."""
         async with state.lock:
+            self._merge(state, known)
             return self._list_tools(state)
+
+    def _merge(self, state: ClientState, known: Sequence[str]) -> None:
+        """Load ``known`` (the session's loads as shared state holds them) into ``state``."""
+        extra = [n for n in dict.fromkeys(known) if n not in state.loaded]
+        if not extra:
+            return
+        if state.protocol is not None and state.view is self.view():
+            state.protocol.replay(extra)
+            loaded = state.protocol.session.loaded_tool_names
+            state.loaded.extend(n for n in extra if n in loaded)
+        else:  # loaded again when the protocol is (re)built
+            state.loaded.extend(extra)
 
     def _list_tools(self, state: ClientState) -> list[dict[str, Any]]:
         return _listing(self.view(), self._protocol(state))
@@ -475,9 +498,13 @@ class McpDoor:
 
     # -- tools/call ---------------------------------------------------------------------------
 
-    async def call(self, state: ClientState, name: str, arguments: object) -> Outcome:
-        """Answer one ``tools/call``: a search, a refusal, or the tool's own result."""
+    async def call(
+        self, state: ClientState, name: str, arguments: object, known: Sequence[str] = ()
+    ) -> Outcome:
+        """Answer one ``tools/call``: a search, a refusal, or the tool's own result;
+        ``known``: as for `list_tools`."""
         async with state.lock:
+            self._merge(state, known)
             protocol = self._protocol(state)
             view = state.view or self.view()
             return await self._answer(state, view, protocol, name, arguments)
@@ -522,12 +549,13 @@ class McpDoor:
         changed = bool(fresh) and protocol.mode == "append"
         result = answer.results.get(0)
         if result is not None:
-            made = Outcome(result.content, result.outcome != "answered", changed)
+            made = Outcome(result.content, result.outcome != "answered", changed, fresh)
             return _wired(view, made, answer.calls[0].name)
         outcome = await self._run(
             state, view, answer.calls[0], bridged=0 in answer.bridged, protocol=protocol
         )
         outcome.list_changed = changed
+        outcome.loaded = fresh
         return outcome
 
     async def _run(

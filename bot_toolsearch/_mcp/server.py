@@ -14,10 +14,7 @@ request without one of ``--api-key``'s keys, before the SDK reads it.
 from __future__ import annotations
 
 import hmac
-import json
 import logging
-import time
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -27,9 +24,22 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
-from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from .door import IDLE_SECONDS, MAX_CLIENTS, McpDoor, SessionsFull
+from bot_toolsearch._services.shared_state import SharedStateDown, open_state
+
+from .door import McpDoor, Outcome, SessionsFull
+from .sessions import (
+    MARGIN,
+    MAX_SESSIONS,
+    SCOPE_SESSION,
+    SCOPE_SHARED,
+    SESSION_HEADER,
+    Sessions,
+    header,
+    refuse,
+)
+from .shared import SharedSession, SharedSessions
 
 __all__ = [
     "LIST_TTL_MS",
@@ -54,18 +64,14 @@ INSTRUCTIONS = (
     "listed."
 )
 """The door's ``instructions`` (what a client may show the model about it)."""
-_SESSION_HEADER = "mcp-session-id"
-_VERSION_HEADER = b"mcp-protocol-version"
+LOADS_NOT_KEPT = (
+    "Error: the door's shared session state did not answer, so the tools this call loaded "
+    "were not kept. Try again."
+)
+"""The result of a call whose loads Redis did not take (``[proxy] state``)."""
 LIST_TTL_MS = 60_000
 """The ``ttlMs`` of a sessionless client's ``tools/list``: how long it may reuse the list
 without asking (a catalog or settings change also reaches its ``subscriptions/listen``)."""
-MAX_SESSIONS = MAX_CLIENTS
-"""Streamable-HTTP sessions open at most (the SDK's default is 10,000 for 30 minutes). To
-open another, `Sessions` ends the least recently used session that holds no loads; when every
-one holds loads, the SDK answers 503 until one ends."""
-_MARGIN = 64
-"""Sessions the SDK may open beyond `MAX_SESSIONS` while their opening requests are still
-being answered (`Sessions` counts a session once its id is known)."""
 
 
 def mcp_tool(schema: Mapping[str, Any]) -> types.Tool:
@@ -82,114 +88,23 @@ def _key(ctx: ServerRequestContext[Any, Any], connection: object) -> object:
     """The client session of a request: its ``mcp-session-id`` over streamable HTTP, else the
     server's one connection (stdio, in-process)."""
     request = ctx.request
-    headers = getattr(request, "headers", None)
-    if headers is not None:
-        session = headers.get(_SESSION_HEADER)
-        if session:
-            return f"http:{session}"
-    return connection
+    scope = getattr(request, "scope", None)
+    session = scope.get(SCOPE_SESSION) if isinstance(scope, Mapping) else None
+    if not session:
+        headers = getattr(request, "headers", None)
+        session = headers.get(SESSION_HEADER) if headers is not None else None
+    return f"http:{session}" if session else connection
 
 
-def _header(scope: Mapping[str, Any], name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
+def _shared(ctx: ServerRequestContext[Any, Any]) -> tuple[str, SharedSession] | None:
+    """With shared state: the request's session id and what Redis held of it."""
+    scope = getattr(ctx.request, "scope", None)
+    if not isinstance(scope, Mapping):
+        return None
+    found, session = scope.get(SCOPE_SHARED), scope.get(SCOPE_SESSION)
+    if isinstance(found, SharedSession) and isinstance(session, str):
+        return session, found
     return None
-
-
-class Sessions:
-    """ASGI middleware over the SDK's streamable-HTTP app: which sessions are open, and room
-    for a new one.
-
-    It learns a session's id from the answer that opens it and counts each request of it
-    (least recently used first). A request that would open a session while `MAX_SESSIONS`
-    are open ends the least recently used one that holds no loads (`McpDoor.has_state`), as
-    its client's ``DELETE`` would (its client gets 404 next and opens a new one, as the spec
-    says); a session holding loads is never ended for another. A session's ``DELETE`` (or
-    `IDLE_SECONDS` without a request, when the SDK ends it) makes the door forget its state.
-    """
-
-    def __init__(self, app: Any, door: McpDoor, limit: int = MAX_SESSIONS) -> None:
-        self.app = app
-        self.door = door
-        self.limit = limit
-        self.open: OrderedDict[str, float] = OrderedDict()
-        """Session id -> when it last sent a request (`time.monotonic`)."""
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http":
-            await self.app(scope, receive, send)
-            return
-        method = scope.get("method")
-        session = _header(scope, _SESSION_HEADER.encode())
-        version = _header(scope, _VERSION_HEADER)
-        opening = (
-            method == "POST"
-            and session is None
-            and (version is None or version in HANDSHAKE_PROTOCOL_VERSIONS)
-        )
-        if opening and not await self._make_room(scope):
-            logger.warning("refusing a new session: %d sessions hold loads", len(self.open))
-            await _refuse(send, 503, "Too many open sessions: every one holds loads")
-            return
-        if session is not None and session in self.open:
-            self.open[session] = time.monotonic()
-            self.open.move_to_end(session)
-        status = 0
-        opened: str | None = None
-
-        async def watch(message: Any) -> None:
-            nonlocal status, opened
-            if message.get("type") == "http.response.start":
-                status = int(message.get("status", 0))
-                opened = _header(message, _SESSION_HEADER.encode())
-            await send(message)
-
-        await self.app(scope, receive, watch)
-        if opening and opened and status < 400:
-            self.open[opened] = time.monotonic()
-        if method == "DELETE" and session and (200 <= status < 300 or status == 404):
-            self._ended(session)
-
-    def _ended(self, session: str) -> None:
-        self.open.pop(session, None)
-        self.door.forget(f"http:{session}")
-
-    async def _make_room(self, scope: Any) -> bool:
-        now = time.monotonic()
-        for session, used in list(self.open.items()):  # the SDK ended these already
-            if now - used < IDLE_SECONDS:
-                break
-            self._ended(session)
-        while len(self.open) >= self.limit:
-            victim = next((s for s in self.open if not self.door.has_state(f"http:{s}")), None)
-            if victim is None:
-                return False  # every open session holds loads
-            self._ended(victim)
-            await self._end(scope, victim)
-        return True
-
-    async def _end(self, scope: Any, session: str) -> None:
-        """End ``session`` in the SDK as its client's ``DELETE`` would."""
-        headers = [(k, v) for k, v in scope.get("headers", ()) if k.lower() == b"host"]
-        headers.append((_SESSION_HEADER.encode(), session.encode("latin-1")))
-        delete = {**scope, "method": "DELETE", "headers": headers, "query_string": b""}
-        sent = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if sent:
-                return {"type": "http.disconnect"}
-            sent = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def discard(message: Any) -> None:
-            del message
-
-        try:
-            await self.app(delete, receive, discard)
-        except Exception as exc:  # the session is gone from the count either way
-            logger.debug("ending session %s failed: %s", session[:16], exc)
 
 
 class BearerKeys:
@@ -212,35 +127,15 @@ class BearerKeys:
         return found and scheme.lower() == "bearer"
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or self.allows(_header(scope, b"authorization")):
+        if scope.get("type") != "http" or self.allows(header(scope, b"authorization")):
             await self.app(scope, receive, send)
             return
-        await _refuse(
+        await refuse(
             send,
             401,
             "Unauthorized: a valid 'Authorization: Bearer' key is needed",
             [(b"www-authenticate", b'Bearer realm="bot-toolsearch mcp"')],
         )
-
-
-async def _refuse(
-    send: Any, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()
-) -> None:
-    """Answer a request with a JSON-RPC error (no id) and ``status``, without reading it."""
-    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-    body = json.dumps(error).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 def _client_name(ctx: ServerRequestContext[Any, Any]) -> str:
@@ -268,10 +163,12 @@ class _DoorServer(Server[Any]):
         )
 
 
-def build_server(door: McpDoor, *, private: bool = False) -> Server[Any]:
+def build_server(
+    door: McpDoor, *, private: bool = False, shared: SharedSessions | None = None
+) -> Server[Any]:
     """The low-level server of ``door`` (``tools/list``, ``tools/call`` and, for 2026-07-28
     clients, ``subscriptions/listen``); ``private``: the list is served only to holders of a
-    key (its ``cacheScope``)."""
+    key (its ``cacheScope``); ``shared``: the sessions' loads are kept there too."""
     bus = InMemorySubscriptionBus()
 
     async def publish() -> None:
@@ -309,15 +206,18 @@ def build_server(door: McpDoor, *, private: bool = False) -> Server[Any]:
             )
         if stateless(ctx):
             return types.ListToolsResult(tools=[mcp_tool(s) for s in door.fresh_tools(bridge=True)])
+        held = _shared(ctx)
+        known = held[1].loaded if held is not None else ()
         try:
-            state = state_of(ctx, create=False)
+            state = state_of(ctx, create=bool(known))
         except SessionsFull:
             state = None
         if state is None:  # nothing loaded: the list every new session gets
             return types.ListToolsResult(
                 tools=[mcp_tool(s) for s in door.fresh_tools(bridge=False)]
             )
-        return types.ListToolsResult(tools=[mcp_tool(s) for s in await door.list_tools(state)])
+        listed = await door.list_tools(state, known)
+        return types.ListToolsResult(tools=[mcp_tool(s) for s in listed])
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -331,7 +231,11 @@ def build_server(door: McpDoor, *, private: bool = False) -> Server[Any]:
                 return types.CallToolResult(
                     content=[types.TextContent(type="text", text=str(exc))], is_error=True
                 )
-            outcome = await door.call(state, params.name, params.arguments)
+            held = _shared(ctx)
+            known = held[1].loaded if held is not None else ()
+            outcome = await door.call(state, params.name, params.arguments, known)
+            if held is not None and shared is not None and outcome.loaded:
+                outcome = await _keep_loads(door, shared, held[0], outcome)
         if outcome.list_changed:
             try:  # on the call's own stream, before its result
                 await ctx.session.send_notification(
@@ -352,6 +256,21 @@ def build_server(door: McpDoor, *, private: bool = False) -> Server[Any]:
         on_call_tool=call_tool,
         on_subscriptions_listen=ListenHandler(bus),
     )
+
+
+async def _keep_loads(
+    door: McpDoor, shared: SharedSessions, session: str, outcome: Outcome
+) -> Outcome:
+    """``outcome`` once its loads are in the shared state; an error result when Redis did
+    not take them (this process forgets them too, so no process serves loads the others
+    lack)."""
+    try:
+        await shared.add_loaded(session, outcome.loaded)
+    except SharedStateDown as exc:
+        logger.warning("mcp: a search's loads were not kept: %s", exc)
+        door.forget(f"http:{session}")
+        return Outcome(LOADS_NOT_KEPT, True)
+    return outcome
 
 
 def _version() -> str:
@@ -380,21 +299,35 @@ async def run_http(
     *,
     keys: Iterable[str] = (),
     max_sessions: int = MAX_SESSIONS,
+    state: str | SharedSessions | None = None,
     ready: Any = None,
     sock: Any = None,
 ) -> None:
     """Serve ``door`` over streamable HTTP at ``http://host:port/mcp`` until cancelled;
     with ``keys``, only to requests carrying one (``Authorization: Bearer``); at most
-    ``max_sessions`` handshake-era sessions open (`Sessions`); ``sock``: a bound socket to
-    serve on instead (no window between choosing a port and binding it)."""
+    ``max_sessions`` handshake-era sessions open (`Sessions`); ``state``: a Redis URL
+    (``[proxy] state``) where the sessions and their loads are kept, so door processes that
+    share it serve any session (or the `SharedSessions` to use, closed by its owner);
+    ``sock``: a bound socket to serve on instead (no window
+    between choosing a port and binding it).
+
+    Raises:
+        ValueError: ``state`` is not a Redis URL, or the redis package is missing.
+    """
     import uvicorn
 
     keys = list(keys)
-    server = build_server(door, private=bool(keys))
+    redis = open_state(state) if not isinstance(state, SharedSessions) else None
+    shared = SharedSessions(redis, max_sessions) if redis is not None else None
+    if isinstance(state, SharedSessions):
+        shared = state
+    door.cached = shared is not None
+    server = build_server(door, private=bool(keys), shared=shared)
     app: Any = Sessions(
-        server.streamable_http_app(host=host, max_sessions=max_sessions + _MARGIN),
+        server.streamable_http_app(host=host, max_sessions=max_sessions + MARGIN),
         door,
         max_sessions,
+        shared,
     )
     if keys:
         app = BearerKeys(app, keys)
@@ -402,4 +335,8 @@ async def run_http(
     http = uvicorn.Server(config)
     if ready is not None:
         ready(http)
-    await http.serve(sockets=None if sock is None else [sock])
+    try:
+        await http.serve(sockets=None if sock is None else [sock])
+    finally:
+        if redis is not None:
+            await redis.aclose()
