@@ -13,7 +13,6 @@ request without one of ``--api-key``'s keys, before the SDK reads it.
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
@@ -26,8 +25,10 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from bot_toolsearch._services.client_policy import ClientPolicy
 from bot_toolsearch._services.shared_state import SharedStateDown, open_state
 
+from .admission import BearerKeys, policy_of
 from .door import McpDoor, Outcome, SessionsFull
 from .sessions import (
     MARGIN,
@@ -36,8 +37,6 @@ from .sessions import (
     SCOPE_SHARED,
     SESSION_HEADER,
     Sessions,
-    header,
-    refuse,
 )
 from .shared import SharedSession, SharedSessions
 
@@ -96,6 +95,17 @@ def _key(ctx: ServerRequestContext[Any, Any], connection: object) -> object:
     return f"http:{session}" if session else connection
 
 
+def _loads(held: tuple[str, SharedSession] | None) -> tuple[str, ...]:
+    """The loads shared state held of a request's session (none without it)."""
+    return held[1].loaded if held is not None else ()
+
+
+def _policy(ctx: ServerRequestContext[Any, Any]) -> ClientPolicy | None:
+    """The ``[[proxy.clients]]`` client of a request over HTTP, if one (`BearerKeys`)."""
+    scope = getattr(ctx.request, "scope", None)
+    return policy_of(scope) if isinstance(scope, Mapping) else None
+
+
 def _shared(ctx: ServerRequestContext[Any, Any]) -> tuple[str, SharedSession] | None:
     """With shared state: the request's session id and what Redis held of it."""
     scope = getattr(ctx.request, "scope", None)
@@ -105,37 +115,6 @@ def _shared(ctx: ServerRequestContext[Any, Any]) -> tuple[str, SharedSession] | 
     if isinstance(found, SharedSession) and isinstance(session, str):
         return session, found
     return None
-
-
-class BearerKeys:
-    """ASGI middleware: a request without ``Authorization: Bearer <one of the keys>`` gets
-    401 before anything else reads it (keys compared in constant time, never logged)."""
-
-    def __init__(self, app: Any, keys: Iterable[str]) -> None:
-        self.app = app
-        self._keys = [key.encode("utf-8") for key in keys]
-        if not self._keys:
-            raise ValueError("--api-key: give at least one key")
-
-    def allows(self, header: str | None) -> bool:
-        """Whether an ``Authorization`` header value carries one of the keys."""
-        scheme, _, token = (header or "").partition(" ")
-        given = token.strip().encode("latin-1", "replace")
-        found = False
-        for key in self._keys:
-            found |= hmac.compare_digest(key, given)
-        return found and scheme.lower() == "bearer"
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or self.allows(header(scope, b"authorization")):
-            await self.app(scope, receive, send)
-            return
-        await refuse(
-            send,
-            401,
-            "Unauthorized: a valid 'Authorization: Bearer' key is needed",
-            [(b"www-authenticate", b'Bearer realm="bot-toolsearch mcp"')],
-        )
 
 
 def _client_name(ctx: ServerRequestContext[Any, Any]) -> str:
@@ -199,31 +178,33 @@ def build_server(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         del params  # one page: the door's list is short by design
+        policy = _policy(ctx)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            tools = door.fresh_tools(bridge=True)
+            tools = door.fresh_tools(bridge=True, policy=policy)
             return types.ListToolsResult(
                 tools=[mcp_tool(s) for s in tools], ttl_ms=LIST_TTL_MS, cache_scope=scope
             )
         if stateless(ctx):
-            return types.ListToolsResult(tools=[mcp_tool(s) for s in door.fresh_tools(bridge=True)])
+            tools = door.fresh_tools(bridge=True, policy=policy)
+            return types.ListToolsResult(tools=[mcp_tool(s) for s in tools])
         held = _shared(ctx)
-        known = held[1].loaded if held is not None else ()
         try:
-            state = state_of(ctx, create=bool(known))
+            state = state_of(ctx, create=bool(_loads(held)))
         except SessionsFull:
             state = None
         if state is None:  # nothing loaded: the list every new session gets
             return types.ListToolsResult(
-                tools=[mcp_tool(s) for s in door.fresh_tools(bridge=False)]
+                tools=[mcp_tool(s) for s in door.fresh_tools(bridge=False, policy=policy)]
             )
-        listed = await door.list_tools(state, known)
+        listed = await door.list_tools(state, _loads(held), policy)
         return types.ListToolsResult(tools=[mcp_tool(s) for s in listed])
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        policy = _policy(ctx)
         if stateless(ctx):
-            outcome = await door.call_stateless(params.name, params.arguments)
+            outcome = await door.call_stateless(params.name, params.arguments, policy)
         else:
             try:
                 state = state_of(ctx, create=True)
@@ -232,10 +213,10 @@ def build_server(
                     content=[types.TextContent(type="text", text=str(exc))], is_error=True
                 )
             held = _shared(ctx)
-            known = held[1].loaded if held is not None else ()
-            outcome = await door.call(state, params.name, params.arguments, known)
+            outcome = await door.call(state, params.name, params.arguments, _loads(held), policy)
             if held is not None and shared is not None and outcome.loaded:
                 outcome = await _keep_loads(door, shared, held[0], outcome)
+        _log_call(policy, params.name, outcome)
         if outcome.list_changed:
             try:  # on the call's own stream, before its result
                 await ctx.session.send_notification(
@@ -256,6 +237,13 @@ def build_server(
         on_call_tool=call_tool,
         on_subscriptions_listen=ListenHandler(bus),
     )
+
+
+def _log_call(policy: ClientPolicy | None, name: str, outcome: Outcome) -> None:
+    """One log line per ``tools/call``: the client's name (never its key), the tool."""
+    client = policy.name if policy is not None else "-"
+    result = "error" if outcome.is_error else "ok"
+    logger.info("mcp: client %s: tools/call %r: %s", client, name[:200], result)
 
 
 async def _keep_loads(
@@ -308,8 +296,9 @@ async def run_http(
     ``max_sessions`` handshake-era sessions open (`Sessions`); ``state``: a Redis URL
     (``[proxy] state``) where the sessions and their loads are kept, so door processes that
     share it serve any session (or the `SharedSessions` to use, closed by its owner);
-    ``sock``: a bound socket to serve on instead (no window
-    between choosing a port and binding it).
+    ``sock``: a bound socket to serve on instead (no window between choosing a port and
+    binding it). Besides ``keys``, each ``[[proxy.clients]]`` key is admitted, with that
+    client's tool set (`BearerKeys`).
 
     Raises:
         ValueError: ``state`` is not a Redis URL, or the redis package is missing.
@@ -317,20 +306,22 @@ async def run_http(
     import uvicorn
 
     keys = list(keys)
-    redis = open_state(state) if not isinstance(state, SharedSessions) else None
-    shared = SharedSessions(redis, max_sessions) if redis is not None else None
+    private = bool(keys or door.settings().proxy.clients)
+    shared: SharedSessions | None = None
     if isinstance(state, SharedSessions):
-        shared = state
+        redis, shared = None, state
+    else:
+        redis = open_state(state)
+        shared = SharedSessions(redis, max_sessions) if redis is not None else None
     door.cached = shared is not None
-    server = build_server(door, private=bool(keys), shared=shared)
+    server = build_server(door, private=private, shared=shared)
     app: Any = Sessions(
         server.streamable_http_app(host=host, max_sessions=max_sessions + MARGIN),
         door,
         max_sessions,
         shared,
     )
-    if keys:
-        app = BearerKeys(app, keys)
+    app = BearerKeys(app, keys, lambda: door.settings().proxy.clients)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     http = uvicorn.Server(config)
     if ready is not None:

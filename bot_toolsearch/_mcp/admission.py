@@ -1,0 +1,91 @@
+"""Who may use the door over HTTP: holders of its keys, and ``[[proxy.clients]]`` with their
+own tool sets.
+
+`BearerKeys` is ASGI middleware in front of everything else: a request must carry
+``Authorization: Bearer <key>`` with one of ``--api-key``'s keys (or the ``[proxy] keys``
+file's), or the key of one of the config's ``[[proxy.clients]]`` (matched by its SHA-256, each
+entry in constant time), else it gets 401 before anything reads it. A client's policy goes
+with the request (`SCOPE_CLIENT`), so the door lists, finds and runs only what that client's
+``allow``/``deny`` permit. Clients are read from each request's settings snapshot: an edit of
+a hot-reloaded ``config.toml`` holds from the next request. Keys are never logged; a client
+is named by its ``name``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from bot_toolsearch._config.settings import ProxyClient
+from bot_toolsearch._services.client_policy import ClientPolicy, match
+
+from .sessions import header, refuse
+
+__all__ = ["SCOPE_CLIENT", "BearerKeys", "policy_of"]
+
+SCOPE_CLIENT = "bot_toolsearch.mcp_client"
+"""The ASGI scope key of the `ClientPolicy` of the request's ``[[proxy.clients]]`` client."""
+
+
+def policy_of(scope: Mapping[str, Any] | None) -> ClientPolicy | None:
+    """The client policy a request was admitted with (``None``: the settings' own)."""
+    found = scope.get(SCOPE_CLIENT) if scope is not None else None
+    return found if isinstance(found, ClientPolicy) else None
+
+
+class BearerKeys:
+    """ASGI middleware: a request without one of the keys, or a client's, gets 401.
+
+    Args:
+        app: the door's app.
+        keys: the door's own keys (one tool set: the settings').
+        clients: the current ``[[proxy.clients]]`` (read per request).
+
+    With neither keys nor clients, every request is admitted (a loopback door without keys).
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        keys: Iterable[str],
+        clients: Callable[[], Sequence[ProxyClient]] = lambda: (),
+    ) -> None:
+        self.app = app
+        self._keys = [key.encode("utf-8") for key in keys]
+        self._clients = clients
+
+    def allows(self, header: str | None) -> bool:
+        """Whether an ``Authorization`` header value carries one of the door's own keys."""
+        token = _bearer(header)
+        given = (token or "").encode("latin-1", "replace")
+        found = False
+        for key in self._keys:
+            found |= hmac.compare_digest(key, given)
+        return found and token is not None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        clients = self._clients()
+        authorization = header(scope, b"authorization")
+        client = match(clients, _bearer(authorization)) if clients else None
+        if client is not None:
+            await self.app({**scope, SCOPE_CLIENT: ClientPolicy.of(client)}, receive, send)
+            return
+        if self.allows(authorization) or not (self._keys or clients):
+            await self.app({k: v for k, v in scope.items() if k != SCOPE_CLIENT}, receive, send)
+            return
+        await refuse(
+            send,
+            401,
+            "Unauthorized: a valid 'Authorization: Bearer' key is needed",
+            [(b"www-authenticate", b'Bearer realm="bot-toolsearch mcp"')],
+        )
+
+
+def _bearer(header: str | None) -> str | None:
+    """The token of a ``Bearer`` ``Authorization`` header value (``None``: another scheme)."""
+    scheme, _, token = (header or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None

@@ -1,0 +1,127 @@
+"""``[[proxy.clients]]`` at the MCP door over HTTP: each client key sees its own tool set.
+
+The official ``mcp`` client, over streamable HTTP with each of two keys (handshake era and
+2026-07-28): a tool the client's ``allow``/``deny`` leaves out is never listed, never in the
+directory, never found by a search and never callable; the client's name (never its key) is in
+the door's log; a key of no client gets 401.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client, ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from bot_toolsearch._mcp.door import McpDoor
+from tests.mcp.conftest import write_config
+from tests.mcp.test_door import names, text
+from tests.mcp.test_server import ACCEPT, INITIALIZE, serving
+
+KEYS = {"support": "sk-support-8c1f0e", "ops": "sk-ops-5d2a91"}
+DESCRIPTIONS = {
+    "notes-_-shout": "Shout a note in capitals.",
+    "notes-_-boom": "A note that explodes.",
+}
+
+
+def _clients_config(tmp_path: Path, loading: str = "append") -> Path:
+    config = write_config(tmp_path, loading, upstream=False)
+    digest = {name: hashlib.sha256(key.encode()).hexdigest() for name, key in KEYS.items()}
+    with config.open("a", encoding="utf-8") as extra:
+        extra.write(
+            "[[proxy.clients]]\n"
+            f'name = "support"\nkey_sha256 = "{digest["support"]}"\ndeny = ["notes.boom"]\n'
+            "[[proxy.clients]]\n"
+            f'name = "ops"\nkey_sha256 = "{digest["ops"]}"\nallow = ["notes.boom"]\n'
+        )
+    return config
+
+
+async def test_two_client_keys_see_their_own_tool_sets(
+    tmp_path: Path, door_factory: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="bot_toolsearch.mcp_door")
+    door: McpDoor = await door_factory(_clients_config(tmp_path))
+    async with serving(door) as (url, _):
+        cases = (
+            ("support", "notes-_-shout", "notes-_-boom"),
+            ("ops", "notes-_-boom", "notes-_-shout"),
+        )
+        for client, mine, theirs in cases:
+            bearer = {"authorization": f"Bearer {KEYS[client]}"}
+            async with (
+                httpx2.AsyncClient(headers=bearer) as keyed,
+                streamable_http_client(url, http_client=keyed) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                first = await session.list_tools()
+                assert names(first) == ["tool_search"]
+                directory = first.tools[0].description or ""
+                assert mine in directory
+                assert theirs not in directory
+                hidden = await session.call_tool("tool_search", {"query": f"select:{theirs}"})
+                assert json.loads(text(hidden))["loaded"] == []
+                assert DESCRIPTIONS[theirs] not in text(hidden)
+                broad = await session.call_tool("tool_search", {"query": "note"})
+                assert json.loads(text(broad))["loaded"] == [mine]
+                assert DESCRIPTIONS[theirs] not in text(broad)
+                assert names(await session.list_tools()) == ["tool_search", mine]
+                ran = await session.call_tool(mine, {"text": "hi"})
+                assert "no tool named" not in text(ran)  # run (notes.boom fails as it should)
+                refused = await session.call_tool(theirs, {"text": "hi"})
+                assert refused.is_error
+                assert f"no tool named {theirs}" in text(refused)
+            async with (
+                httpx2.AsyncClient(headers=bearer) as keyed,
+                Client(streamable_http_client(url, http_client=keyed)) as modern,
+            ):
+                listed = await modern.list_tools()
+                assert names(listed) == ["tool_search", "call_tool"]
+                assert listed.cache_scope == "private"
+                assert mine in (listed.tools[0].description or "")
+                assert theirs not in (listed.tools[0].description or "")
+                bridged = await modern.call_tool("call_tool", {"name": theirs, "arguments": {}})
+                assert bridged.is_error
+                assert "no tool named" in text(bridged)
+                found = await modern.call_tool("tool_search", {"query": f"select:{mine}"})
+                assert DESCRIPTIONS[mine] in text(found)
+        async with httpx.AsyncClient(timeout=30) as http:
+            for auth in ({}, {"authorization": "Bearer sk-someone-else"}):
+                denied = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **auth})
+                assert denied.status_code == 401
+    logged = caplog.text
+    assert "client support: tools/call" in logged
+    assert "client ops: tools/call" in logged
+    assert all(key not in logged for key in KEYS.values())
+
+
+async def test_a_client_policy_holds_under_bridge_loading(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    """Under ``bridge`` an HTTP session keeps nothing, and ``call_tool`` runs any permitted
+    tool at once: a tool the client's ``deny`` covers is not one of them."""
+    door: McpDoor = await door_factory(_clients_config(tmp_path, "bridge"))
+    async with serving(door) as (url, _):
+        bearer = {"authorization": f"Bearer {KEYS['support']}"}
+        async with (
+            httpx2.AsyncClient(headers=bearer) as keyed,
+            streamable_http_client(url, http_client=keyed) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            shout = {"name": "notes-_-shout", "arguments": {"text": "hi"}}
+            assert text(await session.call_tool("call_tool", shout)) == "HI"
+            boom = {"name": "notes-_-boom", "arguments": {"text": "hi"}}
+            refused = await session.call_tool("call_tool", boom)
+            assert refused.is_error
+            assert "no tool named" in text(refused)
