@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import subprocess
+import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -22,7 +25,8 @@ from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types.version import LATEST_HANDSHAKE_VERSION
 
-from bot_toolsearch._mcp.door import McpDoor
+from bot_toolsearch._mcp.door import McpDoor, Outcome
+from bot_toolsearch._mcp.server import LOADS_NOT_KEPT, _keep_loads
 from bot_toolsearch._mcp.shared import SharedSessions
 from bot_toolsearch._services.shared_state import RedisState
 from tests.mcp.conftest import write_config
@@ -270,3 +274,81 @@ async def test_without_the_setting_a_session_is_its_process_own(
         listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         assert (await http.post(first, json=listing, headers=headers)).status_code == 200
         assert (await http.post(second, json=listing, headers=headers)).status_code == 404
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A Redis server of this test's own on a free 127.0.0.1 port (it may stop it)."""
+    pytest.importorskip("redis", reason="the redis extra is not installed")
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("no redis-server binary (.ci/services.sh installs Debian's)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0", process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def test_redis_stopping_mid_session_answers_503_and_the_door_stays_up(
+    tmp_path: Path,
+    door_factory: Callable[..., Any],
+    own_redis: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    url, server = own_redis
+    door: McpDoor = await door_factory(write_config(tmp_path, upstream=False))
+    state = RedisState(url, timeout=0.5)
+    try:
+        async with (
+            serving(door, state=SharedSessions(state, 8)) as (mcp, _),
+            httpx.AsyncClient(timeout=30) as http,
+        ):
+            headers = await _opened(http, mcp)
+            searched = await http.post(
+                mcp, json=_call("tool_search", query="select:notes.shout"), headers=headers
+            )
+            assert "notes-_-shout" in searched.text
+            server.terminate()
+            server.wait(timeout=30)
+            listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
+            down = await http.post(mcp, json=listing, headers=headers)
+            assert down.status_code == 503
+            assert down.headers["retry-after"] == "1"
+            assert "shared session state is unavailable" in down.text
+            assert (await http.post(mcp, json=INITIALIZE, headers=ACCEPT)).status_code == 503
+            async with Client(mcp) as sessionless:  # the door is still up
+                assert names(await sessionless.list_tools()) == ["tool_search", "call_tool"]
+    finally:
+        await state.aclose()
+
+
+async def test_loads_redis_did_not_take_are_an_error_and_kept_nowhere(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    pytest.importorskip("redis", reason="the redis extra is not installed")
+    door: McpDoor = await door_factory(write_config(tmp_path, upstream=False))
+    door.client("http:s1", "c")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        down = RedisState(f"redis://127.0.0.1:{closed.getsockname()[1]}/0", timeout=0.5)
+        try:
+            outcome = Outcome('{"loaded":["notes-_-shout"]}', False, True, ["notes.shout"])
+            kept = await _keep_loads(door, SharedSessions(down, 8), "s1", outcome)
+        finally:
+            await down.aclose()
+    assert (kept.is_error, kept.text) == (True, LOADS_NOT_KEPT)
+    assert not door.has_state("http:s1")
