@@ -316,6 +316,11 @@ class Sessions:
                     await self._end(scope, local)
             await refuse(send, 404, "Session not found")
             return
+        if scope.get("method") == "DELETE" and session not in self.local:
+            await self._end_shared(shared, session)  # no SDK session here to end
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
         local = await self._local(session, found, scope)
         if local is None:
             await refuse(send, 503, "Too many open sessions: this door process is busy")
@@ -340,11 +345,15 @@ class Sessions:
             self.local.pop(session, None)
             self.open.pop(session, None)
         if scope.get("method") == "DELETE" and (200 <= status < 300 or status == 404):
-            self._ended(session)
-            try:
-                await shared.end(session)
-            except SharedStateDown as exc:
-                logger.warning("mcp: an ended session stays until it expires: %s", exc)
+            await self._end_shared(shared, session)
+
+    async def _end_shared(self, shared: SharedSessions, session: str) -> None:
+        """The client ended ``session``: forget it here and in Redis."""
+        self._ended(session)
+        try:
+            await shared.end(session)
+        except SharedStateDown as exc:
+            logger.warning("mcp: an ended session stays until it expires: %s", exc)
 
     async def _local(self, session: str, found: SharedSession, scope: Any) -> str | None:
         """This process's SDK session of ``session``, opened from Redis's record if needed;

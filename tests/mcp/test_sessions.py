@@ -276,6 +276,27 @@ async def test_without_the_setting_a_session_is_its_process_own(
         assert (await http.post(second, json=listing, headers=headers)).status_code == 404
 
 
+async def test_a_session_ended_where_it_was_never_served_is_ended_everywhere(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    config = write_config(tmp_path, upstream=False)
+    one: McpDoor = await door_factory(config)
+    two: McpDoor = await door_factory(config)
+    async with (
+        shared(redis_url()) as sessions,
+        serving(one, state=sessions) as (first, _),
+        serving(two, state=sessions) as (second, middleware),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        headers = await _opened(http, first)
+        assert (await http.delete(second, headers=headers)).status_code == 200
+        assert middleware.local == {}  # nothing opened on the second door to end it
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        for url in (first, second):
+            assert (await http.post(url, json=listing, headers=headers)).status_code == 404
+        assert await sessions.count() == 0
+
+
 @pytest.fixture
 def own_redis(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A Redis server of this test's own on a free 127.0.0.1 port (it may stop it)."""
