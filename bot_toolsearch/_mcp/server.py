@@ -6,9 +6,12 @@ loads tools under ``append`` sends ``notifications/tools/list_changed`` on the c
 stream (before its result); a new catalog or settings snapshot sends it to every session.
 A 2026-07-28 client has no session: it gets the ``bridge`` list (the same for every such
 client, with ``ttlMs``/``cacheScope``) and each of its calls is answered with nothing kept, as
-is every HTTP session's under ``bridge`` loading. Over HTTP, `Sessions` keeps the open
-sessions bounded without ending a session that holds loads, and `BearerKeys` answers 401 to a
-request without one of ``--api-key``'s keys, before the SDK reads it.
+is every HTTP session's under ``bridge`` loading (the same for every client of one
+``[[proxy.clients]]`` policy). Over HTTP, `Sessions` (``sessions.py``) keeps the open sessions
+bounded without ending a session that holds loads, and with ``[proxy] state`` lets any door
+process serve any session, whose loads then go to Redis after each search; `BearerKeys`
+(``admission.py``) answers 401 to a request without one of ``--api-key``'s keys or a client's,
+before the SDK reads it, and a client's request is answered from that client's tool set.
 """
 
 from __future__ import annotations
