@@ -271,16 +271,14 @@ class Sessions:
                         refused = True
                         await refuse(send, 503, why)
                         return
+                    # Known here before the client has the id: its next request finds it.
+                    self.open[opened] = time.monotonic()
+                    self.local[opened] = opened
             await send(message)
 
         await self.app(scope, tee, watch)
-        if opened is None:
-            return
-        if refused:
+        if opened is not None and refused:
             await self._end(scope, opened)
-            return
-        self.open[opened] = time.monotonic()
-        self.local[opened] = opened
 
     async def _keep(
         self, shared: SharedSessions, session: str, init: Mapping[str, Any]
