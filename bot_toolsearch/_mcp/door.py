@@ -635,12 +635,24 @@ class McpDoor:
         if name not in state.called:
             state.called.append(name)
         if state.client:
-            kept = self._kept.setdefault(state.client, [])
-            if name not in kept:
-                kept.append(name)
-            self._kept.move_to_end(state.client)
-            if len(self._kept) > MAX_CLIENTS:
-                self._kept.popitem(last=False)
+            self.remember(state.client, [name])
+
+    def remember(self, client: str, names: Sequence[str]) -> None:
+        """Keep ``names`` as tools the client ``client`` ran (for its next sessions, under
+        ``tool_search_keep_loaded = "conversation"``; shared state brings other processes')."""
+        if not client or not names:
+            return
+        kept = self._kept.setdefault(client, [])
+        kept.extend(n for n in dict.fromkeys(names) if n not in kept)
+        self._kept.move_to_end(client)
+        if len(self._kept) > MAX_CLIENTS:
+            self._kept.popitem(last=False)
+
+    @property
+    def keeps_loaded(self) -> bool:
+        """Whether a new session starts with the tools its client ran
+        (``tool_search_keep_loaded = "conversation"``)."""
+        return self.settings().skills.tool_search_keep_loaded == "conversation"
 
 
 _VIEWS = 64

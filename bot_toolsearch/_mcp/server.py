@@ -17,7 +17,7 @@ before the SDK reads it, and a client's request is answered from that client's t
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from mcp import types
@@ -167,9 +167,11 @@ def build_server(
             return True
         return _key(ctx, connection) is not connection and door.bridged
 
-    def state_of(ctx: ServerRequestContext[Any, Any], *, create: bool) -> Any:
+    async def state_of(ctx: ServerRequestContext[Any, Any], *, create: bool) -> Any:
         key = _key(ctx, connection)
         name = _client_name(ctx)
+        if shared is not None and not door.has_state(key):
+            await _recall(door, shared, name)
         state = door.existing(key)
         if state is None and (create or key is connection or door.wants_state(name)):
             state = door.client(key, name, expires=key is not connection)
@@ -192,7 +194,7 @@ def build_server(
             return types.ListToolsResult(tools=[mcp_tool(s) for s in tools])
         held = _shared(ctx)
         try:
-            state = state_of(ctx, create=bool(_loads(held)))
+            state = await state_of(ctx, create=bool(_loads(held)))
         except SessionsFull:
             state = None
         if state is None:  # nothing loaded: the list every new session gets
@@ -210,23 +212,19 @@ def build_server(
             outcome = await door.call_stateless(params.name, params.arguments, policy)
         else:
             try:
-                state = state_of(ctx, create=True)
+                state = await state_of(ctx, create=True)
             except SessionsFull as exc:
                 return types.CallToolResult(
                     content=[types.TextContent(type="text", text=str(exc))], is_error=True
                 )
-            held = _shared(ctx)
+            held, called = _shared(ctx), len(state.called)
             outcome = await door.call(state, params.name, params.arguments, _loads(held), policy)
-            if held is not None and shared is not None and outcome.loaded:
+            if held is not None and shared is not None:
                 outcome = await _keep_loads(door, shared, held[0], outcome)
+                await _keep_ran(door, shared, state.client, state.called[called:])
         _log_call(policy, params.name, outcome)
         if outcome.list_changed:
-            try:  # on the call's own stream, before its result
-                await ctx.session.send_notification(
-                    types.ToolListChangedNotification(), related_request_id=ctx.request_id
-                )
-            except Exception as exc:  # the result still goes out; the client re-lists later
-                logger.debug("tools/list_changed not delivered: %s", exc)
+            await _announce(ctx)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.text)],
             is_error=outcome.is_error,
@@ -242,6 +240,16 @@ def build_server(
     )
 
 
+async def _announce(ctx: ServerRequestContext[Any, Any]) -> None:
+    """``notifications/tools/list_changed`` on a call's own stream, before its result."""
+    try:
+        await ctx.session.send_notification(
+            types.ToolListChangedNotification(), related_request_id=ctx.request_id
+        )
+    except Exception as exc:  # the result still goes out; the client re-lists later
+        logger.debug("tools/list_changed not delivered: %s", exc)
+
+
 def _log_call(policy: ClientPolicy | None, name: str, outcome: Outcome) -> None:
     """One log line per ``tools/call``: the client's name (never its key), the tool."""
     client = policy.name if policy is not None else "-"
@@ -255,6 +263,8 @@ async def _keep_loads(
     """``outcome`` once its loads are in the shared state; an error result when Redis did
     not take them (this process forgets them too, so no process serves loads the others
     lack)."""
+    if not outcome.loaded:
+        return outcome
     try:
         await shared.add_loaded(session, outcome.loaded)
     except SharedStateDown as exc:
@@ -262,6 +272,28 @@ async def _keep_loads(
         door.forget(f"http:{session}")
         return Outcome(LOADS_NOT_KEPT, True)
     return outcome
+
+
+async def _recall(door: McpDoor, shared: SharedSessions, client: str) -> None:
+    """Under ``tool_search_keep_loaded = "conversation"``: the tools ``client`` ran on any
+    process, before a session of it gets a state here."""
+    if not client or not door.keeps_loaded:
+        return
+    try:
+        door.remember(client, await shared.kept(client))
+    except SharedStateDown as exc:  # the session starts with what this process kept
+        logger.warning("mcp: the tools a client ran elsewhere are unknown here: %s", exc)
+
+
+async def _keep_ran(door: McpDoor, shared: SharedSessions, client: str, ran: Sequence[str]) -> None:
+    """Under ``tool_search_keep_loaded = "conversation"``: keep the tools ``client`` just ran
+    for its next sessions on any process."""
+    if not client or not ran or not door.keeps_loaded:
+        return
+    try:
+        await shared.keep(client, ran)
+    except SharedStateDown as exc:  # this process still keeps them
+        logger.warning("mcp: the tools a client ran are kept here only: %s", exc)
 
 
 def _version() -> str:

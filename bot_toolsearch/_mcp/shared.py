@@ -8,6 +8,9 @@ and its place among the open sessions (a sorted set by last use). Every key expi
 removes it at once. The open sessions are bounded over all processes as in one: opening one
 past the bound ends the least recently used session that holds no loads, never one that does.
 Keys hold the SHA-256 of a session id, so an id of any length or content is one bounded key.
+Under ``tool_search_keep_loaded = "conversation"``, the tools each client (its ``clientInfo``
+name) ran are kept there too, for its next session on any process: bounded per client and in
+clients, as in one process, and gone a week after the client's last call.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ from bot_toolsearch._services.shared_state import RedisState
 from .door import IDLE_SECONDS
 
 __all__ = [
+    "KEPT_TTL",
     "MAX_INIT_BYTES",
+    "MAX_KEPT",
+    "MAX_KEPT_CLIENTS",
     "MAX_SESSION_ID",
     "PREFIX",
     "SharedSession",
@@ -38,6 +44,12 @@ MAX_INIT_BYTES = 64 * 1024
 """Largest ``initialize`` request kept for other processes (a larger one opens a session that
 only its own process serves)."""
 PREFIX = "bot_toolsearch:mcp:"
+MAX_KEPT = 1024
+"""Tools kept per client name at most (``tool_search_keep_loaded = "conversation"``)."""
+MAX_KEPT_CLIENTS = 1024
+"""Client names whose run tools are kept at most, as in one door process."""
+KEPT_TTL = 7 * 24 * 3600
+"""Seconds a client's kept tools outlive its last call (a week)."""
 _TTL = int(IDLE_SECONDS)
 _SCAN = 256
 """Open sessions examined per round trip when making room."""
@@ -66,6 +78,14 @@ class _Keys:
 
     def loaded(self, digest: str) -> str:
         return self.prefix + digest + ":loaded"
+
+    @property
+    def clients(self) -> str:
+        """The sorted set of clients with kept tools (digests of their names, by last use)."""
+        return self.prefix + "clients"
+
+    def kept(self, digest: str) -> str:
+        return self.prefix + "kept:" + digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +181,45 @@ class SharedSessions:
                 pipe.rpush(key, *names)
                 pipe.expire(key, _TTL)
                 await pipe.execute()
+
+        await self.state.run(work)
+
+    async def kept(self, client: str) -> tuple[str, ...]:
+        """The tools the client named ``client`` ran in any session, in first-call order
+        (``tool_search_keep_loaded = "conversation"``).
+
+        Raises:
+            SharedStateDown: Redis did not answer.
+        """
+        key = self._keys.kept(_digest(client))
+        found = await self.state.run(lambda redis: redis.lrange(key, 0, MAX_KEPT - 1))
+        return tuple(dict.fromkeys(n for n in found or () if isinstance(n, str)))
+
+    async def keep(self, client: str, names: Sequence[str]) -> None:
+        """Keep tools the client ``client`` ran; past `MAX_KEPT_CLIENTS` clients, the least
+        recently seen one's go.
+
+        Raises:
+            SharedStateDown: Redis did not answer.
+        """
+        if not client or not names:
+            return
+        digest, keys = _digest(client), self._keys
+
+        async def work(redis: Any) -> None:
+            async with redis.pipeline(transaction=True) as pipe:
+                pipe.rpush(keys.kept(digest), *names)
+                pipe.ltrim(keys.kept(digest), 0, MAX_KEPT - 1)
+                pipe.expire(keys.kept(digest), KEPT_TTL)
+                pipe.zadd(keys.clients, {digest: time.time()})
+                pipe.zremrangebyscore(keys.clients, "-inf", time.time() - KEPT_TTL)
+                await pipe.execute()
+            stale = await redis.zrange(keys.clients, 0, -MAX_KEPT_CLIENTS - 1)
+            if stale:
+                async with redis.pipeline(transaction=True) as pipe:
+                    pipe.delete(*(keys.kept(d) for d in stale))
+                    pipe.zrem(keys.clients, *stale)
+                    await pipe.execute()
 
         await self.state.run(work)
 

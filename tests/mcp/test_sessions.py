@@ -373,3 +373,38 @@ async def test_loads_redis_did_not_take_are_an_error_and_kept_nowhere(
             await down.aclose()
     assert (kept.is_error, kept.text) == (True, LOADS_NOT_KEPT)
     assert not door.has_state("http:s1")
+
+
+async def test_a_clients_next_session_on_another_process_starts_with_what_it_ran(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    """``tool_search_keep_loaded = "conversation"``: the tools a client ran in a session on one
+    door are loaded in its next session on the other; another client's are not."""
+    config = write_config(tmp_path, upstream=False, tool_search_keep_loaded='"conversation"')
+    one: McpDoor = await door_factory(config)
+    two: McpDoor = await door_factory(config)
+    async with (
+        shared(redis_url()) as sessions,
+        serving(one, state=sessions) as (first, _),
+        serving(two, state=sessions) as (second, _),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        headers = await _opened(http, first)
+        await http.post(
+            first, json=_call("tool_search", query="select:notes.shout"), headers=headers
+        )
+        ran = await http.post(first, json=_call("notes-_-shout", text="x"), headers=headers)
+        assert '"text":"X"' in ran.text.replace(" ", "")
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        again = await _opened(http, second)  # the same clientInfo name: "stranger"
+        listed = await http.post(second, json=listing, headers=again)
+        assert '"name":"notes-_-shout"' in listed.text.replace(" ", "")
+        other = {**INITIALIZE, "params": {**INITIALIZE["params"], "clientInfo": {"name": "b"}}}
+        opened = await http.post(second, json=other, headers=ACCEPT)
+        headers = {
+            **ACCEPT,
+            "mcp-session-id": opened.headers["mcp-session-id"],
+            "mcp-protocol-version": LATEST_HANDSHAKE_VERSION,
+        }
+        listed = await http.post(second, json=listing, headers=headers)
+        assert '"name":"notes-_-shout"' not in listed.text.replace(" ", "")
