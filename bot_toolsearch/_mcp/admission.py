@@ -20,12 +20,9 @@ from typing import Any
 from bot_toolsearch._config.settings import ProxyClient
 from bot_toolsearch._services.client_policy import ClientPolicy, match
 
-from .sessions import header, refuse
+from .sessions import SCOPE_CLIENT, header, refuse
 
 __all__ = ["SCOPE_CLIENT", "BearerKeys", "policy_of"]
-
-SCOPE_CLIENT = "bot_toolsearch.mcp_client"
-"""The ASGI scope key of the `ClientPolicy` of the request's ``[[proxy.clients]]`` client."""
 
 
 def policy_of(scope: Mapping[str, Any] | None) -> ClientPolicy | None:

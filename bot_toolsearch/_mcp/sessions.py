@@ -5,7 +5,9 @@ id from the answer that opens it and counts each request of it. A request that w
 session while `MAX_SESSIONS` are open ends the least recently used one that holds no loads, as
 its client's ``DELETE`` would (its client gets 404 next and opens a new one, as the spec says);
 a session holding loads is never ended for another. A session's ``DELETE`` (or `IDLE_SECONDS`
-without a request, when the SDK ends it) makes the door forget its state.
+without a request, when the SDK ends it) makes the door forget its state. A session is its
+opening ``[[proxy.clients]]`` client's: another client's request of it gets 404, as if it did
+not exist (as the SDK answers for its own credentials).
 
 The SDK keeps its sessions in its process: an id it did not make answers 404. With
 ``[proxy] state`` (`bot_toolsearch._mcp.shared`), the opening request's ``initialize`` is kept
@@ -36,7 +38,15 @@ from bot_toolsearch._services.shared_state import SharedStateDown
 from .door import IDLE_SECONDS, MAX_CLIENTS, McpDoor
 from .shared import MAX_INIT_BYTES, SharedSession, SharedSessions, valid_id
 
-__all__ = ["MAX_SESSIONS", "SCOPE_SESSION", "SCOPE_SHARED", "Sessions", "header", "refuse"]
+__all__ = [
+    "MAX_SESSIONS",
+    "SCOPE_CLIENT",
+    "SCOPE_SESSION",
+    "SCOPE_SHARED",
+    "Sessions",
+    "header",
+    "refuse",
+]
 
 logger = logging.getLogger("bot_toolsearch.mcp_door")
 
@@ -51,6 +61,9 @@ SCOPE_SESSION = "bot_toolsearch.mcp_session"
 """The ASGI scope key of the session id the client sees (the SDK's own may differ)."""
 SCOPE_SHARED = "bot_toolsearch.mcp_shared"
 """The ASGI scope key of the `SharedSession` Redis held when the request came."""
+SCOPE_CLIENT = "bot_toolsearch.mcp_client"
+"""The ASGI scope key of the `ClientPolicy` of the request's ``[[proxy.clients]]`` client
+(`bot_toolsearch._mcp.admission`)."""
 SESSION_HEADER = "mcp-session-id"
 _VERSION_HEADER = b"mcp-protocol-version"
 _STALE = 60.0
@@ -116,6 +129,8 @@ class Sessions:
         (`time.monotonic`)."""
         self.local: dict[str, str] = {}
         """With ``shared``: session id -> the id of this process's SDK session of it."""
+        self.owners: dict[str, str] = {}
+        """Session id -> the ``[[proxy.clients]]`` client that opened it (``""``: none)."""
         self._opening: dict[str, tuple[asyncio.Lock, list[int]]] = {}
         """Session id -> its lock while requests of it wait to open it here, and how many."""
 
@@ -140,6 +155,9 @@ class Sessions:
             logger.warning("refusing a new session: %d sessions hold loads", len(self.open))
             await refuse(send, 503, "Too many open sessions: every one holds loads")
             return
+        if session is not None and self.owners.get(session, _owner(scope)) != _owner(scope):
+            await refuse(send, 404, "Session not found")  # another client's: as the SDK would
+            return
         if session is not None and session in self.open:
             self.open[session] = time.monotonic()
             self.open.move_to_end(session)
@@ -156,12 +174,14 @@ class Sessions:
         await self.app(scope, receive, watch)
         if opening and opened and status < 400:
             self.open[opened] = time.monotonic()
+            self.owners[opened] = _owner(scope)
         if method == "DELETE" and session and (200 <= status < 300 or status == 404):
             self._ended(session)
 
     def _ended(self, session: str) -> None:
         self.open.pop(session, None)
         self.local.pop(session, None)
+        self.owners.pop(session, None)
         self.door.forget(f"http:{session}")
 
     async def _make_room(self, scope: Any) -> bool:
@@ -266,7 +286,8 @@ class Sessions:
                 status = int(message.get("status", 0))
                 opened = header(message, SESSION_HEADER.encode())
                 if opened and status < 400:
-                    why = await self._keep(shared, opened, _init(bytes(body)) if whole else {})
+                    init = _init(bytes(body)) if whole else {}
+                    why = await self._keep(shared, opened, init, _owner(scope))
                     if why is not None:
                         refused = True
                         await refuse(send, 503, why)
@@ -281,11 +302,11 @@ class Sessions:
             await self._end(scope, opened)
 
     async def _keep(
-        self, shared: SharedSessions, session: str, init: Mapping[str, Any]
+        self, shared: SharedSessions, session: str, init: Mapping[str, Any], owner: str
     ) -> str | None:
         """Keep a new session in Redis; else why not (the answer's message)."""
         try:
-            if await shared.open(session, init):
+            if await shared.open(session, init, owner):
                 return None
         except SharedStateDown as exc:
             logger.warning("mcp: refusing a new session: %s", exc)
@@ -305,6 +326,9 @@ class Sessions:
         except SharedStateDown as exc:
             logger.warning("mcp: a request of a session refused: %s", exc)
             await refuse(send, 503, SHARED_DOWN, [(b"retry-after", b"1")])
+            return
+        if found is not None and found.owner != _owner(scope):
+            await refuse(send, 404, "Session not found")  # another client's: as the SDK would
             return
         if found is None:  # ended elsewhere, idle too long, or never opened
             local = self.local.get(session)
@@ -412,6 +436,12 @@ class Sessions:
             logger.warning("mcp: a shared session could not be opened here: %s", exc)
             return None
         return local
+
+
+def _owner(scope: Mapping[str, Any]) -> str:
+    """The name of the ``[[proxy.clients]]`` client of a request (``""``: none)."""
+    name = getattr(scope.get(SCOPE_CLIENT), "name", "")
+    return name if isinstance(name, str) else ""
 
 
 def _kept_headers(scope: Any) -> list[tuple[bytes, bytes]]:

@@ -94,6 +94,9 @@ class SharedSession:
 
     init: Mapping[str, Any]
     """The client's ``initialize`` parameters (``{}``: not kept)."""
+    owner: str
+    """The ``[[proxy.clients]]`` client that opened the session (``""``: none); another
+    client's request of it is answered as if it did not exist."""
     loaded: tuple[str, ...]
     """The tools the session loaded, in order (on any process)."""
 
@@ -112,7 +115,7 @@ class SharedSessions:
         self.limit = limit
         self._keys = _Keys(prefix)
 
-    async def open(self, session: str, init: Mapping[str, Any]) -> bool:
+    async def open(self, session: str, init: Mapping[str, Any], owner: str = "") -> bool:
         """Record a new session (after making room); ``False``: every open session holds
         loads, so there is none.
 
@@ -120,7 +123,9 @@ class SharedSessions:
             SharedStateDown: Redis did not answer.
         """
         digest, keys = _digest(session), self._keys
-        record = json.dumps(dict(init), ensure_ascii=False, separators=(",", ":"))
+        record = json.dumps(
+            {"init": dict(init), "owner": owner}, ensure_ascii=False, separators=(",", ":")
+        )
 
         async def work(redis: Any) -> bool:
             now = time.time()
@@ -160,11 +165,17 @@ class SharedSessions:
         if not isinstance(record, str):
             return None
         try:
-            init = json.loads(record)
+            kept = json.loads(record)
         except ValueError:
-            init = {}
+            kept = {}
+        kept = kept if isinstance(kept, dict) else {}
+        init, owner = kept.get("init"), kept.get("owner")
         names = tuple(dict.fromkeys(n for n in loaded or () if isinstance(n, str)))
-        return SharedSession(init if isinstance(init, dict) else {}, names)
+        return SharedSession(
+            init if isinstance(init, dict) else {},
+            owner if isinstance(owner, str) else "",
+            names,
+        )
 
     async def add_loaded(self, session: str, names: Sequence[str]) -> None:
         """Keep tools ``session`` loaded, after the ones it loaded before.

@@ -8,6 +8,7 @@ the door's log; a key of no client gets 401.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -20,11 +21,13 @@ import httpx2
 import pytest
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types.version import LATEST_HANDSHAKE_VERSION
 
 from bot_toolsearch._mcp.door import McpDoor
 from tests.mcp.conftest import write_config
 from tests.mcp.test_door import names, text
 from tests.mcp.test_server import ACCEPT, INITIALIZE, serving
+from tests.mcp.test_sessions import redis_url, shared
 
 KEYS = {"support": "sk-support-8c1f0e", "ops": "sk-ops-5d2a91"}
 DESCRIPTIONS = {
@@ -125,3 +128,33 @@ async def test_a_client_policy_holds_under_bridge_loading(
             refused = await session.call_tool("call_tool", boom)
             assert refused.is_error
             assert "no tool named" in text(refused)
+
+
+@pytest.mark.parametrize("redis", [False, True], ids=["one process", "shared state"])
+async def test_a_session_is_its_opening_clients_own(
+    tmp_path: Path, door_factory: Callable[..., Any], redis: bool
+) -> None:
+    """Another client's key with a session's id gets 404, as if the session did not exist (as
+    the SDK does for its own credentials); the opening client's key is served."""
+    door: McpDoor = await door_factory(_clients_config(tmp_path))
+    async with contextlib.AsyncExitStack() as stack:
+        state = await stack.enter_async_context(shared(redis_url())) if redis else None
+        url, _ = await stack.enter_async_context(serving(door, state=state))
+        http = await stack.enter_async_context(httpx.AsyncClient(timeout=30))
+        support = {"authorization": f"Bearer {KEYS['support']}"}
+        ops = {"authorization": f"Bearer {KEYS['ops']}"}
+        opened = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **support})
+        session = {
+            **ACCEPT,
+            "mcp-session-id": opened.headers["mcp-session-id"],
+            "mcp-protocol-version": LATEST_HANDSHAKE_VERSION,
+        }
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(url, json=note, headers={**session, **support})).status_code == 202
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        stolen = await http.post(url, json=listing, headers={**session, **ops})
+        assert stolen.status_code == 404
+        own = await http.post(url, json=listing, headers={**session, **support})
+        assert own.status_code == 200
+        assert "notes-_-shout" in own.text
+        assert "notes-_-boom" not in own.text
