@@ -6,14 +6,16 @@ own tool sets.
 file's), or the key of one of the config's ``[[proxy.clients]]`` (matched by its SHA-256, each
 entry in constant time), else it gets 401 before anything reads it. A client's policy goes
 with the request (`SCOPE_CLIENT`), so the door lists, finds and runs only what that client's
-``allow``/``deny`` permit. Clients are read from each request's settings snapshot: an edit of
-a hot-reloaded ``config.toml`` holds from the next request. Keys are never logged; a client
+``allow``/``deny`` permit, and its ``POST`` requests in flight are bounded by its
+``max_in_flight`` (429 past it). Clients are read from each request's settings snapshot: an edit
+of a hot-reloaded ``config.toml`` holds from the next request. Keys are never logged; a client
 is named by its ``name``.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -23,6 +25,8 @@ from bot_toolsearch._services.client_policy import ClientPolicy, match
 from .sessions import SCOPE_CLIENT, header, refuse
 
 __all__ = ["SCOPE_CLIENT", "BearerKeys", "policy_of"]
+
+logger = logging.getLogger("bot_toolsearch.mcp_door")
 
 
 def policy_of(scope: Mapping[str, Any] | None) -> ClientPolicy | None:
@@ -51,6 +55,8 @@ class BearerKeys:
         self.app = app
         self._keys = [key.encode("utf-8") for key in keys]
         self._clients = clients
+        self.in_flight: dict[str, int] = {}
+        """Client name -> its ``POST`` requests being answered (clients with a bound)."""
 
     def allows(self, header: str | None) -> bool:
         """Whether an ``Authorization`` header value carries one of the door's own keys."""
@@ -69,7 +75,7 @@ class BearerKeys:
         authorization = header(scope, b"authorization")
         client = match(clients, _bearer(authorization)) if clients else None
         if client is not None:
-            await self.app({**scope, SCOPE_CLIENT: ClientPolicy.of(client)}, receive, send)
+            await self._client(ClientPolicy.of(client), scope, receive, send)
             return
         if self.allows(authorization) or not (self._keys or clients):
             await self.app({k: v for k, v in scope.items() if k != SCOPE_CLIENT}, receive, send)
@@ -80,6 +86,29 @@ class BearerKeys:
             "Unauthorized: a valid 'Authorization: Bearer' key is needed",
             [(b"www-authenticate", b'Bearer realm="bot-toolsearch mcp"')],
         )
+
+    async def _client(self, policy: ClientPolicy, scope: Any, receive: Any, send: Any) -> None:
+        """A named client's request, within its ``max_in_flight``."""
+        scope = {**scope, SCOPE_CLIENT: policy}
+        bound = policy.max_in_flight
+        if bound is None or scope.get("method") != "POST":  # a GET stream stays open
+            await self.app(scope, receive, send)
+            return
+        count = self.in_flight.get(policy.name, 0)
+        if count >= bound:
+            logger.warning("mcp: client %s: %d requests in flight; refused", policy.name, count)
+            message = f"Too many requests in flight for this client (at most {bound})"
+            await refuse(send, 429, message, [(b"retry-after", b"1")])
+            return
+        self.in_flight[policy.name] = count + 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            left = self.in_flight.get(policy.name, 1) - 1
+            if left > 0:
+                self.in_flight[policy.name] = left
+            else:
+                self.in_flight.pop(policy.name, None)
 
 
 def _bearer(header: str | None) -> str | None:

@@ -8,6 +8,7 @@ the door's log; a key of no client gets 401.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -158,3 +159,62 @@ async def test_a_session_is_its_opening_clients_own(
         assert own.status_code == 200
         assert "notes-_-shout" in own.text
         assert "notes-_-boom" not in own.text
+
+
+async def test_a_clients_max_in_flight_bounds_its_requests_only(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    """``max_in_flight = 1``: while its call runs, the client's next request gets 429 (with
+    ``Retry-After``); another client is served meanwhile, and the first once its call is done."""
+    config = _clients_config(tmp_path, "bridge")
+    folder = tmp_path / "tools" / "notes" / "slow"
+    folder.mkdir(parents=True)
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+    function = {"name": "slow", "description": "A slow note.", "parameters": schema}
+    (folder / "config.json").write_text(json.dumps({"type": "function", "function": function}))
+    started, release = tmp_path / "started", tmp_path / "release"
+    (folder / "handler.py").write_text(
+        "import pathlib, time\n"
+        "def execute(text=''):\n"
+        f"    pathlib.Path({str(started)!r}).write_text('1')\n"
+        "    for _ in range(600):\n"
+        f"        if pathlib.Path({str(release)!r}).exists():\n"
+        "            break\n"
+        "        time.sleep(0.05)\n"
+        "    return 'done'\n"
+    )
+    ops = config.read_text().replace('name = "ops"\n', 'name = "ops"\nmax_in_flight = 1\n')
+    config.write_text(ops.replace('allow = ["notes.boom"]', 'allow = ["notes.boom", "notes.slow"]'))
+    door: McpDoor = await door_factory(config)
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "call_tool", "arguments": {"name": "notes-_-slow"}},
+    }
+    async with serving(door) as (url, _), httpx.AsyncClient(timeout=60) as http:
+        keyed = {}
+        for client in ("ops", "support"):
+            bearer = {"authorization": f"Bearer {KEYS[client]}"}
+            opened = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer})
+            keyed[client] = {
+                **ACCEPT,
+                **bearer,
+                "mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": LATEST_HANDSHAKE_VERSION,
+            }
+        slow = asyncio.create_task(http.post(url, json=call, headers=keyed["ops"]))
+        for _ in range(600):
+            if started.exists():
+                break
+            await asyncio.sleep(0.05)
+        assert started.exists()
+        refused = await http.post(url, json=listing, headers=keyed["ops"])
+        assert refused.status_code == 429
+        assert refused.headers["retry-after"] == "1"
+        other = await http.post(url, json=listing, headers=keyed["support"])
+        assert other.status_code == 200
+        release.write_text("1")
+        assert "done" in (await slow).text
+        assert (await http.post(url, json=listing, headers=keyed["ops"])).status_code == 200
