@@ -96,7 +96,8 @@ def _group(
     kept = []
     for member in map(_as_dict, members):
         name = declared_name(member)
-        if name is not None and isinstance(space, str):
+        if name is not None and isinstance(space, str) and space:
+            # As `permitted` names a member in ``tool_choice``: an empty namespace adds nothing.
             name = f"{space}.{name}"
         if name_permitted(name, allow, deny):
             kept.append(member)
