@@ -6,9 +6,9 @@ completes, and the upstream sees the MCP tool as an ordinary tool.
 
 Claude Code runs without a network here (no login: ``ANTHROPIC_API_KEY``; telemetry, error
 reports and updates off by its own variables; its connectivity probe goes to the proxy). It
-is not a Python package: the test finds ``claude`` through ``BOT_TOOLSEARCH_CLAUDE_CODE``, a copy
-installed into ``tests/conformance/node`` (its platform package holds the native binary), or
-``PATH``, and skips saying how to install it when none has it.
+is not a Python package: ``tests/conformance/node/package.json`` pins it and `ensure` installs
+it (``make node-clients`` does before the suite), and the test runs the native binary of its
+platform package (or ``BOT_TOOLSEARCH_CLAUDE_CODE``, a ``claude`` of the caller's).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -35,35 +34,48 @@ from bot_toolsearch.testing import (
     call,
     text,
 )
+from tests.conformance._node import ensure
 
-_PINNED = Path(__file__).parents[1] / "node" / "node_modules" / "@anthropic-ai"
-"""Where an npm install into the conformance suite's folder puts Claude Code: its native binary is
-in the platform package (without install scripts the wrapper package's ``claude`` is a stub)."""
-
-
-def _pinned() -> str | None:
-    machine = {"x86_64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine())
-    found = _PINNED / f"claude-code-{sys.platform}-{machine}" / "claude"
-    return str(found) if machine and found.is_file() else None
-
-
-CLAUDE = os.environ.get("BOT_TOOLSEARCH_CLAUDE_CODE") or _pinned() or shutil.which("claude")
+CLAUDE_CODE = "@anthropic-ai/claude-code"
+"""The npm package ``tests/conformance/node/package.json`` pins (its native binary is in a
+platform package: without install scripts the wrapper package's ``claude`` is a stub)."""
 TIME_SERVER = Path(sys.executable).with_name("mcp-server-time")
 MCP_TOOL = "mcp__time__get_current_time"
 _SEARCHES = 20
 """Most ``ToolSearch`` calls the scripted model makes while the MCP server connects."""
 
-pytestmark = [
-    pytest.mark.skipif(
-        CLAUDE is None,
-        reason="Claude Code is not installed: `npm install @anthropic-ai/claude-code@2.1.197` (a "
-        "native binary, no login needed for this test) into tests/conformance/node, or put a "
-        "`claude` on PATH or in BOT_TOOLSEARCH_CLAUDE_CODE",
-    ),
-    pytest.mark.skipif(
-        not TIME_SERVER.exists(), reason="mcp-server-time (the dev extra) is not installed"
-    ),
-]
+pytestmark = pytest.mark.skipif(
+    not TIME_SERVER.exists(), reason="mcp-server-time (the dev extra) is not installed"
+)
+
+
+def _platform_packages() -> list[str]:
+    """The platform packages that may hold this machine's ``claude`` (npm picks one by libc)."""
+    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine().lower(), platform.machine()
+    )
+    name = f"{CLAUDE_CODE}-{sys.platform}-{machine}"
+    return [name, f"{name}-musl"]
+
+
+@pytest.fixture
+def claude() -> str:
+    """The ``claude`` binary: ``BOT_TOOLSEARCH_CLAUDE_CODE`` if set, else the pinned one that
+    `ensure` installs (the test skips, saying so, where Node is missing or npm has no build of
+    Claude Code for this platform)."""
+    given = os.environ.get("BOT_TOOLSEARCH_CLAUDE_CODE")
+    if given:
+        return given
+    modules = ensure()
+    for package in _platform_packages():
+        found = modules / package / "claude"
+        if found.is_file():
+            return str(found)
+    pytest.skip(
+        f"npm installed no Claude Code binary for {sys.platform}/{platform.machine()} "
+        f"(none of {', '.join(_platform_packages())} in {modules}); set "
+        "BOT_TOOLSEARCH_CLAUDE_CODE to a `claude` binary to run this test"
+    )
 
 
 @pytest.fixture
@@ -94,7 +106,7 @@ def strict() -> Iterator[ScriptedOpenAIServer]:
 
 
 def test_claude_code_tool_search_over_a_backend_without_it(
-    strict: ScriptedOpenAIServer, proxy_root: str, tmp_path: Path
+    claude: str, strict: ScriptedOpenAIServer, proxy_root: str, tmp_path: Path
 ) -> None:
     home = tmp_path
     mcp = {"mcpServers": {"time": {"command": str(TIME_SERVER), "args": []}}}
@@ -109,10 +121,9 @@ def test_claude_code_tool_search_over_a_backend_without_it(
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
-    assert CLAUDE is not None
     done = subprocess.run(
         [
-            CLAUDE,
+            claude,
             "-p",
             "What time is it in Oslo?",
             "--model",
