@@ -7,13 +7,13 @@ proxy the run completes, and the upstream sees the MCP tool as an ordinary tool.
 relay between Claude Code and ``serve`` shows what Claude Code really sent.
 
 Claude Code runs without a network here: no login (``ANTHROPIC_API_KEY``), its own config
-folder, ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`` and the telemetry, error report and update
-variables (without them it looks up ``api.anthropic.com`` and asks the model for a session
-title besides the turn), its connectivity probe (``HEAD /``) to the proxy, and the proxy
-variables at a closed port for anything else. It is not a Python package:
-``tests/conformance/node/package.json`` pins it and `ensure` installs it (``make node-clients``
-does before the suite); the test runs the native binary of its platform package (or
-``BOT_TOOLSEARCH_CLAUDE_CODE``, a ``claude`` of the caller's)"""
+folder, ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`` (without it, it looks up
+``api.anthropic.com`` and asks the model for a session title besides the turn) and the
+telemetry, error report and update variables it stands for, its connectivity probe
+(``HEAD /``) to the proxy, and the proxy variables at a closed port for anything else. It is
+not a Python package: ``tests/conformance/node/package.json`` pins it and `ensure` installs
+it (``make node-clients`` does before the suite); the test runs the native binary of its
+platform package (or ``BOT_TOOLSEARCH_CLAUDE_CODE``, a ``claude`` of the caller's)."""
 
 from __future__ import annotations
 
