@@ -23,6 +23,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,14 +47,16 @@ CLAUDE_CODE = "@anthropic-ai/claude-code"
 platform package: without install scripts the wrapper package's ``claude`` is a stub)."""
 TIME_SERVER = Path(sys.executable).with_name("mcp-server-time")
 MCP_TOOL = "mcp__time__get_current_time"
-_SEARCHES = 20
-"""Most ``ToolSearch`` calls the scripted model makes while the MCP server connects."""
+MCP_CONNECT = 60.0
+"""Seconds the scripted model keeps searching while the MCP server connects (Claude Code sends
+the turn before; on an idle machine the first search finds it), one search a second."""
 ANSWER = "It is noon in Oslo."
 KEY = "sk-ant-test"
 DEAD = "http://127.0.0.1:9"
 """Where any request of Claude Code's that is not to its base URL would go: nowhere."""
 RUN = 120
-"""Seconds a ``claude -p`` run may take (about 5 on an idle machine)."""
+"""Seconds a ``claude -p`` run may take (about 5 on an idle machine; `MCP_CONNECT` at most
+waiting for the MCP server)."""
 
 pytestmark = pytest.mark.skipif(
     not TIME_SERVER.exists(), reason="mcp-server-time (the dev extra) is not installed"
@@ -94,16 +97,19 @@ def strict() -> Iterator[ScriptedOpenAIServer]:
     """The strict upstream with a model that searches until the MCP server is connected
     (Claude Code connects it in the background), calls its tool, then answers."""
 
+    first_search: list[float] = []
+
     async def model(request: ModelRequest) -> ScriptEntry | TextTurn:
         outputs = [output for _, output in request.tool_outputs]
         if any("Europe/Oslo" in output for output in outputs):
             return text(ANSWER)
         if MCP_TOOL in request.tool_names:
             return call(MCP_TOOL, timezone="Europe/Oslo")
-        if len(outputs) >= _SEARCHES:
+        first_search[:] = first_search or [time.monotonic()]
+        if time.monotonic() - first_search[0] > MCP_CONNECT:
             return text("The time server never connected.")
         if outputs:
-            await asyncio.sleep(0.5)  # give the MCP server time to connect
+            await asyncio.sleep(1)  # give the MCP server time to connect
         return call("ToolSearch", query=f"select:{MCP_TOOL}", max_results=5)
 
     with ScriptedOpenAIServer(refuse_native=True, responder=model) as srv:
