@@ -163,7 +163,9 @@ class Request:
 
 
 async def until_disconnect(receive: Receive, work: Awaitable[_T]) -> _T:
-    """``work``'s result; cancelled, raising `Disconnected`, when the client leaves first."""
+    """``work``'s result; cancelled, raising `Disconnected`, when the client leaves first (or
+    what reading on raised: a body deadline of `bot_toolsearch._proxy.reading`). Shared by
+    every route, the Messages one included."""
     task = asyncio.ensure_future(work)
     watcher = asyncio.ensure_future(_disconnect(receive))
     try:
@@ -175,6 +177,9 @@ async def until_disconnect(receive: Receive, work: Awaitable[_T]) -> _T:
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
     try:
+        if task.cancelled():  # the client left first (its watcher's end, or a read failure)
+            failed = watcher.exception() if not watcher.cancelled() else None
+            raise failed if failed is not None else Disconnected
         return task.result()
     finally:  # no cycle (the task, its exception, the traceback, this frame) keeps the request
         del task, watcher
