@@ -259,21 +259,19 @@ class ProxyApp:
         self._facts = self._tools.facts
         self._relay = Relay(ClientCopies(self._client), engine, self.timeout, self._state)
         self._forward = Forward(self.upstream, self._http, engine, max_body)
-        self._messages = self._messages_route(upstream_api, max_body, max_tools)
+        self._messages = self._messages_route(upstream_api, max_tools)
         """``POST /v1/messages`` with tool search (``upstream_api="messages"``)."""
 
-    def _messages_route(
-        self, upstream_api: str, max_body: int, max_tools: int
-    ) -> MessagesRoute | None:
+    def _messages_route(self, upstream_api: str, max_tools: int) -> MessagesRoute | None:
         if upstream_api == "messages":
             return MessagesRoute(
                 self.upstream,
                 self._http,
                 self._engine,
                 timeout=self.timeout,
-                max_body=max_body,
                 max_tools=max_tools,
                 on_round=self._observer.on_round,
+                body=self._body,
             )
         if upstream_api != "openai":
             raise ValueError(f"upstream_api must be 'openai' or 'messages', got {upstream_api!r}")
@@ -355,7 +353,7 @@ class ProxyApp:
             rest, post = request.rest, request.method == "POST"
             try:
                 if rest == MESSAGES_PATH and self._messages is not None and post:
-                    await self._messages(receive, send, headers)
+                    await self._messages(request)
                 elif rest in _TOOL_SEARCH_PATHS and post:
                     request.chat = rest == "/chat/completions"
                     note_route("chat_completions" if request.chat else "responses")

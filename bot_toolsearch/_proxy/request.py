@@ -135,6 +135,8 @@ class Request:
     """The key that goes upstream (`body`)."""
     extra: dict[str, str] = field(default_factory=dict)
     """Client headers passed upstream (organisation, project, beta flags; `body`)."""
+    auth: dict[str, str] = field(default_factory=dict)
+    """The headers that carry ``key`` upstream in the route's dialect, for the key probe."""
     raw: bytes = b""
     """The body's bytes (`body`)."""
     body: dict[str, Any] = field(default_factory=dict)
