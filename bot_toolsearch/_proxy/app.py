@@ -326,7 +326,7 @@ class ProxyApp:
             if self._freeze_heap and not 200 <= status < 400:
                 self._leftovers.refused(reading.size)
 
-    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _route(self, scope: Scope, receive: Reading, send: Send) -> None:
         """The request made a `Request` and passed down its route's stages."""
         framing = framing_problem(scope["headers"])
         if framing is not None:
@@ -349,19 +349,19 @@ class ProxyApp:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         request = Request(scope, receive, send, path, headers)
-        with self._admission.hold(request, self._engine.snapshot().proxy.clients):
-            rest, post = request.rest, request.method == "POST"
-            try:
-                if rest == MESSAGES_PATH and self._messages is not None and post:
-                    await self._messages(request)
-                elif rest in _TOOL_SEARCH_PATHS and post:
-                    request.chat = rest == "/chat/completions"
-                    note_route("chat_completions" if request.chat else "responses")
-                    await self._create(request)
-                else:
-                    await self._forward(request)
-            except (BodyTimeout, BodiesFull, InFlightFull) as exc:
-                raise self._body.refusal(exc) from None
+        rest, post = request.rest, request.method == "POST"
+        try:
+            self._admission.stage(request, self._engine.snapshot().proxy.clients)
+            if rest == MESSAGES_PATH and self._messages is not None and post:
+                await self._messages(request)
+            elif rest in _TOOL_SEARCH_PATHS and post:
+                request.chat = rest == "/chat/completions"
+                note_route("chat_completions" if request.chat else "responses")
+                await self._create(request)
+            else:
+                await self._forward(request)
+        except (BodyTimeout, BodiesFull, InFlightFull) as exc:
+            raise self._body.refusal(exc) from None
 
     async def _create(self, request: Request) -> None:
         """A tool-searched request down its stages: body, tools, the call and its answer."""

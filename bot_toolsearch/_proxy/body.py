@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from bot_toolsearch._wrap.native import count_named
 
+from .admission import ClientGate
 from .keys import KnownKeys, bearer
 from .limits import RETRY_AFTER, BodyBytes, InFlight
 from .reading import BodiesFull, BodyTimeout, InFlightFull
@@ -218,6 +219,8 @@ class BodyStage:
                 retry_after=RETRY_AFTER,
                 close=True,
             )
+        if isinstance(exc.gate, ClientGate):
+            return exc.gate.refused()
         return Refused(
             429,
             f"more than {self._in_flight.limit} requests in flight (serve --max-in-flight);"
