@@ -22,6 +22,7 @@ from typing import Any, TypeAlias, TypeVar
 from bot_toolsearch._services.client_policy import ClientPolicy
 
 from .limits import RETRY_AFTER
+from .reading import Reading
 
 __all__ = [
     "ADMITTED",
@@ -122,8 +123,8 @@ class Request:
     """One HTTP request on its way down the stages."""
 
     scope: Scope
-    receive: Receive
-    """The body's reader (`bot_toolsearch._proxy.reading.Reading`): deadline and limits."""
+    receive: Reading
+    """The body's reader: its deadline, and its bounds (`count_also`)."""
     send: Send
     path: str
     """The normalised path (`app`)."""
@@ -135,6 +136,8 @@ class Request:
     """The key that goes upstream (`body`)."""
     extra: dict[str, str] = field(default_factory=dict)
     """Client headers passed upstream (organisation, project, beta flags; `body`)."""
+    auth: dict[str, str] = field(default_factory=dict)
+    """The headers that carry ``key`` upstream in the route's dialect, for the key probe."""
     raw: bytes = b""
     """The body's bytes (`body`)."""
     body: dict[str, Any] = field(default_factory=dict)
@@ -163,7 +166,9 @@ class Request:
 
 
 async def until_disconnect(receive: Receive, work: Awaitable[_T]) -> _T:
-    """``work``'s result; cancelled, raising `Disconnected`, when the client leaves first."""
+    """``work``'s result; cancelled, raising `Disconnected`, when the client leaves first (or
+    what reading on raised: a body deadline of `bot_toolsearch._proxy.reading`). Shared by
+    every route, the Messages one included."""
     task = asyncio.ensure_future(work)
     watcher = asyncio.ensure_future(_disconnect(receive))
     try:
@@ -175,6 +180,9 @@ async def until_disconnect(receive: Receive, work: Awaitable[_T]) -> _T:
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
     try:
+        if task.cancelled():  # the client left first (its watcher's end, or a read failure)
+            failed = watcher.exception() if not watcher.cancelled() else None
+            raise failed if failed is not None else Disconnected
         return task.result()
     finally:  # no cycle (the task, its exception, the traceback, this frame) keeps the request
         del task, watcher
