@@ -519,8 +519,9 @@ class ProxyClient(_Table):
     """The environment variable holding this client's own upstream key; ``None``: the
     operator's (``[model] api_key``, else ``OPENAI_API_KEY``)."""
     max_in_flight: StrictInt | None = Field(default=None, ge=1)
-    """Most requests of this client in flight at once (429 past it); ``None``: only the
-    server's ``--max-in-flight``."""
+    """Most requests of this client in flight at once (429 past it), counted as
+    ``--max-in-flight`` counts them: once a request's whole body has arrived; ``None``: only
+    the server's ``--max-in-flight``."""
 
 
 class ProxySettings(_Table):

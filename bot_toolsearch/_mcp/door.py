@@ -183,6 +183,7 @@ class DoorTools:
             always_loaded=always_loaded,
             report=report,
             semantic=semantic_ranker(self.settings, self.catalog) if semantic else None,
+            wire_directory=True,
         )
 
     def all_tools(self) -> list[dict[str, Any]]:
@@ -681,9 +682,7 @@ def _listing(view: DoorTools, protocol: ToolSearchProtocol | None) -> list[dict[
         tools = view.all_tools()
     else:
         tools = protocol.round_tools()
-        directory = "\n".join(
-            wire.get(line, line) for line in protocol.directory["content"].split("\n")
-        )
+        directory = protocol.directory["content"]  # its names already in the wire spelling
         for tool in tools:
             function = tool["function"]
             if function["name"] == TOOL_SEARCH_NAME:

@@ -4,53 +4,27 @@ Checked first, before anything of the request is read: with ``serve --api-key``,
 keys`` file or ``[[proxy.clients]]`` entries, a request must carry one of their keys, else 401.
 A named client's policy (`bot_toolsearch._services.client_policy`) then holds for the whole
 request, its own upstream key (``upstream_key_env``) goes upstream, and its requests in flight
-are bounded by its ``max_in_flight``. Clients are read from each request's settings snapshot, so
-an edit of ``config.toml`` changes the next request.
+are bounded by its ``max_in_flight`` (`ClientGate`), counted as ``--max-in-flight`` counts
+them: once a request's whole body has arrived, so a client still sending (or dripping) a body
+holds no place its own whole requests need (`bot_toolsearch._proxy.reading`). Clients are read
+from each request's settings snapshot, so an edit of ``config.toml`` changes the next request.
 """
 
 from __future__ import annotations
 
-import contextvars
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from bot_toolsearch._config.settings import ProxyClient
+from bot_toolsearch._config.settings import BotSettings, ProxyClient
+from bot_toolsearch._services.client_policy import CURRENT as CURRENT_POLICY
 from bot_toolsearch._services.client_policy import ClientPolicy, match
 
-from .keys import ClientKeys
+from .exchange import note_client
+from .keys import ClientKeys, bearer, read_keys
+from .limits import RETRY_AFTER
+from .request import ADMITTED, OPEN, Admitted, Refused, Request
 
-__all__ = ["ADMITTED", "Admission", "Admitted"]
-
-
-@dataclass(frozen=True, slots=True)
-class Admitted:
-    """One admitted request: whose it is, and which key goes upstream."""
-
-    keyed: bool
-    """The request carried one of the proxy's own keys (not a key for the upstream)."""
-    policy: ClientPolicy | None = None
-    """The named client's policy; ``None``: the settings' own ``[tools]``."""
-    operator_key: str = ""
-
-    def upstream_key(self, client_key: str | None) -> str | None:
-        """The key to send upstream: the client's own when the proxy has no keys, else the
-        named client's ``upstream_key_env``, else the operator's."""
-        if not self.keyed:
-            return client_key
-        env = self.policy.upstream_key_env if self.policy is not None else None
-        if env:
-            return os.environ.get(env, "").strip() or self.operator_key
-        return self.operator_key
-
-
-_OPEN = Admitted(keyed=False)
-"""A proxy without keys: the client's own key goes upstream."""
-
-ADMITTED: contextvars.ContextVar[Admitted] = contextvars.ContextVar(
-    "bot_toolsearch_proxy_admitted", default=_OPEN
-)
-"""The admission of the request being served."""
+__all__ = ["ADMITTED", "Admission", "Admitted", "ClientGate", "admission_from"]
 
 
 class Admission:
@@ -88,7 +62,7 @@ class Admission:
                 )
         if self._keys is not None:
             return self._keyed if self._keys.allows(key) else None
-        return None if clients else _OPEN
+        return None if clients else OPEN
 
     def enter(self, admitted: Admitted) -> bool:
         """Count one more request of a named client; ``False`` past its ``max_in_flight``."""
@@ -111,3 +85,75 @@ class Admission:
             self._in_flight[policy.name] = left
         else:
             self._in_flight.pop(policy.name, None)
+
+    def stage(self, request: Request, clients: Sequence[ProxyClient]) -> Admitted:
+        """The admission stage: who ``request`` is (its ``admitted``, and the request's
+        context: `ADMITTED`, the client's policy, its name on the exchange); a client with a
+        ``max_in_flight`` has the request counted against it once its body is whole.
+
+        Raises:
+            Refused: 401 when it carries none of the proxy's keys.
+        """
+        headers = request.headers
+        client_key = bearer(headers) or headers.get("x-api-key")  # x-api-key: Messages clients
+        admitted = self.admit(client_key, clients)
+        if admitted is None:
+            raise Refused(401, "this proxy needs one of its client keys", code="invalid_api_key")
+        request.admitted = admitted
+        ADMITTED.set(admitted)
+        if admitted.policy is not None:
+            CURRENT_POLICY.set(admitted.policy)
+            note_client(admitted.policy.name)
+        if admitted.policy is not None and admitted.policy.max_in_flight is not None:
+            request.receive.count_also(ClientGate(self, admitted))
+        return admitted
+
+
+class ClientGate:
+    """A named client's ``max_in_flight``, as a bound of the request's reader (`Gate`)."""
+
+    __slots__ = ("_admission", "_admitted")
+
+    def __init__(self, admission: Admission, admitted: Admitted) -> None:
+        self._admission, self._admitted = admission, admitted
+
+    def enter(self) -> bool:
+        """Count one more request of the client; ``False`` past its ``max_in_flight``."""
+        return self._admission.enter(self._admitted)
+
+    def leave(self) -> None:
+        """A counted request of the client is done."""
+        self._admission.leave(self._admitted)
+
+    def refused(self) -> Refused:
+        """The answer past the bound: 429, naming the client (never its key)."""
+        policy = self._admitted.policy
+        assert policy is not None
+        return Refused(
+            429,
+            f"more than {policy.max_in_flight} requests of client {policy.name!r} in flight"
+            f" ([[proxy.clients]] max_in_flight); retry after {RETRY_AFTER} s",
+            "rate_limit_error",
+            code="too_many_requests",
+            retry_after=RETRY_AFTER,
+        )
+
+
+def admission_from(
+    start: BotSettings, api_keys: Sequence[str] | None
+) -> tuple[ClientKeys | None, Admission]:
+    """The proxy's own keys (``api_keys``, else the ``[proxy] keys`` file) and its admission
+    rule; named clients with no upstream key at all are refused here, at start-up.
+
+    Raises:
+        OSError: the keys file cannot be read.
+        ValueError: keys or clients without an upstream key, or a bad keys file.
+    """
+    operator = start.model.api_key or os.environ.get("OPENAI_API_KEY", "").strip()
+    if api_keys is None and start.proxy.keys is not None:
+        api_keys = read_keys(start.proxy.keys)
+    keys = ClientKeys(api_keys, operator) if api_keys is not None else None
+    admission = Admission(operator, keys)
+    if start.proxy.clients:
+        admission.check(start.proxy.clients)
+    return keys, admission

@@ -1,18 +1,20 @@
 """``POST /v1/messages`` of the proxy: Anthropic's Messages API, with tool search, over any
 Anthropic-compatible upstream (``serve --upstream-api messages``).
 
-The route is the Messages adapter's transport: the body is read within ``--max-body`` and
-checked (``--max-tools``), made a plan (`bot_toolsearch._wrap.messages`; a new tool list gets
-its catalog in the ``index`` pool, its search index only once the upstream answers 2xx), and
-the plan's rounds go upstream as JSON (``POST {upstream}/messages``) through the shared round
-driver. The client's ``x-api-key`` (or, under the proxy's own client keys, the operator's) and
-``anthropic-version`` go on; ``anthropic-beta`` goes on without the tool-search flags, which a
-backend without tool search refuses. A request with no tool to search goes on made ordinary
-(`ordinary_body`), its answer relayed as it comes. A streamed request gets Anthropic's event
-stream once the first round is in: ``message_start`` and ``ping`` at once, the rest when the
-last round is read; a failure after that is an ``error`` event. Every error is Anthropic's
-JSON shape; an upstream 4xx comes back with its own status and body, an upstream that fails
-is 502. The whole call stays within ``--timeout``, and a client that leaves cancels it.
+The route is the Messages adapter's transport: the body is read within ``--max-body``, a large
+one only once the upstream has taken the key (the OpenAI routes' key probe,
+`bot_toolsearch._proxy.body`), and checked (``--max-tools``), made a plan
+(`bot_toolsearch._wrap.messages`; a new tool list gets its catalog in the ``index`` pool, its
+search index only once the upstream answers 2xx), and the plan's rounds go upstream as JSON
+(``POST {upstream}/messages``) through the shared round driver. The client's ``x-api-key`` (or,
+under the proxy's own client keys, the operator's) and ``anthropic-version`` go on;
+``anthropic-beta`` goes on without the tool-search flags, which a backend without tool search
+refuses. A request with no tool to search goes on made ordinary (`ordinary_body`), its answer
+relayed as it comes. A streamed request gets Anthropic's event stream once the first round is
+in: ``message_start`` and ``ping`` at once, the rest when the last round is read; a failure
+after that is an ``error`` event. Every error is Anthropic's JSON shape; an upstream 4xx comes
+back with its own status and body, an upstream that fails is 502. The whole call stays within
+``--timeout``, and a client that leaves cancels it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from typing import Any, TypeVar
+from typing import Any
 
 from bot_toolsearch._errors import ToolNotPermittedError
 from bot_toolsearch._services.threads import POOLS, PoolBusy
@@ -34,7 +36,11 @@ from bot_toolsearch._wrap.plan import Pending
 from bot_toolsearch._wrap.rounds import drive
 
 from .admission import ADMITTED
+from .body import BodyStage
 from .exchange import note_body, note_route
+from .request import Disconnected as _Left
+from .request import Refused, Request
+from .request import until_disconnect as _until_left
 
 __all__ = ["MESSAGES_PATH", "MessagesRoute"]
 
@@ -56,7 +62,6 @@ _KINDS = {
 }
 _Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 _Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-_T = TypeVar("_T")
 
 
 class _Failed(Exception):
@@ -75,10 +80,6 @@ class _UpstreamStatus(Exception):
         self.status, self.content = status, content
 
 
-class _Left(Exception):
-    """The client disconnected."""
-
-
 class MessagesRoute:
     """``POST /v1/messages`` over an Anthropic-compatible upstream.
 
@@ -88,9 +89,10 @@ class MessagesRoute:
             connection pool and timing hooks).
         engine: the wrapper engine whose settings and tool-list cache the route shares.
         timeout: seconds the whole call may take.
-        max_body: the largest body in bytes (413 past it).
         max_tools: the most tools in one request (400 past it).
         on_round: the observer of each round (metrics, headers, access log).
+        body: the body stage, whose key probe keeps a large body unread until the upstream
+            has taken the key (`bot_toolsearch._proxy.body`).
     """
 
     def __init__(
@@ -100,20 +102,21 @@ class MessagesRoute:
         engine: Engine,
         *,
         timeout: float,
-        max_body: int,
         max_tools: int,
         on_round: RoundHook | None,
+        body: BodyStage,
     ) -> None:
         self._url = upstream.rstrip("/") + MESSAGES_PATH
         self._http = http
         self._engine = engine
         self._timeout = timeout
-        self._max_body = max_body
         self._max_tools = max_tools
         self._on_round = on_round
+        self._body = body
 
-    async def __call__(self, receive: _Receive, send: _Send, headers: Mapping[str, str]) -> None:
-        """Serve one request (its headers lower-cased)."""
+    async def __call__(self, request: Request) -> None:
+        """Serve one request."""
+        send = request.send
         note_route("messages")
         started: list[bool] = [False]
 
@@ -122,7 +125,7 @@ class MessagesRoute:
             await send(message)
 
         try:
-            await self._serve(receive, tracked, headers)
+            await self._serve(request, tracked)
         except _Left:
             return
         except (_UpstreamStatus, _Failed) as exc:
@@ -134,15 +137,22 @@ class MessagesRoute:
                 text = str(exc) if isinstance(exc, _Failed) else f"upstream HTTP {exc.status}"
                 await send({"type": "http.response.body", "body": _closing(text)})
 
-    async def _serve(self, receive: _Receive, send: _Send, headers: Mapping[str, str]) -> None:
+    async def _serve(self, request: Request, send: _Send) -> None:
+        receive, headers = request.receive, request.headers
         media = headers.get("content-type", "").partition(";")[0].strip().lower()
         if media != "application/json":
             raise _Failed(415, "the body must be JSON (Content-Type: application/json)")
-        raw = await _read_body(receive, headers, self._max_body)
-        body = _parse(raw)
+        out_headers = self._headers(headers)
+        request.auth = {k: v for k, v in out_headers.items() if k != "content-type"}
+        request.key = out_headers.get("x-api-key") or out_headers.get("authorization")
+        try:  # a large body waits for the upstream to take the key (the OpenAI routes' rule)
+            if not await self._body.take(request):
+                return
+        except Refused as exc:
+            raise _Failed(exc.status, exc.message) from None
+        body = _parse(request.raw)
         self._check(body)
         note_body(body)
-        out_headers = self._headers(headers)
         stream = body.get("stream") is True
         try:
             plan = await _until_left(receive, self._plan(body))
@@ -345,45 +355,3 @@ def _parse(raw: bytes) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise _Failed(400, "the body must be a JSON object")
     return body
-
-
-async def _read_body(receive: _Receive, headers: Mapping[str, str], limit: int) -> bytes:
-    """The whole body, refused with 413 past ``limit`` bytes (announced or received)."""
-    length = headers.get("content-length", "").strip()
-    if length.isdigit() and int(length) > limit:
-        raise _Failed(413, f"the body is larger than {limit} bytes (serve --max-body)")
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Left
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _Failed(413, f"the body is larger than {limit} bytes (serve --max-body)")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-async def _until_left(receive: _Receive, work: Awaitable[_T]) -> _T:
-    """``work``'s result; cancelled, raising `_Left`, when the client disconnects first."""
-    task = asyncio.ensure_future(work)
-
-    async def watch() -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-
-    watcher = asyncio.ensure_future(watch())
-    try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        watcher.cancel()
-        await asyncio.gather(watcher, return_exceptions=True)
-    if not task.done() or task.cancelled():
-        raise _Left
-    return task.result()
