@@ -352,7 +352,7 @@ class MessagesRoute:
             await response.aclose()
 
         async def relay() -> None:
-            rounds = AsyncRoundStream(MessagesRounds(plan), open_, _events, close, await open_())
+            rounds = await AsyncRoundStream.start(MessagesRounds(plan), open_, _events, close=close)
             await send(
                 {
                     "type": "http.response.start",

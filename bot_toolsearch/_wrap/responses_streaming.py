@@ -27,7 +27,8 @@ sent as whole items (``output_item.added``, the arguments or text in one piece,
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from openai.types.responses import (
@@ -368,35 +369,17 @@ class _ResponsesRounds:
         return busy(reply)
 
 
-def _events_sync(upstream: Any) -> Iterator[Any]:
-    return iterate_sync(upstream, chat=False)
-
-
-def _events_async(upstream: Any) -> AsyncIterator[Any]:
-    return iterate_async(upstream, chat=False)
-
-
 async def responses_stream_async(create: Callable[..., Awaitable[Any]], plan: ResponsesPlan) -> Any:
     """The caller's stream of an async ``responses.create(stream=True)`` call; the first
     round is sent here (an upstream error raises here, as from the SDK)."""
-
-    async def open_() -> Any:
-        return await create_round_async(create, plan)
-
-    async def close(upstream: Any) -> None:
-        await upstream.close()
-
-    return AsyncRoundStream(_ResponsesRounds(plan), open_, _events_async, close, await open_())
+    events = functools.partial(iterate_async, chat=False)
+    rounds = _ResponsesRounds(plan)
+    return await AsyncRoundStream.start(rounds, lambda: create_round_async(create, plan), events)
 
 
 def responses_stream_sync(create: Callable[..., Any], plan: ResponsesPlan) -> Any:
     """The caller's stream of a sync ``responses.create(stream=True)`` call; the first round
     is sent here (an upstream error raises here, as from the SDK)."""
-
-    def open_() -> Any:
-        return create_round(create, plan)
-
-    def close(upstream: Any) -> None:
-        upstream.close()
-
-    return SyncRoundStream(_ResponsesRounds(plan), open_, _events_sync, close, open_())
+    events = functools.partial(iterate_sync, chat=False)
+    rounds = _ResponsesRounds(plan)
+    return SyncRoundStream.start(rounds, lambda: create_round(create, plan), events)

@@ -20,7 +20,8 @@ and Anthropic's Messages (`bot_toolsearch._wrap.messages_streaming`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Protocol, Self
@@ -119,41 +120,67 @@ def steps(dialect: StreamDialect, upstream: Any) -> Generator[Any, Any, None]:
         upstream = yield _OPEN
 
 
-class SyncRoundStream:
-    """The caller's stream of a sync streamed call (iterator, context manager).
+class _RoundStream:
+    """What the sync and async streams share: the dialect, its transport, the open round.
 
     Args:
         dialect: the dialect's rounds (`StreamDialect`).
         open_: opens the next upstream round (the plan's next request, streamed).
         events: the events of one upstream round's stream.
-        close: closes one upstream round's stream.
         first: the first round's stream, already open.
+        close: closes one upstream round's stream (its own ``close()`` if not given).
+        render: each of the dialect's events as the caller gets it (the SDK's type), if not
+            as it is.
     """
 
     def __init__(
         self,
         dialect: StreamDialect,
         open_: Callable[[], Any],
-        events: Callable[[Any], Iterator[Any]],
-        close: Callable[[Any], None],
+        events: Callable[[Any], Any],
         first: Any,
+        *,
+        close: Callable[[Any], Any] | None = None,
+        render: Callable[[Any], Any] | None = None,
     ) -> None:
         self._dialect = dialect
         self._open = open_
         self._events = events
-        self._close = close
         self._upstream = first
-        self._iterator = self._run()
-
-    @property
-    def response(self) -> Any:
-        """The HTTP response of the current upstream round; closing it closes the stream."""
-        return SyncStreamResponse(self, self.close)
+        self._close = close or _own_close
+        self._render = render
 
     @property
     def upstream_response(self) -> Any:
         """The HTTP response of the current upstream round."""
         return self._upstream.response
+
+    def _shown(self, events: list[Any]) -> Iterable[Any]:
+        return events if self._render is None else map(self._render, events)
+
+
+def _own_close(upstream: Any) -> Any:
+    return upstream.close()
+
+
+class SyncRoundStream(_RoundStream):
+    """The caller's stream of a sync streamed call (iterator, context manager)."""
+
+    @classmethod
+    def start(
+        cls,
+        dialect: StreamDialect,
+        open_: Callable[[], Any],
+        events: Callable[[Any], Iterator[Any]],
+        **options: Any,
+    ) -> Self:
+        """The stream, its first round opened here (an upstream error raises here)."""
+        return cls(dialect, open_, events, open_(), **options)
+
+    @property
+    def response(self) -> Any:
+        """The HTTP response of the current upstream round; closing it closes the stream."""
+        return SyncStreamResponse(self, self.close)
 
     def _run(self) -> Iterator[Any]:
         flow = steps(self._dialect, self._upstream)
@@ -174,13 +201,17 @@ class SyncRoundStream:
                 events, self._upstream = None, self._open()
                 sent = self._upstream
             else:
-                yield from step
+                yield from self._shown(step)
 
     def __iter__(self) -> Iterator[Any]:
         return self._iterator
 
     def __next__(self) -> Any:
         return next(self._iterator)
+
+    @functools.cached_property
+    def _iterator(self) -> Iterator[Any]:
+        return self._run()
 
     def close(self) -> None:
         """Close the upstream stream."""
@@ -198,41 +229,24 @@ class SyncRoundStream:
         self.close()
 
 
-class AsyncRoundStream:
-    """The caller's stream of an async streamed call (async iterator, context manager).
+class AsyncRoundStream(_RoundStream):
+    """The caller's stream of an async streamed call (async iterator, context manager)."""
 
-    Args:
-        dialect: the dialect's rounds (`StreamDialect`).
-        open_: opens the next upstream round (the plan's next request, streamed).
-        events: the events of one upstream round's stream.
-        close: closes one upstream round's stream.
-        first: the first round's stream, already open.
-    """
-
-    def __init__(
-        self,
+    @classmethod
+    async def start(
+        cls,
         dialect: StreamDialect,
         open_: Callable[[], Awaitable[Any]],
         events: Callable[[Any], AsyncIterator[Any]],
-        close: Callable[[Any], Awaitable[None]],
-        first: Any,
-    ) -> None:
-        self._dialect = dialect
-        self._open = open_
-        self._events = events
-        self._close = close
-        self._upstream = first
-        self._iterator = self._run()
+        **options: Any,
+    ) -> Self:
+        """The stream, its first round opened here (an upstream error raises here)."""
+        return cls(dialect, open_, events, await open_(), **options)
 
     @property
     def response(self) -> Any:
         """The HTTP response of the current upstream round; closing it closes the stream."""
         return AsyncStreamResponse(self, self.close)
-
-    @property
-    def upstream_response(self) -> Any:
-        """The HTTP response of the current upstream round."""
-        return self._upstream.response
 
     async def _run(self) -> AsyncIterator[Any]:
         flow = steps(self._dialect, self._upstream)
@@ -254,7 +268,7 @@ class AsyncRoundStream:
                 events, self._upstream = None, await self._open()
                 sent = self._upstream
             else:
-                for event in step:
+                for event in self._shown(step):
                     yield event
 
     def __aiter__(self) -> AsyncIterator[Any]:
@@ -262,6 +276,10 @@ class AsyncRoundStream:
 
     async def __anext__(self) -> Any:
         return await self._iterator.__anext__()
+
+    @functools.cached_property
+    def _iterator(self) -> AsyncIterator[Any]:
+        return self._run()
 
     async def close(self) -> None:
         """Close the upstream stream."""

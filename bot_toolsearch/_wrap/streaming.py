@@ -233,24 +233,11 @@ class _ChatRounds:
 async def chat_stream_async(create: Callable[..., Awaitable[Any]], plan: ChatPlan) -> Any:
     """The caller's stream of an async ``create(stream=True)`` call; the first round is sent
     here (an upstream error raises here, as from the SDK)."""
-
-    async def open_() -> Any:
-        return await create(**plan.request())
-
-    async def close(upstream: Any) -> None:
-        await upstream.close()
-
-    return AsyncRoundStream(_ChatRounds(plan), open_, iterate_async, close, await open_())
+    rounds = _ChatRounds(plan)
+    return await AsyncRoundStream.start(rounds, lambda: create(**plan.request()), iterate_async)
 
 
 def chat_stream_sync(create: Callable[..., Any], plan: ChatPlan) -> Any:
     """The caller's stream of a sync ``create(stream=True)`` call; the first round is sent
     here (an upstream error raises here, as from the SDK)."""
-
-    def open_() -> Any:
-        return create(**plan.request())
-
-    def close(upstream: Any) -> None:
-        upstream.close()
-
-    return SyncRoundStream(_ChatRounds(plan), open_, iterate_sync, close, open_())
+    return SyncRoundStream.start(_ChatRounds(plan), lambda: create(**plan.request()), iterate_sync)

@@ -1,10 +1,13 @@
 """Messages streams through ``serve`` as they come: the real ``anthropic`` SDK against the
 proxy over a raw upstream that holds back the end of its last round's stream until the client
-has the first text delta of it."""
+has the first text delta of it; a cut round; a client that leaves mid-stream."""
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
+import time
 from typing import Any
 
 import anthropic
@@ -14,6 +17,9 @@ from bot_toolsearch._config.settings import SkillsSettings
 from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch._transports.messages_events import message_events, sse
 from tests._helpers import served
+from tests.proxy._raw import Upstream
+from tests.proxy._raw import served as raw_served
+from tests.proxy._raw import sse as raw_sse
 from tests.wrap._raw_upstream import RawUpstream
 
 from .test_sdk import ASK, BM25, MODEL, catalog
@@ -109,3 +115,34 @@ def test_a_round_cut_before_its_message_stop_is_an_error_event() -> None:
             else:  # pragma: no cover - the assertion below says what came instead
                 failure = f"no error; events {seen}"
     assert "ended before its message_stop" in failure
+
+
+def test_a_client_that_leaves_the_stream_cancels_the_upstream_round() -> None:
+    opening = [e for e in ANSWER if e["type"] in ("message_start", "content_block_start")]
+
+    def endless(conn: socket.socket) -> None:
+        delta = {"type": "content_block_delta", "index": 0}
+        event = sse({**delta, "delta": {"type": "text_delta", "text": "x"}})
+        for _ in range(100_000):  # until the proxy closes the connection
+            conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+            time.sleep(0.01)
+
+    upstream = Upstream(raw_sse([sse(e) for e in opening], then=endless))
+    app = ProxyApp(upstream.url, settings=SETTINGS, upstream_api="messages", timeout=30)
+    with raw_served(app) as port:
+        body = json.dumps(
+            {"model": MODEL, "max_tokens": 10, "messages": ASK, "tools": [*catalog(), BM25]}
+            | {"stream": True}
+        ).encode()
+        head = (
+            b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body)
+        )
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(head + body)
+            seen = b""
+            while b"text_delta" not in seen:
+                seen += sock.recv(65536)
+        # The client left mid-stream: the upstream connection is closed.
+        assert upstream.closed.wait(30)
+    upstream.close()
