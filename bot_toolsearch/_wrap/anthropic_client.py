@@ -249,13 +249,16 @@ class _SyncMessages(_Messages):
 
 
 class _Render:
-    """A stream's events as the SDK's types; our own ``error`` event (a round that ended
-    before its ``message_stop``) raised as the SDK's ``APIConnectionError``."""
+    """A stream's events as the SDK's types, ``ping`` left out as the SDK's own stream leaves
+    it out; our own ``error`` event (a round that ended before its ``message_stop``) raised as
+    the SDK's ``APIConnectionError``."""
 
     stream: Any = None
 
     def __call__(self, event: Mapping[str, Any]) -> Any:
         anthropic = _sdk()
+        if event.get("type") == "ping":
+            return None
         if event.get("type") == "error":
             error = event.get("error")
             message = error.get("message") if isinstance(error, Mapping) else None

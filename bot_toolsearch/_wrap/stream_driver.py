@@ -129,8 +129,8 @@ class _RoundStream:
         events: the events of one upstream round's stream.
         first: the first round's stream, already open.
         close: closes one upstream round's stream (its own ``close()`` if not given).
-        render: each of the dialect's events as the caller gets it (the SDK's type), if not
-            as it is.
+        render: each of the dialect's events as the caller gets it (the SDK's type; ``None``
+            leaves it out), if not as it is.
     """
 
     def __init__(
@@ -156,7 +156,10 @@ class _RoundStream:
         return self._upstream.response
 
     def _shown(self, events: list[Any]) -> Iterable[Any]:
-        return events if self._render is None else map(self._render, events)
+        render = self._render
+        if render is None:
+            return events
+        return (shown for event in events if (shown := render(event)) is not None)
 
 
 def _own_close(upstream: Any) -> Any:
