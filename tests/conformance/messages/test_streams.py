@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import anthropic
+import httpx
 
 from bot_toolsearch import BotSettings
 from bot_toolsearch._config.settings import SkillsSettings
@@ -146,3 +147,22 @@ def test_a_client_that_leaves_the_stream_cancels_the_upstream_round() -> None:
         # The client left mid-stream: the upstream connection is closed.
         assert upstream.closed.wait(30)
     upstream.close()
+
+
+def test_the_stream_ends_with_the_tool_search_summary() -> None:
+    with RawUpstream() as upstream:
+        upstream.stream(events(*message_events(SEARCH)))
+        upstream.stream(events(*ANSWER))
+        app = ProxyApp(upstream.base_url, settings=SETTINGS, upstream_api="messages", timeout=30)
+        with served(app) as root:
+            body = {"model": MODEL, "max_tokens": 10, "messages": ASK, "stream": True}
+            response = httpx.post(
+                f"{root}/v1/messages",
+                json=body | {"tools": [*catalog(), BM25]},
+                headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+                timeout=30,
+            )
+    assert response.headers["x-toolsearch-summary"] == "sse-comment"
+    text = response.text
+    assert text.count("event: message_start") == 1
+    assert text.index("event: message_stop") < text.index(": x-toolsearch rounds=2 hidden-rounds=1")
