@@ -127,6 +127,7 @@ class SseReader:
     def __init__(self, limit: int = MAX_EVENT_BYTES) -> None:
         self._limit = limit
         self._buffer = bytearray()
+        self._scanned = 0
         self._data: list[bytes] = []
         self._size = 0
 
@@ -135,13 +136,15 @@ class SseReader:
         self._buffer += chunk
         out: list[dict[str, Any]] = []
         start = 0
-        while (end := self._buffer.find(b"\n", start)) >= 0:
+        scan = self._scanned  # the buffer before it holds no line end: never searched again
+        while (end := self._buffer.find(b"\n", scan)) >= 0:
             line = bytes(self._buffer[start:end]).removesuffix(b"\r")
-            start = end + 1
+            start = scan = end + 1
             found = self._line(line)
             if found is not None:
                 out.append(found)
         del self._buffer[:start]
+        self._scanned = len(self._buffer)
         if len(self._buffer) + self._size > self._limit:
             raise EventTooLarge(f"a server-sent event is larger than {self._limit} bytes")
         return out
@@ -150,6 +153,7 @@ class SseReader:
         """The last event, when the stream ended without the blank line after it."""
         line = bytes(self._buffer)
         self._buffer.clear()
+        self._scanned = 0
         found = self._line(line) if line else None
         last = self._line(b"") if self._data else None
         return [e for e in (found, last) if e is not None]

@@ -30,6 +30,8 @@ __all__ = ["MessagesRounds"]
 
 _LIVE = frozenset({"text", "thinking", "redacted_thinking"})
 """Blocks that stream through as they come: the plan never answers them."""
+_FIELDS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "input"}
+"""A delta's type -> the block field its pieces make up."""
 
 
 class _Caller:
@@ -67,7 +69,10 @@ class _Round:
         self._caller = caller
         self._message: dict[str, Any] | None = None
         self._blocks: dict[int, dict[str, Any]] = {}  # upstream index -> the block so far
-        self._inputs: dict[int, list[str]] = {}  # upstream index -> tool input JSON parts
+        self._parts: dict[tuple[int, str], list[str]] = {}
+        """(upstream index, field) -> the deltas of a block's text, thinking or tool input
+        (``partial_json``), joined once at the end: a reply of many small deltas stays linear."""
+        self._cited: dict[int, list[Any]] = {}  # upstream index -> a text block's citations
         self._live: dict[int, int] = {}  # upstream index -> caller index, streamed through
         self._holding = False
         self._delta: dict[str, Any] = {}
@@ -136,29 +141,34 @@ class _Round:
         if block is None or not isinstance(delta, Mapping):
             return
         kind = delta.get("type")
-        if kind == "text_delta":
-            block["text"] = str(block.get("text") or "") + str(delta.get("text") or "")
-        elif kind == "thinking_delta":
-            block["thinking"] = str(block.get("thinking") or "") + str(delta.get("thinking") or "")
+        field = _FIELDS.get(str(kind))
+        if field is not None:
+            value = delta.get("partial_json" if field == "input" else field)
+            parts = self._parts.get((index, field))
+            if parts is None:
+                start = block.get(field) if field != "input" else None
+                parts = self._parts[index, field] = [start] if isinstance(start, str) else []
+            parts.append(str(value or ""))
         elif kind == "signature_delta":
             block["signature"] = delta.get("signature")
-        elif kind == "input_json_delta":
-            self._inputs.setdefault(index, []).append(str(delta.get("partial_json") or ""))
         elif kind == "citations_delta":
-            block["citations"] = [*(block.get("citations") or ()), delta.get("citation")]
+            cited = self._cited.get(index)
+            if cited is None:
+                given = block.get("citations")
+                cited = self._cited[index] = list(given) if isinstance(given, list) else []
+            cited.append(delta.get("citation"))
 
     def whole(self) -> dict[str, Any] | None:
         """The round as one message, for `MessagesPlan.feed`; ``None`` when the upstream
         stream ended before its ``message_stop``."""
         if self._message is None or not self._ended:
             return None
-        content: list[Any] = []
-        for index in sorted(self._blocks):
-            block = self._blocks[index]
-            parts = self._inputs.get(index)
-            if parts is not None:
-                block["input"] = _input("".join(parts))
-            content.append(block)
+        for (index, field), parts in self._parts.items():
+            joined = "".join(parts)
+            self._blocks[index][field] = _input(joined) if field == "input" else joined
+        for index, cited in self._cited.items():
+            self._blocks[index]["citations"] = cited
+        content = [self._blocks[index] for index in sorted(self._blocks)]
         return {**self._message, **self._delta, "content": content, "usage": self._usage}
 
     def ended(self) -> list[Any]:
