@@ -178,7 +178,8 @@ class MessagesPlan:
         self._first: Mapping[str, Any] | None = None
 
     def request(self) -> dict[str, Any]:
-        """The JSON body of the next upstream request (never streamed)."""
+        """The JSON body of the next upstream request, without ``stream`` (a streamed call's
+        transport adds ``"stream": true``)."""
         self.rounds += 1
         out: list[Any] = list(self._tools.others)
         projection = self._setup.projection

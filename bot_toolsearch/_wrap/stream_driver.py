@@ -45,6 +45,8 @@ _READ: Final = "read"
 """Step: the next event of the upstream round (or `END`) is sent back."""
 _OPEN: Final = "open"
 """Step: the next upstream round is opened and its stream sent back."""
+_DONE: Final = object()
+"""No more steps: the stream is over."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +151,20 @@ class _RoundStream:
         self._upstream = first
         self._close = close or _own_close
         self._render = render
+        self._flow = steps(dialect, first)
 
     @property
     def upstream_response(self) -> Any:
         """The HTTP response of the current upstream round."""
         return self._upstream.response
+
+    def _advance(self, sent: Any) -> Any:
+        """The flow's next step, sent ``sent`` (what the last step asked for); `_DONE` at the
+        end."""
+        try:
+            return self._flow.send(sent)
+        except StopIteration:
+            return _DONE
 
     def _shown(self, events: list[Any]) -> Iterable[Any]:
         render = self._render
@@ -186,15 +197,10 @@ class SyncRoundStream(_RoundStream):
         return SyncStreamResponse(self, self.close)
 
     def _run(self) -> Iterator[Any]:
-        flow = steps(self._dialect, self._upstream)
         events: Iterator[Any] | None = None
-        sent: Any = None
-        while True:
-            try:
-                step = flow.send(sent)
-            except StopIteration:
-                return
-            sent = None
+        step = self._advance(None)
+        while step is not _DONE:
+            sent: Any = None
             if step is _READ:
                 events = events or self._events(self._upstream)
                 sent = next(events, END)
@@ -205,6 +211,7 @@ class SyncRoundStream(_RoundStream):
                 sent = self._upstream
             else:
                 yield from self._shown(step)
+            step = self._advance(sent)
 
     def __iter__(self) -> Iterator[Any]:
         return self._iterator
@@ -252,15 +259,10 @@ class AsyncRoundStream(_RoundStream):
         return AsyncStreamResponse(self, self.close)
 
     async def _run(self) -> AsyncIterator[Any]:
-        flow = steps(self._dialect, self._upstream)
         events: AsyncIterator[Any] | None = None
-        sent: Any = None
-        while True:
-            try:
-                step = flow.send(sent)
-            except StopIteration:
-                return
-            sent = None
+        step = self._advance(None)
+        while step is not _DONE:
+            sent: Any = None
             if step is _READ:
                 events = events or self._events(self._upstream)
                 sent = await anext(events, END)
@@ -273,6 +275,7 @@ class AsyncRoundStream(_RoundStream):
             else:
                 for event in self._shown(step):
                     yield event
+            step = self._advance(sent)
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterator
