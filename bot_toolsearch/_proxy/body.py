@@ -90,7 +90,14 @@ class KeyProbe:
         if self.known.ok(request.key):
             return True
         listed, resent = count_named(request.body, "chat" if request.chat else "responses")
-        if resent + (listed if request.native else 0) <= _NATIVE_PROBE_TOOLS:
+        return await self.naming(request, resent + (listed if request.native else 0))
+
+    async def naming(self, request: Request, named: int) -> bool:
+        """Whether to go on with a request whose tool-search dialect names ``named`` tools
+        that must be read before its plan exists (every route's rule): past
+        `_NATIVE_PROBE_TOOLS` under a key not known good, the upstream is asked first;
+        ``False`` when it refused the key and its answer was sent."""
+        if named <= _NATIVE_PROBE_TOOLS or self.known.ok(request.key):
             return True
         refused = await until_disconnect(request.receive, self.ask(request.key, request.auth))
         if refused is None:

@@ -84,6 +84,10 @@ class _Failed(Exception):
         self.status, self.message = status, message
 
 
+class _Answered(Exception):
+    """The key probe's refusal was the answer: nothing more to send."""
+
+
 class _UpstreamStatus(Exception):
     """The upstream answered 4xx: its status and body go back to the client as they are."""
 
@@ -167,9 +171,11 @@ class MessagesRoute:
         note_body(body)
         stream = body.get("stream") is True
         try:
-            plan = await _until_left(receive, self._plan(body))
+            plan = await _until_left(receive, self._plan(body, request))
         except ToolNotPermittedError as exc:
             raise _Failed(403, str(exc)) from None
+        except _Answered:  # the upstream refused the key before the new list was read
+            return
         if plan is None:
             await self._ordinary(receive, send, body, out_headers)
             return
@@ -193,13 +199,20 @@ class MessagesRoute:
                 f"{self._max_tools} (serve --max-tools)",
             )
 
-    async def _plan(self, body: Mapping[str, Any]) -> MessagesPlan | None:
-        """The plan, made in the ``index`` pool when the tool list is new."""
+    async def _plan(self, body: Mapping[str, Any], request: Request) -> MessagesPlan | None:
+        """The plan, made in the ``index`` pool when the tool list is new; a new list in the
+        tool-search dialect naming many tools waits for the key probe first.
+
+        Raises:
+            _Answered: the upstream refused the key, and its answer was sent.
+        """
         engine = self._engine
         settings = engine.snapshot()
         plan = messages_plan(body, settings, engine.cache, build=False, on_round=self._on_round)
         if not isinstance(plan, Pending):
             return plan
+        if not await self._body.probe.naming(request, _dialect_tools(body)):
+            raise _Answered
         make = functools.partial(
             messages_plan, body, settings, engine.cache, on_round=self._on_round
         )
@@ -447,3 +460,19 @@ def _parse(raw: bytes) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise _Failed(400, "the body must be a JSON object")
     return body
+
+
+def _dialect_tools(body: Mapping[str, Any]) -> int:
+    """How many tools a request names when it speaks the tool-search dialect (a search tool,
+    a ``defer_loading`` tool or an ``mcp_toolset``), else 0: the work its plan must read."""
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return 0
+    for tool in tools:
+        if isinstance(tool, Mapping) and (
+            str(tool.get("type", "")).startswith("tool_search_tool_")
+            or tool.get("defer_loading") is True
+            or tool.get("type") == "mcp_toolset"
+        ):
+            return len(tools)
+    return 0

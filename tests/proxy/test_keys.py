@@ -253,3 +253,62 @@ def test_a_keyless_large_messages_body_waits_for_the_key_probe() -> None:
     assert upstream.paths == ["/models"]  # asked once; nothing was ever POSTed
     probe = upstream.received[0].lower()
     assert b"anthropic-version: 2023-06-01" in probe
+
+
+def test_a_keyless_small_messages_body_naming_many_deferred_tools_waits_for_the_key_probe() -> None:
+    """The OpenAI routes' other rule on ``POST /v1/messages``: a body under 1 MiB whose new
+    tool list speaks the tool-search dialect and names more than 256 tools is not read into a
+    catalog until the upstream takes the key; its 401 is the answer, nothing indexed. The same
+    list under a key the upstream takes is served (the probe asked once)."""
+    denied = {"type": "error", "error": {"type": "authentication_error", "message": "no key"}}
+    raw = json.dumps(denied).encode()
+    good = {"data": [], "object": "list"}
+    reply = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "text", "text": "Hello."}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+
+    def judge(conn: socket.socket, _: bytes) -> None:
+        head = upstream.received[-1].partition(b"\r\n\r\n")[0]
+        if b"x-api-key: good" in head.lower():
+            data = json.dumps(good if head.startswith(b"GET") else reply).encode()
+            status = b"200 OK"
+        else:
+            data, status = raw, b"401 Unauthorized"
+        conn.sendall(
+            b"HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (status, len(data), data)
+        )
+
+    upstream = Upstream(judge)
+    payload = {"model": "m", "max_tokens": 5, "messages": [USER], "tools": _messages_tools(300)}
+    body = json.dumps(payload).encode()
+    assert len(body) < 1024 * 1024
+
+    def head(key: bytes) -> bytes:
+        return (
+            b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"anthropic-version: 2023-06-01\r\nx-api-key: %s\r\nContent-Length: %d"
+            % (key, len(body))
+        )
+
+    try:
+        app = ProxyApp(upstream.url, upstream_api="messages")
+        with served(app) as port:
+            refused = request(port, head(b"stranger"), body)
+            assert refused.status == 401
+            assert refused.json() == denied
+            assert len(app._cache) == 0  # the new list was never read into a catalog
+            assert upstream.paths == ["/models"]  # asked; nothing was POSTed
+            served_ok = request(port, head(b"good"), body)
+            assert served_ok.status == 200, served_ok.body
+            assert len(app._cache) == 1
+    finally:
+        upstream.close()
+    assert upstream.paths == ["/models", "/models", "/messages"]
