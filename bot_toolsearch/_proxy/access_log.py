@@ -18,12 +18,16 @@ import sys
 import time
 from typing import Any
 
+from bot_toolsearch._config.redact import redact_query as _redact_values
+
 __all__ = [
     "ACCESS_FORMATS",
     "ACCESS_LOGGER",
     "JsonFormatter",
     "configure_logging",
     "json_line",
+    "redact_access_log",
+    "redact_query",
     "uvicorn_log_config",
 ]
 
@@ -110,3 +114,27 @@ def configure_logging(level: str | None, access: str | None) -> None:
             handler = logging.StreamHandler(sys.stderr)
             handler.setFormatter(JsonFormatter())
             log.addHandler(handler)
+
+
+def redact_query(target: str) -> str:
+    """``target`` with the values of secret-looking query parameters (``key``, ``api-key``,
+    ``token``, ``secret`` ...) replaced by ``REDACTED``."""
+    path, mark, query = target.partition("?")
+    return f"{path}?{_redact_values(query)}" if mark else target
+
+
+class _RedactQuery(logging.Filter):
+    """Redacts secret query parameters in uvicorn's access log lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            record.args = (*args[:2], redact_query(args[2]), *args[3:])
+        return True
+
+
+def redact_access_log() -> None:
+    """Redact secret query parameters in uvicorn's access log (idempotent)."""
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, _RedactQuery) for f in access.filters):
+        access.addFilter(_RedactQuery())

@@ -10,47 +10,20 @@ an edit of ``config.toml`` changes the next request.
 
 from __future__ import annotations
 
-import contextvars
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
-from bot_toolsearch._config.settings import ProxyClient
+from bot_toolsearch._config.settings import BotSettings, ProxyClient
+from bot_toolsearch._services.client_policy import CURRENT as CURRENT_POLICY
 from bot_toolsearch._services.client_policy import ClientPolicy, match
 
-from .keys import ClientKeys
+from .exchange import note_client
+from .keys import ClientKeys, bearer, read_keys
+from .limits import RETRY_AFTER
+from .request import ADMITTED, OPEN, Admitted, Refused, Request
 
-__all__ = ["ADMITTED", "Admission", "Admitted"]
-
-
-@dataclass(frozen=True, slots=True)
-class Admitted:
-    """One admitted request: whose it is, and which key goes upstream."""
-
-    keyed: bool
-    """The request carried one of the proxy's own keys (not a key for the upstream)."""
-    policy: ClientPolicy | None = None
-    """The named client's policy; ``None``: the settings' own ``[tools]``."""
-    operator_key: str = ""
-
-    def upstream_key(self, client_key: str | None) -> str | None:
-        """The key to send upstream: the client's own when the proxy has no keys, else the
-        named client's ``upstream_key_env``, else the operator's."""
-        if not self.keyed:
-            return client_key
-        env = self.policy.upstream_key_env if self.policy is not None else None
-        if env:
-            return os.environ.get(env, "").strip() or self.operator_key
-        return self.operator_key
-
-
-_OPEN = Admitted(keyed=False)
-"""A proxy without keys: the client's own key goes upstream."""
-
-ADMITTED: contextvars.ContextVar[Admitted] = contextvars.ContextVar(
-    "bot_toolsearch_proxy_admitted", default=_OPEN
-)
-"""The admission of the request being served."""
+__all__ = ["ADMITTED", "Admission", "Admitted", "admission_from"]
 
 
 class Admission:
@@ -88,7 +61,7 @@ class Admission:
                 )
         if self._keys is not None:
             return self._keyed if self._keys.allows(key) else None
-        return None if clients else _OPEN
+        return None if clients else OPEN
 
     def enter(self, admitted: Admitted) -> bool:
         """Count one more request of a named client; ``False`` past its ``max_in_flight``."""
@@ -111,3 +84,59 @@ class Admission:
             self._in_flight[policy.name] = left
         else:
             self._in_flight.pop(policy.name, None)
+
+    @contextmanager
+    def hold(self, request: Request, clients: Sequence[ProxyClient]) -> Iterator[Admitted]:
+        """The admission stage: who ``request`` is (its ``admitted``, and the request's
+        context: `ADMITTED`, the client's policy, its name on the exchange), counted against
+        its client's ``max_in_flight`` until the block ends.
+
+        Raises:
+            Refused: 401 when it carries none of the proxy's keys; 429 past its client's
+                ``max_in_flight``.
+        """
+        headers = request.headers
+        client_key = bearer(headers) or headers.get("x-api-key")  # x-api-key: Messages clients
+        admitted = self.admit(client_key, clients)
+        if admitted is None:
+            raise Refused(401, "this proxy needs one of its client keys", code="invalid_api_key")
+        request.admitted = admitted
+        ADMITTED.set(admitted)
+        if admitted.policy is not None:
+            CURRENT_POLICY.set(admitted.policy)
+            note_client(admitted.policy.name)
+        if not self.enter(admitted):
+            assert admitted.policy is not None
+            raise Refused(
+                429,
+                f"more than {admitted.policy.max_in_flight} requests of client"
+                f" {admitted.policy.name!r} in flight ([[proxy.clients]] max_in_flight);"
+                f" retry after {RETRY_AFTER} s",
+                "rate_limit_error",
+                code="too_many_requests",
+                retry_after=RETRY_AFTER,
+            )
+        try:
+            yield admitted
+        finally:
+            self.leave(admitted)
+
+
+def admission_from(
+    start: BotSettings, api_keys: Sequence[str] | None
+) -> tuple[ClientKeys | None, Admission]:
+    """The proxy's own keys (``api_keys``, else the ``[proxy] keys`` file) and its admission
+    rule; named clients with no upstream key at all are refused here, at start-up.
+
+    Raises:
+        OSError: the keys file cannot be read.
+        ValueError: keys or clients without an upstream key, or a bad keys file.
+    """
+    operator = start.model.api_key or os.environ.get("OPENAI_API_KEY", "").strip()
+    if api_keys is None and start.proxy.keys is not None:
+        api_keys = read_keys(start.proxy.keys)
+    keys = ClientKeys(api_keys, operator) if api_keys is not None else None
+    admission = Admission(operator, keys)
+    if start.proxy.clients:
+        admission.check(start.proxy.clients)
+    return keys, admission

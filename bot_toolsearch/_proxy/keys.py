@@ -24,10 +24,12 @@ import hmac
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["ClientKeys", "KnownKeys", "UpstreamKeys", "read_keys"]
+from bot_toolsearch._config.settings import BotSettings
+
+__all__ = ["ClientKeys", "KnownKeys", "UpstreamKeys", "bearer", "operator_keys", "read_keys"]
 
 _SHORTEST_MASKED = 8
 """Shorter keys are not masked: they would mask ordinary words (no real key is that short)."""
@@ -163,3 +165,26 @@ class UpstreamKeys:
 
     def __repr__(self) -> str:
         return f"UpstreamKeys({len(self._keys)} keys)"  # never the keys themselves
+
+
+def operator_keys(settings: BotSettings) -> UpstreamKeys:
+    """The upstream keys the operator configured: ``[model] api_key``, ``OPENAI_API_KEY``,
+    and the embeddings endpoint's key."""
+    semantic = settings.skills.tool_search_embeddings
+    embeddings = semantic.api_key_env if semantic is not None else None
+    return UpstreamKeys(
+        [
+            settings.model.api_key,
+            os.environ.get("OPENAI_API_KEY", "").strip(),
+            os.environ.get(embeddings, "").strip() if embeddings else None,
+        ]
+    )
+
+
+def bearer(headers: Mapping[str, str]) -> str | None:
+    """The key a request carries: ``Authorization: Bearer``, else ``api-key``."""
+    value = headers.get("authorization", "")
+    scheme, _, token = value.partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return headers.get("api-key") or None

@@ -22,7 +22,7 @@ import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from typing import Any, TypeVar
+from typing import Any
 
 from bot_toolsearch._errors import ToolNotPermittedError
 from bot_toolsearch._services.threads import POOLS, PoolBusy
@@ -35,6 +35,8 @@ from bot_toolsearch._wrap.rounds import drive
 
 from .admission import ADMITTED
 from .exchange import note_body, note_route
+from .request import Disconnected as _Left
+from .request import until_disconnect as _until_left
 
 __all__ = ["MESSAGES_PATH", "MessagesRoute"]
 
@@ -56,7 +58,6 @@ _KINDS = {
 }
 _Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 _Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-_T = TypeVar("_T")
 
 
 class _Failed(Exception):
@@ -73,10 +74,6 @@ class _UpstreamStatus(Exception):
     def __init__(self, status: int, content: bytes) -> None:
         super().__init__(status)
         self.status, self.content = status, content
-
-
-class _Left(Exception):
-    """The client disconnected."""
 
 
 class MessagesRoute:
@@ -365,25 +362,3 @@ async def _read_body(receive: _Receive, headers: Mapping[str, str], limit: int) 
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-async def _until_left(receive: _Receive, work: Awaitable[_T]) -> _T:
-    """``work``'s result; cancelled, raising `_Left`, when the client disconnects first."""
-    task = asyncio.ensure_future(work)
-
-    async def watch() -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-
-    watcher = asyncio.ensure_future(watch())
-    try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        watcher.cancel()
-        await asyncio.gather(watcher, return_exceptions=True)
-    if not task.done() or task.cancelled():
-        raise _Left
-    return task.result()

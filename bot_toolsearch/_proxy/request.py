@@ -1,0 +1,200 @@
+"""One proxied request as it goes down the stages: what each stage found, and how a stage
+refuses it.
+
+`app` makes a `Request` of the ASGI scope (its path normalised, its headers read once) and
+passes it down in one direction: admission (`admission`), the body (`body`), the tool list
+(`tools`), then the call upstream and the answer (`relay`). Each stage fills in what it found
+(who the client is, the upstream key, the body's bytes, the parsed body, its tools), so no
+later stage reads or parses the same thing again. A stage that answers with an error of the
+proxy's own raises `Refused`; a client that leaves raises `Disconnected` wherever it is
+noticed (`until_disconnect`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, TypeVar
+
+from bot_toolsearch._services.client_policy import ClientPolicy
+
+from .limits import RETRY_AFTER
+
+__all__ = [
+    "ADMITTED",
+    "OPEN",
+    "Admitted",
+    "Disconnected",
+    "Receive",
+    "Refused",
+    "Request",
+    "Scope",
+    "Send",
+    "busy",
+    "until_disconnect",
+    "within",
+]
+
+Scope: TypeAlias = MutableMapping[str, Any]
+Receive: TypeAlias = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send: TypeAlias = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """One admitted request: whose it is, and which key goes upstream (`admission`)."""
+
+    keyed: bool
+    """The request carried one of the proxy's own keys (not a key for the upstream)."""
+    policy: ClientPolicy | None = None
+    """The named client's policy; ``None``: the settings' own ``[tools]``."""
+    operator_key: str = ""
+
+    def upstream_key(self, client_key: str | None) -> str | None:
+        """The key to send upstream: the client's own when the proxy has no keys, else the
+        named client's ``upstream_key_env``, else the operator's."""
+        if not self.keyed:
+            return client_key
+        env = self.policy.upstream_key_env if self.policy is not None else None
+        if env:
+            return os.environ.get(env, "").strip() or self.operator_key
+        return self.operator_key
+
+
+OPEN = Admitted(keyed=False)
+"""A proxy without keys: the client's own key goes upstream."""
+
+ADMITTED: contextvars.ContextVar[Admitted] = contextvars.ContextVar(
+    "bot_toolsearch_proxy_admitted", default=OPEN
+)
+"""The admission of the request being served."""
+
+
+class Refused(Exception):
+    """A request the proxy answers with an error of its own (the client's fault, or 502)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        kind: str = "invalid_request_error",
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        retry_after: int | None = None,
+        close: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.status, self.message, self.kind, self.code, self.param = (
+            status,
+            message,
+            kind,
+            code,
+            param,
+        )
+        self.retry_after = retry_after
+        self.close = close
+        """Close the connection after the answer (the request's framing or body is not
+        trusted to end where the next request would begin)."""
+
+
+def busy(what: str, option: str) -> Refused:
+    """503 with ``Retry-After``: a bounded pool cannot take the work now."""
+    return Refused(
+        503,
+        f"the proxy is busy: {what} ({option}); retry after {RETRY_AFTER} s",
+        "server_error",
+        code="server_busy",
+        retry_after=RETRY_AFTER,
+    )
+
+
+class Disconnected(Exception):
+    """The client left before its answer was ready."""
+
+
+@dataclass(slots=True, eq=False)
+class Request:
+    """One HTTP request on its way down the stages."""
+
+    scope: Scope
+    receive: Receive
+    """The body's reader (`bot_toolsearch._proxy.reading.Reading`): deadline and limits."""
+    send: Send
+    path: str
+    """The normalised path (`app`)."""
+    headers: dict[str, str]
+    """The headers, names lower-cased."""
+    admitted: Admitted = OPEN
+    """Who the client is (`admission`)."""
+    key: str | None = None
+    """The key that goes upstream (`body`)."""
+    extra: dict[str, str] = field(default_factory=dict)
+    """Client headers passed upstream (organisation, project, beta flags; `body`)."""
+    raw: bytes = b""
+    """The body's bytes (`body`)."""
+    body: dict[str, Any] = field(default_factory=dict)
+    """The parsed body (`tools`)."""
+    chat: bool = True
+    """Chat Completions, else the Responses API."""
+    tools: list[Any] | None = None
+    """The body's ``tools`` (`tools`)."""
+    known: bool = False
+    """``tools`` is a cached list found by its bytes, not parsed (`tools`)."""
+    native: bool = False
+    """``tools`` speaks the client's own tool-search dialect (`tools`)."""
+    builds: int = 0
+    """The tool-list cache's builds before this request's (`tools`)."""
+
+    @property
+    def method(self) -> str:
+        method: str = self.scope["method"]
+        return method
+
+    @property
+    def rest(self) -> str:
+        """The path under ``/v1`` (the path itself when it is not under ``/v1``)."""
+        path = self.path
+        return path[3:] or "/" if path == "/v1" or path.startswith("/v1/") else path
+
+
+async def until_disconnect(receive: Receive, work: Awaitable[_T]) -> _T:
+    """``work``'s result; cancelled, raising `Disconnected`, when the client leaves first (or
+    what reading on raised: a body deadline of `bot_toolsearch._proxy.reading`). Shared by
+    every route, the Messages one included."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnect(receive))
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+    try:
+        if task.cancelled():  # the client left first (its watcher's end, or a read failure)
+            failed = watcher.exception() if not watcher.cancelled() else None
+            raise failed if failed is not None else Disconnected
+        return task.result()
+    finally:  # no cycle (the task, its exception, the traceback, this frame) keeps the request
+        del task, watcher
+
+
+async def within(seconds: float, work: Awaitable[_T]) -> _T:
+    """``work``'s result, or `TimeoutError` after ``seconds`` (no task of its own, unlike
+    `asyncio.wait_for` on Python 3.11, whose task would hold a failure's traceback in a
+    cycle with the request's frames)."""
+    async with asyncio.timeout(seconds):
+        return await work
+
+
+async def _disconnect(receive: Receive) -> None:
+    """Returns when the client has disconnected; raises `Disconnected` then."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    raise Disconnected
