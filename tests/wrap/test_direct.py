@@ -10,10 +10,7 @@ plain client), and both must see the same requests and end the same way.
 from __future__ import annotations
 
 import json
-import socket
-import struct
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +20,7 @@ import pytest
 from bot_toolsearch import BotSettings, ModelReplyError, wrap_openai
 from bot_toolsearch._wrap import direct
 from bot_toolsearch._wrap.send import post_async
-from tests.proxy._raw import Handler, Upstream, answer
+from tests.proxy._raw import Script, answer, reset, stall, status
 
 OK = {
     "id": "chatcmpl-1",
@@ -36,62 +33,6 @@ OK = {
 }
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 ERROR = {"error": {"message": "busy now", "type": "server_error", "code": "busy"}}
-
-
-def status(code: int, payload: object = ERROR, headers: str = "") -> Handler:
-    """Answer ``code`` with ``payload`` as JSON and the extra ``headers`` lines."""
-    body = json.dumps(payload).encode()
-
-    def handle(conn: socket.socket, _: bytes) -> None:
-        conn.sendall(
-            f"HTTP/1.1 {code} X\r\nContent-Type: application/json\r\n{headers}"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
-            + body
-        )
-
-    return handle
-
-
-def reset(conn: socket.socket, _: bytes) -> None:
-    """Reset the connection (RST, no answer)."""
-    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-
-
-def stall(release: threading.Event) -> Handler:
-    """Answer nothing until the client leaves (or the test ends)."""
-
-    def handle(conn: socket.socket, _: bytes) -> None:
-        conn.settimeout(0.1)
-        while not release.is_set():
-            try:
-                if not conn.recv(65536):
-                    return
-            except TimeoutError:
-                continue
-
-    return handle
-
-
-class Script:
-    """The upstream's answers in order (one per request), with when each request came."""
-
-    def __init__(self, *handlers: Handler) -> None:
-        self._handlers = list(handlers)
-        self.times: list[float] = []
-        self.upstream = Upstream(self._next)
-
-    def _next(self, conn: socket.socket, body: bytes) -> None:
-        self.times.append(time.monotonic())
-        self._handlers.pop(0)(conn, body)
-
-    @property
-    def retry_counts(self) -> list[str]:
-        counts = []
-        for raw in self.upstream.received:
-            head = raw.partition(b"\r\n\r\n")[0].decode("latin-1").lower()
-            line = next(h for h in head.split("\r\n") if h.startswith("x-stainless-retry-count"))
-            counts.append(line.partition(":")[2].strip())
-        return counts
 
 
 Via = Callable[[openai.AsyncOpenAI], Any]
@@ -148,7 +89,7 @@ async def test_the_same_request_as_the_sdks(via: str) -> None:
 
 @pytest.mark.parametrize("via", VIAS)
 async def test_a_429_is_retried_after_its_retry_after(via: str) -> None:
-    script = Script(answer(OK), status(429, headers="retry-after-ms: 400\r\n"), answer(OK))
+    script = Script(answer(OK), status(429, ERROR, headers="retry-after-ms: 400\r\n"), answer(OK))
     raw, error = await _run(via, script, max_retries=1)
     assert error is None
     assert raw.http_response.status_code == 200
@@ -158,7 +99,7 @@ async def test_a_429_is_retried_after_its_retry_after(via: str) -> None:
 
 @pytest.mark.parametrize("via", VIAS)
 async def test_500s_are_retried_max_retries_times(via: str) -> None:
-    script = Script(answer(OK), status(500), status(500), answer(OK))
+    script = Script(answer(OK), status(500, ERROR), status(500, ERROR), answer(OK))
     raw, error = await _run(via, script, max_retries=2)
     assert error is None
     assert raw.http_response.status_code == 200
@@ -167,7 +108,7 @@ async def test_500s_are_retried_max_retries_times(via: str) -> None:
 
 @pytest.mark.parametrize("via", VIAS)
 async def test_the_last_500_is_the_error_with_its_body(via: str) -> None:
-    script = Script(answer(OK), status(500), status(500), answer(OK))
+    script = Script(answer(OK), status(500, ERROR), status(500, ERROR), answer(OK))
     _, error = await _run(via, script, max_retries=1)
     assert isinstance(error, openai.InternalServerError)
     assert error.status_code == 500
@@ -178,7 +119,7 @@ async def test_the_last_500_is_the_error_with_its_body(via: str) -> None:
 
 @pytest.mark.parametrize("via", VIAS)
 async def test_a_400_is_not_retried(via: str) -> None:
-    script = Script(answer(OK), status(400), answer(OK))
+    script = Script(answer(OK), status(400, ERROR), answer(OK))
     _, error = await _run(via, script, max_retries=2)
     assert isinstance(error, openai.BadRequestError)
     assert error.body == ERROR["error"]
@@ -187,7 +128,7 @@ async def test_a_400_is_not_retried(via: str) -> None:
 
 @pytest.mark.parametrize("via", VIAS)
 async def test_a_long_retry_after_is_not_waited_for(via: str) -> None:
-    script = Script(answer(OK), status(429, headers="retry-after: 3600\r\n"), answer(OK))
+    script = Script(answer(OK), status(429, ERROR, headers="retry-after: 3600\r\n"), answer(OK))
     _, error = await _run(via, script, max_retries=2)
     assert isinstance(error, openai.RateLimitError)
     assert script.retry_counts == ["0"]
