@@ -77,9 +77,9 @@ class _Template:
         )
 
 
-_TEMPLATES: weakref.WeakKeyDictionary[Any, dict[str, _Template | None]] = (
-    weakref.WeakKeyDictionary()
-)
+_TEMPLATES: weakref.WeakKeyDictionary[Any, dict[str, _Template]] = weakref.WeakKeyDictionary()
+_REFUSED: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Clients whose SDK's private parts are not the ones known: its own ``post`` always."""
 
 
 def _library(http: Any) -> Any:
@@ -132,12 +132,13 @@ def _template(client: Any, path: str) -> _Template | None:
     found = None if made is None else made.get(path)
     if found is not None and found.source == source:
         return found
-    if not _plain(client):
+    if not _plain(client) or client in _REFUSED:
         return None
     try:
-        template: _Template | None = _Template(client, path, source)
+        template = _Template(client, path, source)
     except Exception:  # an SDK whose private parts differ: its own ``post`` then
-        template = None
+        _REFUSED.add(client)
+        return None
     _TEMPLATES.setdefault(client, {})[path] = template
     return template
 

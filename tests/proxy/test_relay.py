@@ -49,7 +49,7 @@ def _second(*handlers: Handler, timeout: float | None = None) -> tuple[Reply, Sc
 
 def _direct(url: str) -> bool:
     """Whether a round went to ``url`` by the direct path (its template was made)."""
-    made = [t for ts in list(direct._TEMPLATES.values()) for t in ts.values() if t is not None]
+    made = [t for ts in list(direct._TEMPLATES.values()) for t in ts.values()]
     return any(str(t.url).startswith(url) for t in made)
 
 

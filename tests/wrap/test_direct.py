@@ -193,3 +193,34 @@ async def test_a_call_with_headers_of_its_own_takes_the_sdks_post() -> None:
         script.upstream.close()
     assert b"x-b: 2" in script.upstream.received[1].lower()
     assert client not in direct._TEMPLATES
+
+
+async def test_a_template_is_made_again_when_the_clients_key_changes() -> None:
+    script = Script(answer(OK), answer(OK), answer(OK))
+    client = openai.AsyncOpenAI(base_url=f"{script.upstream.url}/v1", api_key="k1")
+    try:
+        await client.chat.completions.create(**REQUEST)  # type: ignore[call-overload]
+        await post_async(client.chat.completions, "chat", REQUEST)
+        client.api_key = "k2"
+        await post_async(client.chat.completions, "chat", REQUEST)
+    finally:
+        await client.close()
+        script.upstream.close()
+    keys = [raw.partition(b"\r\n\r\n")[0].lower() for raw in script.upstream.received]
+    assert [b"bearer k2" in head for head in keys] == [False, False, True]
+    assert client in direct._TEMPLATES
+
+
+async def test_a_client_with_hooks_of_its_own_takes_the_sdks_post() -> None:
+    script = Script(answer(OK), answer(OK))
+    client = openai.AsyncAzureOpenAI(
+        azure_endpoint=script.upstream.url, api_key="k", api_version="2024-10-21"
+    )
+    try:
+        await client.chat.completions.create(**REQUEST)  # type: ignore[call-overload]
+        await post_async(client.chat.completions, "chat", REQUEST)
+    finally:
+        await client.close()
+        script.upstream.close()
+    assert client not in direct._TEMPLATES
+    assert b"/openai/deployments/m/chat/completions" in script.upstream.received[1]
