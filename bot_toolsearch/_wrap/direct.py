@@ -12,8 +12,9 @@ makes. What the caller sees is what ``post`` gives, from the SDK's own parts:
 
 - retries: ``max_retries`` attempts more on a timeout, a connection error, and a status the
   SDK's ``_should_retry`` takes (408, 409, 429, 5xx, ``x-should-retry``; not past a
-  ``retry-after`` of over a minute), waiting what its ``_calculate_retry_timeout`` says
-  (``retry-after-ms``/``retry-after``, else its backoff), with ``x-stainless-retry-count``;
+  ``retry-after`` longer than the SDK waits, two minutes in openai 3.63), waiting what its
+  ``_calculate_retry_timeout`` says (``retry-after-ms``/``retry-after``, else its backoff),
+  with ``x-stainless-retry-count``;
 - the timeout: the client's, per attempt, as the HTTP client applies it;
 - errors: ``APITimeoutError``, ``APIConnectionError``, and the status error the SDK's
   ``_make_status_error_from_response`` makes of the last answer (its body read);
