@@ -38,7 +38,7 @@ def _stream_round(chunks: list[ChatCompletionChunk]) -> None:
     round_ = _Round(_StreamState(include_usage=False))
     for chunk in chunks:
         round_.feed(chunk)
-    round_.completion()
+    round_.whole()
 
 
 def run() -> list[Row]:
@@ -60,7 +60,13 @@ def run() -> list[Row]:
                 "object": "chat.completion.chunk",
                 "created": 0,
                 "model": "m",
-                "choices": [{"index": 0, "delta": {"content": "{" if i == 0 else "ab"}}],
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"content": "{" if i == 0 else "ab"},
+                        "finish_reason": "stop" if i == CALLS - 1 else None,
+                    }
+                ],
             }
         )
         for i in range(CALLS)

@@ -5,7 +5,9 @@ Over stdio (the default: a desktop or IDE client launches it) or streamable HTTP
 no ``./config.toml``) tool search is on with the ``[skills]`` defaults, as for ``serve``; with
 one, ``[skills]``, ``[tools]`` and hot reload apply as for the `Bot`. Over HTTP, ``--api-key``
 (or the config's ``[proxy] keys`` file) makes every request carry one of the keys; a
-``--host`` that is not a loopback address is refused without one.
+``--host`` that is not a loopback address is refused without one (or ``[[proxy.clients]]``,
+each with its own tool set); ``[proxy] state`` keeps the sessions in Redis, so several door
+processes serve any session.
 """
 
 from __future__ import annotations
@@ -88,8 +90,14 @@ def _mcp(args: argparse.Namespace) -> int:
     # stderr: over stdio, stdout is the protocol.
     sys.stderr.write(f"mcp: serving {config.describe()} on {where}; {mode}\n")
     sys.stderr.flush()
+    state = config.loaded.settings.proxy.state if args.http else None
+    if state is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("redis") is None:
+            raise CliError("[proxy] state needs the redis package: pip install '.[redis]'")
     try:
-        asyncio.run(_serve(args, settings, tools, base_dir, keys))
+        asyncio.run(_serve(args, settings, tools, base_dir, keys, state=state))
     except ToolSearchError as exc:
         raise CliError(str(exc)) from None
     return 0
@@ -97,7 +105,8 @@ def _mcp(args: argparse.Namespace) -> int:
 
 def _keys(args: argparse.Namespace, settings: Any) -> list[str]:
     """The client keys of ``--http`` (``--api-key``, else ``[proxy] keys``), after the
-    checks: none without ``--http``; some for a host that is not loopback."""
+    checks: none without ``--http``; some (or ``[[proxy.clients]]``) for a host that is not
+    loopback."""
     keys: list[str] = list(args.api_key or ())
     if any(not key.strip() or any(c.isspace() for c in key) for key in keys):
         raise CliError("--api-key: a key must be non-empty, without spaces")
@@ -110,11 +119,11 @@ def _keys(args: argparse.Namespace, settings: Any) -> list[str]:
             raise CliError(f"[proxy] keys: {exc}") from None
     if keys and not args.http:
         raise CliError("--api-key: keys are for --http (over stdio the client starts the door)")
-    if args.http and not keys and not _loopback(args.host):
+    if args.http and not keys and not settings.proxy.clients and not _loopback(args.host):
         raise CliError(
             f"--host {args.host} is not a loopback address: anyone who reaches the port could "
-            "run every tool. Give --api-key KEY (clients send 'Authorization: Bearer KEY'), "
-            "or serve on 127.0.0.1"
+            "run every tool. Give --api-key KEY (clients send 'Authorization: Bearer KEY') or "
+            "[[proxy.clients]] in the config, or serve on 127.0.0.1"
         )
     return keys
 
@@ -129,7 +138,13 @@ def _loopback(host: str) -> bool:
 
 
 async def _serve(
-    args: argparse.Namespace, settings: Any, tools: Any, base_dir: Any, keys: list[str]
+    args: argparse.Namespace,
+    settings: Any,
+    tools: Any,
+    base_dir: Any,
+    keys: list[str],
+    *,
+    state: str | None,
 ) -> None:
     from bot_toolsearch._mcp.door import McpDoor
     from bot_toolsearch._mcp.server import run_http, run_stdio
@@ -140,7 +155,7 @@ async def _serve(
     try:
         async with McpDoor(settings, tools, base_dir=base_dir) as door:
             if args.http:
-                await run_http(door, args.host, args.port, keys=keys)
+                await run_http(door, args.host, args.port, keys=keys, state=state)
             else:
                 await run_stdio(door)
     finally:

@@ -519,8 +519,9 @@ class ProxyClient(_Table):
     """The environment variable holding this client's own upstream key; ``None``: the
     operator's (``[model] api_key``, else ``OPENAI_API_KEY``)."""
     max_in_flight: StrictInt | None = Field(default=None, ge=1)
-    """Most requests of this client in flight at once (429 past it); ``None``: only the
-    server's ``--max-in-flight``."""
+    """Most requests of this client in flight at once (429 past it), counted as
+    ``--max-in-flight`` counts them: once a request's whole body has arrived; ``None``: only
+    the server's ``--max-in-flight``."""
 
 
 class ProxySettings(_Table):
@@ -537,9 +538,10 @@ class ProxySettings(_Table):
     ``[model] api_key`` (else ``OPENAI_API_KEY``), never the client's. ``None``: no client
     keys (each client's own key goes upstream)."""
     state: Annotated[StrictStr, Field(pattern=r"^(redis|rediss|unix)://.+$")] | None = None
-    """Shared state of ``serve`` for several workers or hosts: a Redis URL (the ``redis``
-    extra). It holds the Responses stream ids that stand for a later response, so any worker
-    serves a follow-up; ``None``: per process. Read at start."""
+    """Shared state of ``serve`` and ``mcp --http`` for several workers or hosts: a Redis URL
+    (the ``redis`` extra). It holds the Responses stream ids that stand for a later response,
+    so any worker serves a follow-up, and the MCP door's sessions and their loads, so any door
+    process serves any session; ``None``: per process. Read at start."""
     clients: tuple[ProxyClient, ...] = ()
     """``[[proxy.clients]]``: clients with tool sets of their own, matched by their key's
     SHA-256; with any, a request must be one of theirs (or carry a ``keys`` key), else 401.

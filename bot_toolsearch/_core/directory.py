@@ -16,6 +16,10 @@ not, the directory is **grouped**:
   out until the bare lines fit, then descriptions are added in priority order while they fit.
 - Loose names fill what budget is left, most useful first. A footer line counts the tools the
   directory does not show (keyword search still finds every one).
+- A host that shows the model other spellings of the names (the MCP door's wire names,
+  ``drive-_-files-_-list``) passes them as ``spell``: every name line is written, and counted,
+  in that spelling, so the budget holds for the very text the model reads. Namespace lines keep
+  the canonical namespace (``select:drive.*`` takes it); order stays the canonical one.
 - Priority: *adjacent* first (a namespace holding, or a name sharing the namespace of, an
   always-loaded tool), then the larger namespace, then ``(casefold, name)`` order. Lines are
   written in ``(casefold, text)`` order, so the block is byte-stable for a given catalog,
@@ -216,8 +220,10 @@ class DeferredDirectory:
     """The block's size by the counter used; 0 when nothing was counted (budget 0)."""
 
 
-def _plain(names: Sequence[str]) -> str:
-    return "\n".join((OPEN, *names, CLOSE)) if names else ""
+def _plain(names: Sequence[str], spell: Callable[[str], str] | None) -> str:
+    if not names:
+        return ""
+    return "\n".join((OPEN, *(map(spell, names) if spell else names), CLOSE))
 
 
 def _footer(count: int) -> str:
@@ -264,8 +270,10 @@ class _Builder:
         always_loaded: Collection[str],
         tool_descriptions: Callable[[str], str] | None,
         count: Callable[[str], int],
+        spell: Callable[[str], str] | None,
     ) -> None:
         self.names = names
+        self.spell = spell or str
         self.budget = budget
         self.configured = {ns: clean_description(text) for ns, text in descriptions.items()}
         self.adjacent_namespaces = {namespace_of(n) for n in always_loaded} - {""}
@@ -398,15 +406,19 @@ class _Builder:
                 n,
             ),
         )
-        listed: list[str] = []
+        spell = self.spell
+        listed: list[tuple[str, str]] = []  # (canonical, as written)
         for name in order:
-            cost = self.tokens(name)
+            written = spell(name)
+            cost = self.tokens(written)
             if cost <= left:
-                listed.append(name)
+                listed.append((name, written))
                 left -= cost
         unlisted = len(plan.loose) - len(listed) + len(dropped)
-        body = [*lines.values(), *listed]
-        body.sort(key=lambda line: (line.casefold(), line))
+        # Ordered by the canonical text, whatever the spelling: the order does not move with it.
+        entries = [*((line, line) for line in lines.values()), *listed]
+        entries.sort(key=lambda entry: (entry[0].casefold(), entry[0]))
+        body = [written for _, written in entries]
         if unlisted:
             body.append(_footer(unlisted))
         text = "\n".join((OPEN, *body, CLOSE))
@@ -428,6 +440,7 @@ def build_directory(
     always_loaded: Iterable[str] = (),
     tool_descriptions: Callable[[str], str] | None = None,
     count: Callable[[str], int] | None = None,
+    spell: Callable[[str], str] | None = None,
 ) -> DeferredDirectory:
     """The directory of ``names`` under ``budget`` tokens (see the module docstring).
 
@@ -438,6 +451,8 @@ def build_directory(
         always_loaded: the always-loaded names (their namespaces come first).
         tool_descriptions: a tool's description by name, for derived namespace descriptions.
         count: the token counter; `count_tokens` by default.
+        spell: how a name is written in the block (``WireNames.to_wire`` where the model sees
+            wire names); the budget counts that spelling. By default, as given.
 
     Raises:
         ValueError: ``budget`` is negative or not an integer.
@@ -445,7 +460,7 @@ def build_directory(
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise ValueError(f"budget must be an integer >= 0, got {budget!r}")
     counter = count or count_tokens
-    full = _plain(names)
+    full = _plain(names, spell)
     if not full:
         return DeferredDirectory(text="", grouped=False)
     if budget == 0:
@@ -460,7 +475,13 @@ def build_directory(
     gc.disable()
     try:
         builder = _Builder(
-            names, budget, descriptions or {}, frozenset(always_loaded), tool_descriptions, counter
+            names,
+            budget,
+            descriptions or {},
+            frozenset(always_loaded),
+            tool_descriptions,
+            counter,
+            spell,
         )
         return builder.build()
     finally:

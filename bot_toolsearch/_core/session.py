@@ -75,6 +75,9 @@ class ToolSearchSession:
             written. Pass ``WireNames.to_canonical`` of the names you send; the default
             undoes the default delimiter ``-_-``.
         directory_budget: tokens the :attr:`directory` may take; 0 means no limit.
+        directory_spelling: how the :attr:`directory` writes a name, when the model reads
+            another spelling than the canonical one (``WireNames.to_wire`` of the names you
+            send): the budget counts the names as written. ``None``: canonical names.
         namespaces: namespace -> description (``[tools.namespaces]``, MCP server
             instructions, folder READMEs): lines of a grouped directory, and text keyword
             search matches. Read when first needed; treat it as read-only.
@@ -115,6 +118,7 @@ class ToolSearchSession:
         "_no_match_floor",
         "_search_loaded",
         "_semantic",
+        "_spelling",
     )
 
     def __init__(
@@ -126,6 +130,7 @@ class ToolSearchSession:
         hidden: Iterable[str] = (),
         decode_name: NameDecoder | None = None,
         directory_budget: int = DEFAULT_DIRECTORY_BUDGET,
+        directory_spelling: Callable[[str], str] | None = None,
         namespaces: Mapping[str, str] | None = None,
         semantic: Callable[[str, int], Sequence[tuple[int, float]] | Sequence[int] | None]
         | None = None,
@@ -140,6 +145,7 @@ class ToolSearchSession:
         ):
             raise ValueError(f"directory_budget must be an integer >= 0, got {directory_budget!r}")
         self._budget = directory_budget
+        self._spelling = directory_spelling
         self._semantic = semantic
         if no_match_floor is not None and not -1.0 <= no_match_floor <= 1.0:
             raise ValueError(
@@ -218,8 +224,9 @@ class ToolSearchSession:
     def directory(self) -> DeferredDirectory:
         """The ``<available_deferred_tools>`` block of this session under its budget.
 
-        Computed once per catalog, excluded set, always-loaded set, budget and namespace
-        descriptions, then shared by every session that asks for the same (see
+        Computed once per catalog, excluded set, always-loaded set, budget, namespace
+        descriptions and spelling (compared with ``==``, as bound methods of one object are),
+        then shared by every session that asks for the same (see
         `bot_toolsearch._core.directory`). ``directory.grouped`` says whether the host should
         add `GROUPED_DIRECTORY_RULES` to the rules.
         """
@@ -227,7 +234,8 @@ class ToolSearchSession:
             described = self._namespace_items()
             deferred = self.deferred_tool_names
             catalog = self._catalog
-            key = ("directory", self._excluded, self._initial, self._budget, described)
+            spelling = self._spelling
+            key = ("directory", self._excluded, self._initial, self._budget, described, spelling)
             self._directory = catalog.memo(
                 key,
                 lambda: build_directory(
@@ -236,6 +244,7 @@ class ToolSearchSession:
                     descriptions=dict(described),
                     always_loaded=self._initial,
                     tool_descriptions=catalog.description,
+                    spell=spelling,
                 ),
             )
         return self._directory

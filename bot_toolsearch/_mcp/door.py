@@ -40,6 +40,7 @@ from bot_toolsearch._protocol.messages import (
     truncated_result,
 )
 from bot_toolsearch._services.arguments import invalid_arguments, rejected_arguments
+from bot_toolsearch._services.client_policy import ClientPolicy, narrowed
 from bot_toolsearch._services.indexing import build_index, index_built
 from bot_toolsearch._services.permissions import pattern_filter
 from bot_toolsearch._services.registry_follower import RegistryFollower, registry_for
@@ -182,6 +183,7 @@ class DoorTools:
             always_loaded=always_loaded,
             report=report,
             semantic=semantic_ranker(self.settings, self.catalog) if semantic else None,
+            wire_directory=True,
         )
 
     def all_tools(self) -> list[dict[str, Any]]:
@@ -208,6 +210,8 @@ class Outcome:
     """Set for every refusal and failure (an MCP error result)."""
     list_changed: bool = False
     """The call changed this session's ``tools/list`` (a load under ``append``)."""
+    loaded: list[str] = field(default_factory=list)
+    """The tools the call loaded into the session (a search's new loads)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -230,6 +234,8 @@ class ClientState:
     """Forgotten after `IDLE_SECONDS` without a request (a streamable-HTTP session)."""
     used: float = field(default_factory=time.monotonic)
     """When the session last sent a request (`time.monotonic`)."""
+    policy: ClientPolicy | None = None
+    """The ``[[proxy.clients]]`` client of the session's latest request (its tool set)."""
 
 
 class McpDoor:
@@ -262,10 +268,15 @@ class McpDoor:
         else:
             self._follower = None
         self.registry = registry
-        self._view: DoorTools | None = None
-        self._bridged: tuple[DoorTools, DoorTools] | None = None
-        self._fresh: dict[bool, tuple[DoorTools, list[dict[str, Any]]]] = {}
+        self._views: OrderedDict[ClientPolicy | None, DoorTools] = OrderedDict()
+        self._bridged: OrderedDict[ClientPolicy | None, tuple[DoorTools, DoorTools]] = OrderedDict()
+        self._fresh: OrderedDict[
+            tuple[bool, ClientPolicy | None], tuple[DoorTools, list[dict[str, Any]]]
+        ] = OrderedDict()
         self._clients: OrderedDict[object, ClientState] = OrderedDict()
+        self.cached = False
+        """The states are a cache of shared ones (``[proxy] state``, which keeps the loads and
+        bounds the sessions): the least recently used goes to make room for a new one."""
         self._kept: OrderedDict[str, list[str]] = OrderedDict()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._undo: list[Callable[[], None]] = []
@@ -336,15 +347,20 @@ class McpDoor:
 
     # -- views and sessions ------------------------------------------------------------------
 
-    def view(self) -> DoorTools:
-        """The current `DoorTools` (rebuilt when the snapshot or the settings changed)."""
+    def view(self, policy: ClientPolicy | None = None) -> DoorTools:
+        """The current `DoorTools` (rebuilt when the snapshot or the settings changed);
+        ``policy``: of a ``[[proxy.clients]]`` client (its ``allow``/``deny`` applied)."""
         snapshot = self.registry.snapshot()
-        settings = self.settings()
-        view = self._view
+        settings = narrowed(self.settings(), policy)
+        view = self._views.get(policy)
         if view is None or view.snapshot is not snapshot or view.settings is not settings:
-            same = view is not None and view.snapshot is snapshot
-            reserved = view.reserved if view is not None and same else None
-            view = self._view = DoorTools.build(snapshot, settings, reserved)
+            known = view or self._views.get(None)
+            same = known is not None and known.snapshot is snapshot
+            reserved = known.reserved if known is not None and same else None
+            view = self._views[policy] = DoorTools.build(snapshot, settings, reserved)
+            _bound(self._views)
+        else:
+            self._views.move_to_end(policy)
         return view
 
     def client(self, key: object, name: str = "", *, expires: bool = False) -> ClientState:
@@ -360,7 +376,9 @@ class McpDoor:
         state = self._clients.get(key)
         if state is None:
             if len(self._clients) >= MAX_CLIENTS:
-                raise SessionsFull(SESSIONS_FULL.format(limit=MAX_CLIENTS))
+                if not self.cached:
+                    raise SessionsFull(SESSIONS_FULL.format(limit=MAX_CLIENTS))
+                self._clients.popitem(last=False)
             state = ClientState(client=name, expires=expires)
             self._clients[key] = state
         else:
@@ -412,7 +430,7 @@ class McpDoor:
 
     def _protocol(self, state: ClientState) -> ToolSearchProtocol | None:
         """The session's protocol over the current view (``None``: tool search is off)."""
-        view = self.view()
+        view = self.view(state.policy)
         if state.view is view:
             return state.protocol
         state.view = view
@@ -432,31 +450,56 @@ class McpDoor:
 
     # -- tools/list ---------------------------------------------------------------------------
 
-    async def list_tools(self, state: ClientState) -> list[dict[str, Any]]:
+    async def list_tools(
+        self,
+        state: ClientState,
+        known: Sequence[str] = (),
+        policy: ClientPolicy | None = None,
+    ) -> list[dict[str, Any]]:
         """The session's tools (Chat Completions schemas): the protocol's round, with the
-        directory and the rules in ``tool_search``'s description."""
+        directory and the rules in ``tool_search``'s description; ``known``: tools the
+        session loaded in another process (shared state), loaded here too; ``policy``: the
+        requesting client's (`view`)."""
         async with state.lock:
+            state.policy = policy
+            self._merge(state, known)
             return self._list_tools(state)
 
-    def _list_tools(self, state: ClientState) -> list[dict[str, Any]]:
-        return _listing(self.view(), self._protocol(state))
+    def _merge(self, state: ClientState, known: Sequence[str]) -> None:
+        """Load ``known`` (the session's loads as shared state holds them) into ``state``."""
+        extra = [n for n in dict.fromkeys(known) if n not in state.loaded]
+        if not extra:
+            return
+        if state.protocol is not None and state.view is self.view(state.policy):
+            state.protocol.replay(extra)
+            loaded = state.protocol.session.loaded_tool_names
+            state.loaded.extend(n for n in extra if n in loaded)
+        else:  # loaded again when the protocol is (re)built
+            state.loaded.extend(extra)
 
-    def fresh_tools(self, *, bridge: bool) -> list[dict[str, Any]]:
+    def _list_tools(self, state: ClientState) -> list[dict[str, Any]]:
+        return _listing(self.view(state.policy), self._protocol(state))
+
+    def fresh_tools(
+        self, *, bridge: bool, policy: ClientPolicy | None = None
+    ) -> list[dict[str, Any]]:
         """The ``tools/list`` of a session that has loaded nothing (``bridge``: of a client
         the door keeps nothing of, whatever ``tool_search_loading`` says): the same for every
-        such client, in the same order, until the catalog or the settings change."""
-        view = self.bridge_view() if bridge else self.view()
-        cached = self._fresh.get(bridge)
+        such client (of one ``policy``), in the same order, until the catalog or the settings
+        change."""
+        view = self.bridge_view(policy) if bridge else self.view(policy)
+        cached = self._fresh.get((bridge, policy))
         if cached is None or cached[0] is not view:
             protocol = _active(view.protocol(report=_quiet)) if view.searching else None
-            cached = self._fresh[bridge] = (view, _listing(view, protocol))
+            cached = self._fresh[bridge, policy] = (view, _listing(view, protocol))
+            _bound(self._fresh)
         return copy.deepcopy(cached[1])
 
-    def bridge_view(self) -> DoorTools:
-        """The current view with ``tool_search_loading = "bridge"`` (the view itself when the
-        settings say so)."""
-        view = self.view()
-        cached = self._bridged
+    def bridge_view(self, policy: ClientPolicy | None = None) -> DoorTools:
+        """The current view (of ``policy``) with ``tool_search_loading = "bridge"`` (the view
+        itself when the settings say so)."""
+        view = self.view(policy)
+        cached = self._bridged.get(policy)
         if cached is None or cached[0] is not view:
             skills = view.settings.skills
             bridged = view
@@ -464,7 +507,8 @@ class McpDoor:
                 skills = skills.model_copy(update={"tool_search_loading": "bridge"})
                 settings = view.settings.model_copy(update={"skills": skills})
                 bridged = DoorTools.build(view.snapshot, settings, view.reserved)
-            cached = self._bridged = (view, bridged)
+            cached = self._bridged[policy] = (view, bridged)
+            _bound(self._bridged)
         return cached[1]
 
     @property
@@ -475,18 +519,31 @@ class McpDoor:
 
     # -- tools/call ---------------------------------------------------------------------------
 
-    async def call(self, state: ClientState, name: str, arguments: object) -> Outcome:
-        """Answer one ``tools/call``: a search, a refusal, or the tool's own result."""
+    async def call(
+        self,
+        state: ClientState,
+        name: str,
+        arguments: object,
+        known: Sequence[str] = (),
+        policy: ClientPolicy | None = None,
+    ) -> Outcome:
+        """Answer one ``tools/call``: a search, a refusal, or the tool's own result;
+        ``known`` and ``policy``: as for `list_tools`."""
         async with state.lock:
+            state.policy = policy
+            self._merge(state, known)
             protocol = self._protocol(state)
-            view = state.view or self.view()
+            view = state.view or self.view(policy)
             return await self._answer(state, view, protocol, name, arguments)
 
-    async def call_stateless(self, name: str, arguments: object) -> Outcome:
+    async def call_stateless(
+        self, name: str, arguments: object, policy: ClientPolicy | None = None
+    ) -> Outcome:
         """Answer one ``tools/call`` of a client the door keeps nothing of (a 2026-07-28
         client, or any HTTP session under ``bridge``): a fresh protocol under ``bridge``, so a
-        search's result carries the schemas and any permitted tool can be called at once."""
-        view = self.bridge_view()
+        search's result carries the schemas and any permitted tool can be called at once;
+        ``policy``: the requesting client's (`view`)."""
+        view = self.bridge_view(policy)
         protocol = _active(view.protocol(report=_quiet)) if view.searching else None
         state = ClientState(view=view, protocol=protocol)  # this call's only
         return await self._answer(state, view, protocol, name, arguments)
@@ -522,12 +579,13 @@ class McpDoor:
         changed = bool(fresh) and protocol.mode == "append"
         result = answer.results.get(0)
         if result is not None:
-            made = Outcome(result.content, result.outcome != "answered", changed)
+            made = Outcome(result.content, result.outcome != "answered", changed, fresh)
             return _wired(view, made, answer.calls[0].name)
         outcome = await self._run(
             state, view, answer.calls[0], bridged=0 in answer.bridged, protocol=protocol
         )
         outcome.list_changed = changed
+        outcome.loaded = fresh
         return outcome
 
     async def _run(
@@ -578,12 +636,33 @@ class McpDoor:
         if name not in state.called:
             state.called.append(name)
         if state.client:
-            kept = self._kept.setdefault(state.client, [])
-            if name not in kept:
-                kept.append(name)
-            self._kept.move_to_end(state.client)
-            if len(self._kept) > MAX_CLIENTS:
-                self._kept.popitem(last=False)
+            self.remember(state.client, [name])
+
+    def remember(self, client: str, names: Sequence[str]) -> None:
+        """Keep ``names`` as tools the client ``client`` ran (for its next sessions, under
+        ``tool_search_keep_loaded = "conversation"``; shared state brings other processes')."""
+        if not client or not names:
+            return
+        kept = self._kept.setdefault(client, [])
+        kept.extend(n for n in dict.fromkeys(names) if n not in kept)
+        self._kept.move_to_end(client)
+        if len(self._kept) > MAX_CLIENTS:
+            self._kept.popitem(last=False)
+
+    @property
+    def keeps_loaded(self) -> bool:
+        """Whether a new session starts with the tools its client ran
+        (``tool_search_keep_loaded = "conversation"``)."""
+        return self.settings().skills.tool_search_keep_loaded == "conversation"
+
+
+_VIEWS = 64
+"""Views (and their lists) kept per client policy at most; the least recently used go."""
+
+
+def _bound(cache: OrderedDict[Any, Any]) -> None:
+    while len(cache) > _VIEWS:
+        cache.popitem(last=False)
 
 
 def _quiet(level: int, text: str) -> None:
@@ -603,9 +682,7 @@ def _listing(view: DoorTools, protocol: ToolSearchProtocol | None) -> list[dict[
         tools = view.all_tools()
     else:
         tools = protocol.round_tools()
-        directory = "\n".join(
-            wire.get(line, line) for line in protocol.directory["content"].split("\n")
-        )
+        directory = protocol.directory["content"]  # its names already in the wire spelling
         for tool in tools:
             function = tool["function"]
             if function["name"] == TOOL_SEARCH_NAME:

@@ -6,19 +6,18 @@ loads tools under ``append`` sends ``notifications/tools/list_changed`` on the c
 stream (before its result); a new catalog or settings snapshot sends it to every session.
 A 2026-07-28 client has no session: it gets the ``bridge`` list (the same for every such
 client, with ``ttlMs``/``cacheScope``) and each of its calls is answered with nothing kept, as
-is every HTTP session's under ``bridge`` loading. Over HTTP, `Sessions` keeps the open
-sessions bounded without ending a session that holds loads, and `BearerKeys` answers 401 to a
-request without one of ``--api-key``'s keys, before the SDK reads it.
+is every HTTP session's under ``bridge`` loading (the same for every client of one
+``[[proxy.clients]]`` policy). Over HTTP, `Sessions` (``sessions.py``) keeps the open sessions
+bounded without ending a session that holds loads, and with ``[proxy] state`` lets any door
+process serve any session, whose loads then go to Redis after each search; `BearerKeys`
+(``admission.py``) answers 401 to a request without one of ``--api-key``'s keys or a client's,
+before the SDK reads it, and a client's request is answered from that client's tool set.
 """
 
 from __future__ import annotations
 
-import hmac
-import json
 import logging
-import time
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from mcp import types
@@ -27,9 +26,22 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
-from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from .door import IDLE_SECONDS, MAX_CLIENTS, McpDoor, SessionsFull
+from bot_toolsearch._services.client_policy import ClientPolicy
+from bot_toolsearch._services.shared_state import SharedStateDown, open_state
+
+from .admission import BearerKeys, policy_of
+from .door import McpDoor, Outcome, SessionsFull
+from .sessions import (
+    MARGIN,
+    MAX_SESSIONS,
+    SCOPE_SESSION,
+    SCOPE_SHARED,
+    SESSION_HEADER,
+    Sessions,
+)
+from .shared import SharedSession, SharedSessions
 
 __all__ = [
     "LIST_TTL_MS",
@@ -54,18 +66,14 @@ INSTRUCTIONS = (
     "listed."
 )
 """The door's ``instructions`` (what a client may show the model about it)."""
-_SESSION_HEADER = "mcp-session-id"
-_VERSION_HEADER = b"mcp-protocol-version"
+LOADS_NOT_KEPT = (
+    "Error: the door's shared session state did not answer, so the tools this call loaded "
+    "were not kept. Try again."
+)
+"""The result of a call whose loads Redis did not take (``[proxy] state``)."""
 LIST_TTL_MS = 60_000
 """The ``ttlMs`` of a sessionless client's ``tools/list``: how long it may reuse the list
 without asking (a catalog or settings change also reaches its ``subscriptions/listen``)."""
-MAX_SESSIONS = MAX_CLIENTS
-"""Streamable-HTTP sessions open at most (the SDK's default is 10,000 for 30 minutes). To
-open another, `Sessions` ends the least recently used session that holds no loads; when every
-one holds loads, the SDK answers 503 until one ends."""
-_MARGIN = 64
-"""Sessions the SDK may open beyond `MAX_SESSIONS` while their opening requests are still
-being answered (`Sessions` counts a session once its id is known)."""
 
 
 def mcp_tool(schema: Mapping[str, Any]) -> types.Tool:
@@ -82,165 +90,34 @@ def _key(ctx: ServerRequestContext[Any, Any], connection: object) -> object:
     """The client session of a request: its ``mcp-session-id`` over streamable HTTP, else the
     server's one connection (stdio, in-process)."""
     request = ctx.request
-    headers = getattr(request, "headers", None)
-    if headers is not None:
-        session = headers.get(_SESSION_HEADER)
-        if session:
-            return f"http:{session}"
-    return connection
+    scope = getattr(request, "scope", None)
+    session = scope.get(SCOPE_SESSION) if isinstance(scope, Mapping) else None
+    if not session:
+        headers = getattr(request, "headers", None)
+        session = headers.get(SESSION_HEADER) if headers is not None else None
+    return f"http:{session}" if session else connection
 
 
-def _header(scope: Mapping[str, Any], name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
+def _loads(held: tuple[str, SharedSession] | None) -> tuple[str, ...]:
+    """The loads shared state held of a request's session (none without it)."""
+    return held[1].loaded if held is not None else ()
+
+
+def _policy(ctx: ServerRequestContext[Any, Any]) -> ClientPolicy | None:
+    """The ``[[proxy.clients]]`` client of a request over HTTP, if one (`BearerKeys`)."""
+    scope = getattr(ctx.request, "scope", None)
+    return policy_of(scope) if isinstance(scope, Mapping) else None
+
+
+def _shared(ctx: ServerRequestContext[Any, Any]) -> tuple[str, SharedSession] | None:
+    """With shared state: the request's session id and what Redis held of it."""
+    scope = getattr(ctx.request, "scope", None)
+    if not isinstance(scope, Mapping):
+        return None
+    found, session = scope.get(SCOPE_SHARED), scope.get(SCOPE_SESSION)
+    if isinstance(found, SharedSession) and isinstance(session, str):
+        return session, found
     return None
-
-
-class Sessions:
-    """ASGI middleware over the SDK's streamable-HTTP app: which sessions are open, and room
-    for a new one.
-
-    It learns a session's id from the answer that opens it and counts each request of it
-    (least recently used first). A request that would open a session while `MAX_SESSIONS`
-    are open ends the least recently used one that holds no loads (`McpDoor.has_state`), as
-    its client's ``DELETE`` would (its client gets 404 next and opens a new one, as the spec
-    says); a session holding loads is never ended for another. A session's ``DELETE`` (or
-    `IDLE_SECONDS` without a request, when the SDK ends it) makes the door forget its state.
-    """
-
-    def __init__(self, app: Any, door: McpDoor, limit: int = MAX_SESSIONS) -> None:
-        self.app = app
-        self.door = door
-        self.limit = limit
-        self.open: OrderedDict[str, float] = OrderedDict()
-        """Session id -> when it last sent a request (`time.monotonic`)."""
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http":
-            await self.app(scope, receive, send)
-            return
-        method = scope.get("method")
-        session = _header(scope, _SESSION_HEADER.encode())
-        version = _header(scope, _VERSION_HEADER)
-        opening = (
-            method == "POST"
-            and session is None
-            and (version is None or version in HANDSHAKE_PROTOCOL_VERSIONS)
-        )
-        if opening and not await self._make_room(scope):
-            logger.warning("refusing a new session: %d sessions hold loads", len(self.open))
-            await _refuse(send, 503, "Too many open sessions: every one holds loads")
-            return
-        if session is not None and session in self.open:
-            self.open[session] = time.monotonic()
-            self.open.move_to_end(session)
-        status = 0
-        opened: str | None = None
-
-        async def watch(message: Any) -> None:
-            nonlocal status, opened
-            if message.get("type") == "http.response.start":
-                status = int(message.get("status", 0))
-                opened = _header(message, _SESSION_HEADER.encode())
-            await send(message)
-
-        await self.app(scope, receive, watch)
-        if opening and opened and status < 400:
-            self.open[opened] = time.monotonic()
-        if method == "DELETE" and session and (200 <= status < 300 or status == 404):
-            self._ended(session)
-
-    def _ended(self, session: str) -> None:
-        self.open.pop(session, None)
-        self.door.forget(f"http:{session}")
-
-    async def _make_room(self, scope: Any) -> bool:
-        now = time.monotonic()
-        for session, used in list(self.open.items()):  # the SDK ended these already
-            if now - used < IDLE_SECONDS:
-                break
-            self._ended(session)
-        while len(self.open) >= self.limit:
-            victim = next((s for s in self.open if not self.door.has_state(f"http:{s}")), None)
-            if victim is None:
-                return False  # every open session holds loads
-            self._ended(victim)
-            await self._end(scope, victim)
-        return True
-
-    async def _end(self, scope: Any, session: str) -> None:
-        """End ``session`` in the SDK as its client's ``DELETE`` would."""
-        headers = [(k, v) for k, v in scope.get("headers", ()) if k.lower() == b"host"]
-        headers.append((_SESSION_HEADER.encode(), session.encode("latin-1")))
-        delete = {**scope, "method": "DELETE", "headers": headers, "query_string": b""}
-        sent = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if sent:
-                return {"type": "http.disconnect"}
-            sent = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def discard(message: Any) -> None:
-            del message
-
-        try:
-            await self.app(delete, receive, discard)
-        except Exception as exc:  # the session is gone from the count either way
-            logger.debug("ending session %s failed: %s", session[:16], exc)
-
-
-class BearerKeys:
-    """ASGI middleware: a request without ``Authorization: Bearer <one of the keys>`` gets
-    401 before anything else reads it (keys compared in constant time, never logged)."""
-
-    def __init__(self, app: Any, keys: Iterable[str]) -> None:
-        self.app = app
-        self._keys = [key.encode("utf-8") for key in keys]
-        if not self._keys:
-            raise ValueError("--api-key: give at least one key")
-
-    def allows(self, header: str | None) -> bool:
-        """Whether an ``Authorization`` header value carries one of the keys."""
-        scheme, _, token = (header or "").partition(" ")
-        given = token.strip().encode("latin-1", "replace")
-        found = False
-        for key in self._keys:
-            found |= hmac.compare_digest(key, given)
-        return found and scheme.lower() == "bearer"
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or self.allows(_header(scope, b"authorization")):
-            await self.app(scope, receive, send)
-            return
-        await _refuse(
-            send,
-            401,
-            "Unauthorized: a valid 'Authorization: Bearer' key is needed",
-            [(b"www-authenticate", b'Bearer realm="bot-toolsearch mcp"')],
-        )
-
-
-async def _refuse(
-    send: Any, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()
-) -> None:
-    """Answer a request with a JSON-RPC error (no id) and ``status``, without reading it."""
-    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-    body = json.dumps(error).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 def _client_name(ctx: ServerRequestContext[Any, Any]) -> str:
@@ -268,10 +145,12 @@ class _DoorServer(Server[Any]):
         )
 
 
-def build_server(door: McpDoor, *, private: bool = False) -> Server[Any]:
+def build_server(
+    door: McpDoor, *, private: bool = False, shared: SharedSessions | None = None
+) -> Server[Any]:
     """The low-level server of ``door`` (``tools/list``, ``tools/call`` and, for 2026-07-28
     clients, ``subscriptions/listen``); ``private``: the list is served only to holders of a
-    key (its ``cacheScope``)."""
+    key (its ``cacheScope``); ``shared``: the sessions' loads are kept there too."""
     bus = InMemorySubscriptionBus()
 
     async def publish() -> None:
@@ -288,9 +167,11 @@ def build_server(door: McpDoor, *, private: bool = False) -> Server[Any]:
             return True
         return _key(ctx, connection) is not connection and door.bridged
 
-    def state_of(ctx: ServerRequestContext[Any, Any], *, create: bool) -> Any:
+    async def state_of(ctx: ServerRequestContext[Any, Any], *, create: bool) -> Any:
         key = _key(ctx, connection)
         name = _client_name(ctx)
+        if shared is not None and not door.has_state(key):
+            await _recall(door, shared, name)
         state = door.existing(key)
         if state is None and (create or key is connection or door.wants_state(name)):
             state = door.client(key, name, expires=key is not connection)
@@ -302,43 +183,48 @@ def build_server(door: McpDoor, *, private: bool = False) -> Server[Any]:
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         del params  # one page: the door's list is short by design
+        policy = _policy(ctx)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            tools = door.fresh_tools(bridge=True)
+            tools = door.fresh_tools(bridge=True, policy=policy)
             return types.ListToolsResult(
                 tools=[mcp_tool(s) for s in tools], ttl_ms=LIST_TTL_MS, cache_scope=scope
             )
         if stateless(ctx):
-            return types.ListToolsResult(tools=[mcp_tool(s) for s in door.fresh_tools(bridge=True)])
+            tools = door.fresh_tools(bridge=True, policy=policy)
+            return types.ListToolsResult(tools=[mcp_tool(s) for s in tools])
+        held = _shared(ctx)
         try:
-            state = state_of(ctx, create=False)
+            state = await state_of(ctx, create=bool(_loads(held)))
         except SessionsFull:
             state = None
         if state is None:  # nothing loaded: the list every new session gets
             return types.ListToolsResult(
-                tools=[mcp_tool(s) for s in door.fresh_tools(bridge=False)]
+                tools=[mcp_tool(s) for s in door.fresh_tools(bridge=False, policy=policy)]
             )
-        return types.ListToolsResult(tools=[mcp_tool(s) for s in await door.list_tools(state)])
+        listed = await door.list_tools(state, _loads(held), policy)
+        return types.ListToolsResult(tools=[mcp_tool(s) for s in listed])
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        policy = _policy(ctx)
         if stateless(ctx):
-            outcome = await door.call_stateless(params.name, params.arguments)
+            outcome = await door.call_stateless(params.name, params.arguments, policy)
         else:
             try:
-                state = state_of(ctx, create=True)
+                state = await state_of(ctx, create=True)
             except SessionsFull as exc:
                 return types.CallToolResult(
                     content=[types.TextContent(type="text", text=str(exc))], is_error=True
                 )
-            outcome = await door.call(state, params.name, params.arguments)
+            held, called = _shared(ctx), len(state.called)
+            outcome = await door.call(state, params.name, params.arguments, _loads(held), policy)
+            if held is not None and shared is not None:
+                outcome = await _keep_loads(door, shared, held[0], outcome)
+                await _keep_ran(door, shared, state.client, state.called[called:])
+        _log_call(policy, params.name, outcome)
         if outcome.list_changed:
-            try:  # on the call's own stream, before its result
-                await ctx.session.send_notification(
-                    types.ToolListChangedNotification(), related_request_id=ctx.request_id
-                )
-            except Exception as exc:  # the result still goes out; the client re-lists later
-                logger.debug("tools/list_changed not delivered: %s", exc)
+            await _announce(ctx)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.text)],
             is_error=outcome.is_error,
@@ -352,6 +238,62 @@ def build_server(door: McpDoor, *, private: bool = False) -> Server[Any]:
         on_call_tool=call_tool,
         on_subscriptions_listen=ListenHandler(bus),
     )
+
+
+async def _announce(ctx: ServerRequestContext[Any, Any]) -> None:
+    """``notifications/tools/list_changed`` on a call's own stream, before its result."""
+    try:
+        await ctx.session.send_notification(
+            types.ToolListChangedNotification(), related_request_id=ctx.request_id
+        )
+    except Exception as exc:  # the result still goes out; the client re-lists later
+        logger.debug("tools/list_changed not delivered: %s", exc)
+
+
+def _log_call(policy: ClientPolicy | None, name: str, outcome: Outcome) -> None:
+    """One log line per ``tools/call``: the client's name (never its key), the tool."""
+    client = policy.name if policy is not None else "-"
+    result = "error" if outcome.is_error else "ok"
+    logger.info("mcp: client %s: tools/call %r: %s", client, name[:200], result)
+
+
+async def _keep_loads(
+    door: McpDoor, shared: SharedSessions, session: str, outcome: Outcome
+) -> Outcome:
+    """``outcome`` once its loads are in the shared state; an error result when Redis did
+    not take them (this process forgets them too, so no process serves loads the others
+    lack)."""
+    if not outcome.loaded:
+        return outcome
+    try:
+        await shared.add_loaded(session, outcome.loaded)
+    except SharedStateDown as exc:
+        logger.warning("mcp: a search's loads were not kept: %s", exc)
+        door.forget(f"http:{session}")
+        return Outcome(LOADS_NOT_KEPT, True)
+    return outcome
+
+
+async def _recall(door: McpDoor, shared: SharedSessions, client: str) -> None:
+    """Under ``tool_search_keep_loaded = "conversation"``: the tools ``client`` ran on any
+    process, before a session of it gets a state here."""
+    if not client or not door.keeps_loaded:
+        return
+    try:
+        door.remember(client, await shared.kept(client))
+    except SharedStateDown as exc:  # the session starts with what this process kept
+        logger.warning("mcp: the tools a client ran elsewhere are unknown here: %s", exc)
+
+
+async def _keep_ran(door: McpDoor, shared: SharedSessions, client: str, ran: Sequence[str]) -> None:
+    """Under ``tool_search_keep_loaded = "conversation"``: keep the tools ``client`` just ran
+    for its next sessions on any process."""
+    if not client or not ran or not door.keeps_loaded:
+        return
+    try:
+        await shared.keep(client, ran)
+    except SharedStateDown as exc:  # this process still keeps them
+        logger.warning("mcp: the tools a client ran are kept here only: %s", exc)
 
 
 def _version() -> str:
@@ -380,26 +322,47 @@ async def run_http(
     *,
     keys: Iterable[str] = (),
     max_sessions: int = MAX_SESSIONS,
+    state: str | SharedSessions | None = None,
     ready: Any = None,
     sock: Any = None,
 ) -> None:
     """Serve ``door`` over streamable HTTP at ``http://host:port/mcp`` until cancelled;
     with ``keys``, only to requests carrying one (``Authorization: Bearer``); at most
-    ``max_sessions`` handshake-era sessions open (`Sessions`); ``sock``: a bound socket to
-    serve on instead (no window between choosing a port and binding it)."""
+    ``max_sessions`` handshake-era sessions open (`Sessions`); ``state``: a Redis URL
+    (``[proxy] state``) where the sessions and their loads are kept, so door processes that
+    share it serve any session (or the `SharedSessions` to use, closed by its owner);
+    ``sock``: a bound socket to serve on instead (no window between choosing a port and
+    binding it). Besides ``keys``, each ``[[proxy.clients]]`` key is admitted, with that
+    client's tool set (`BearerKeys`).
+
+    Raises:
+        ValueError: ``state`` is not a Redis URL, or the redis package is missing.
+    """
     import uvicorn
 
     keys = list(keys)
-    server = build_server(door, private=bool(keys))
+    private = bool(keys or door.settings().proxy.clients)
+    shared: SharedSessions | None = None
+    if isinstance(state, SharedSessions):
+        redis, shared = None, state
+    else:
+        redis = open_state(state)
+        shared = SharedSessions(redis, max_sessions) if redis is not None else None
+    door.cached = shared is not None
+    server = build_server(door, private=private, shared=shared)
     app: Any = Sessions(
-        server.streamable_http_app(host=host, max_sessions=max_sessions + _MARGIN),
+        server.streamable_http_app(host=host, max_sessions=max_sessions + MARGIN),
         door,
         max_sessions,
+        shared,
     )
-    if keys:
-        app = BearerKeys(app, keys)
+    app = BearerKeys(app, keys, lambda: door.settings().proxy.clients)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     http = uvicorn.Server(config)
     if ready is not None:
         ready(http)
-    await http.serve(sockets=None if sock is None else [sock])
+    try:
+        await http.serve(sockets=None if sock is None else [sock])
+    finally:
+        if redis is not None:
+            await redis.aclose()

@@ -126,6 +126,9 @@ class ToolSearchProtocol:
         report: how to report a mode fallback (default: log every time).
         dialect: how the caller speaks tool search (`Dialect`): whether it fixed the deferred
             set itself, and whether its reply reports each search.
+        wire_directory: write the directory's names in their wire spelling (``names``), for a
+            host whose model never sees a canonical name (the MCP door); its budget counts
+            them so. Otherwise the directory lists canonical names.
     """
 
     __slots__ = (
@@ -157,6 +160,7 @@ class ToolSearchProtocol:
         report: Report = _log,
         semantic: SemanticRanker | None = None,
         dialect: Dialect = CONFIG,
+        wire_directory: bool = False,
     ) -> None:
         skills = settings.skills
         self.catalog = catalog
@@ -176,6 +180,7 @@ class ToolSearchProtocol:
             max_results=skills.tool_search_max_results,
             hidden=hidden,
             directory_budget=skills.tool_search_directory_budget,
+            directory_spelling=names.to_wire if wire_directory else None,
             namespaces=namespaces,
             semantic=semantic,
             no_match_floor=(

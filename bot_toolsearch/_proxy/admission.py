@@ -4,15 +4,16 @@ Checked first, before anything of the request is read: with ``serve --api-key``,
 keys`` file or ``[[proxy.clients]]`` entries, a request must carry one of their keys, else 401.
 A named client's policy (`bot_toolsearch._services.client_policy`) then holds for the whole
 request, its own upstream key (``upstream_key_env``) goes upstream, and its requests in flight
-are bounded by its ``max_in_flight``. Clients are read from each request's settings snapshot, so
-an edit of ``config.toml`` changes the next request.
+are bounded by its ``max_in_flight`` (`ClientGate`), counted as ``--max-in-flight`` counts
+them: once a request's whole body has arrived, so a client still sending (or dripping) a body
+holds no place its own whole requests need (`bot_toolsearch._proxy.reading`). Clients are read
+from each request's settings snapshot, so an edit of ``config.toml`` changes the next request.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 from bot_toolsearch._config.settings import BotSettings, ProxyClient
 from bot_toolsearch._services.client_policy import CURRENT as CURRENT_POLICY
@@ -23,7 +24,7 @@ from .keys import ClientKeys, bearer, read_keys
 from .limits import RETRY_AFTER
 from .request import ADMITTED, OPEN, Admitted, Refused, Request
 
-__all__ = ["ADMITTED", "Admission", "Admitted", "admission_from"]
+__all__ = ["ADMITTED", "Admission", "Admitted", "ClientGate", "admission_from"]
 
 
 class Admission:
@@ -85,15 +86,13 @@ class Admission:
         else:
             self._in_flight.pop(policy.name, None)
 
-    @contextmanager
-    def hold(self, request: Request, clients: Sequence[ProxyClient]) -> Iterator[Admitted]:
+    def stage(self, request: Request, clients: Sequence[ProxyClient]) -> Admitted:
         """The admission stage: who ``request`` is (its ``admitted``, and the request's
-        context: `ADMITTED`, the client's policy, its name on the exchange), counted against
-        its client's ``max_in_flight`` until the block ends.
+        context: `ADMITTED`, the client's policy, its name on the exchange); a client with a
+        ``max_in_flight`` has the request counted against it once its body is whole.
 
         Raises:
-            Refused: 401 when it carries none of the proxy's keys; 429 past its client's
-                ``max_in_flight``.
+            Refused: 401 when it carries none of the proxy's keys.
         """
         headers = request.headers
         client_key = bearer(headers) or headers.get("x-api-key")  # x-api-key: Messages clients
@@ -105,21 +104,39 @@ class Admission:
         if admitted.policy is not None:
             CURRENT_POLICY.set(admitted.policy)
             note_client(admitted.policy.name)
-        if not self.enter(admitted):
-            assert admitted.policy is not None
-            raise Refused(
-                429,
-                f"more than {admitted.policy.max_in_flight} requests of client"
-                f" {admitted.policy.name!r} in flight ([[proxy.clients]] max_in_flight);"
-                f" retry after {RETRY_AFTER} s",
-                "rate_limit_error",
-                code="too_many_requests",
-                retry_after=RETRY_AFTER,
-            )
-        try:
-            yield admitted
-        finally:
-            self.leave(admitted)
+        if admitted.policy is not None and admitted.policy.max_in_flight is not None:
+            request.receive.count_also(ClientGate(self, admitted))
+        return admitted
+
+
+class ClientGate:
+    """A named client's ``max_in_flight``, as a bound of the request's reader (`Gate`)."""
+
+    __slots__ = ("_admission", "_admitted")
+
+    def __init__(self, admission: Admission, admitted: Admitted) -> None:
+        self._admission, self._admitted = admission, admitted
+
+    def enter(self) -> bool:
+        """Count one more request of the client; ``False`` past its ``max_in_flight``."""
+        return self._admission.enter(self._admitted)
+
+    def leave(self) -> None:
+        """A counted request of the client is done."""
+        self._admission.leave(self._admitted)
+
+    def refused(self) -> Refused:
+        """The answer past the bound: 429, naming the client (never its key)."""
+        policy = self._admitted.policy
+        assert policy is not None
+        return Refused(
+            429,
+            f"more than {policy.max_in_flight} requests of client {policy.name!r} in flight"
+            f" ([[proxy.clients]] max_in_flight); retry after {RETRY_AFTER} s",
+            "rate_limit_error",
+            code="too_many_requests",
+            retry_after=RETRY_AFTER,
+        )
 
 
 def admission_from(

@@ -42,6 +42,7 @@ from urllib.parse import unquote, urlsplit
 import openai
 
 from bot_toolsearch._config.settings import BotSettings
+from bot_toolsearch._services.shared_state import open_state
 from bot_toolsearch._services.threads import POOLS
 from bot_toolsearch._wrap.client import engine_of, wrap_openai
 
@@ -67,7 +68,6 @@ from .reading import (
 )
 from .relay import Relay, count_request, masked, send_error, send_json, send_raw, send_refusal
 from .request import Disconnected, Receive, Refused, Request, Scope, Send
-from .state import open_state
 from .tools import ToolStage, accept_on_2xx
 from .upstream_timing import time_upstream
 
@@ -259,21 +259,19 @@ class ProxyApp:
         self._facts = self._tools.facts
         self._relay = Relay(ClientCopies(self._client), engine, self.timeout, self._state)
         self._forward = Forward(self.upstream, self._http, engine, max_body)
-        self._messages = self._messages_route(upstream_api, max_body, max_tools)
+        self._messages = self._messages_route(upstream_api, max_tools)
         """``POST /v1/messages`` with tool search (``upstream_api="messages"``)."""
 
-    def _messages_route(
-        self, upstream_api: str, max_body: int, max_tools: int
-    ) -> MessagesRoute | None:
+    def _messages_route(self, upstream_api: str, max_tools: int) -> MessagesRoute | None:
         if upstream_api == "messages":
             return MessagesRoute(
                 self.upstream,
                 self._http,
                 self._engine,
                 timeout=self.timeout,
-                max_body=max_body,
                 max_tools=max_tools,
                 on_round=self._observer.on_round,
+                body=self._body,
             )
         if upstream_api != "openai":
             raise ValueError(f"upstream_api must be 'openai' or 'messages', got {upstream_api!r}")
@@ -328,7 +326,7 @@ class ProxyApp:
             if self._freeze_heap and not 200 <= status < 400:
                 self._leftovers.refused(reading.size)
 
-    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _route(self, scope: Scope, receive: Reading, send: Send) -> None:
         """The request made a `Request` and passed down its route's stages."""
         framing = framing_problem(scope["headers"])
         if framing is not None:
@@ -351,19 +349,19 @@ class ProxyApp:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         request = Request(scope, receive, send, path, headers)
-        with self._admission.hold(request, self._engine.snapshot().proxy.clients):
-            rest, post = request.rest, request.method == "POST"
-            try:
-                if rest == MESSAGES_PATH and self._messages is not None and post:
-                    await self._messages(receive, send, headers)
-                elif rest in _TOOL_SEARCH_PATHS and post:
-                    request.chat = rest == "/chat/completions"
-                    note_route("chat_completions" if request.chat else "responses")
-                    await self._create(request)
-                else:
-                    await self._forward(request)
-            except (BodyTimeout, BodiesFull, InFlightFull) as exc:
-                raise self._body.refusal(exc) from None
+        rest, post = request.rest, request.method == "POST"
+        try:
+            self._admission.stage(request, self._engine.snapshot().proxy.clients)
+            if rest == MESSAGES_PATH and self._messages is not None and post:
+                await self._messages(request)
+            elif rest in _TOOL_SEARCH_PATHS and post:
+                request.chat = rest == "/chat/completions"
+                note_route("chat_completions" if request.chat else "responses")
+                await self._create(request)
+            else:
+                await self._forward(request)
+        except (BodyTimeout, BodiesFull, InFlightFull) as exc:
+            raise self._body.refusal(exc) from None
 
     async def _create(self, request: Request) -> None:
         """A tool-searched request down its stages: body, tools, the call and its answer."""

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from bot_toolsearch._wrap.native import count_named
 
+from .admission import ClientGate
 from .keys import KnownKeys, bearer
 from .limits import RETRY_AFTER, BodyBytes, InFlight
 from .reading import BodiesFull, BodyTimeout, InFlightFull
@@ -54,16 +55,19 @@ class KeyProbe:
         self._http, self._upstream, self._timeout = http, upstream, timeout
         self.known = KnownKeys()
 
-    async def ask(self, key: str | None, extra: Mapping[str, str]) -> tuple[int, bytes] | None:
+    async def ask(self, key: str | None, headers: Mapping[str, str]) -> tuple[int, bytes] | None:
         """The upstream's 401 or 403 answer to ``key`` (status, JSON body), remembered a few
-        seconds, else ``None`` (a 2xx, or any other answer: the request itself will tell)."""
+        seconds, else ``None`` (a 2xx, or any other answer: the request itself will tell);
+        ``headers``, the ones that carry ``key`` in the request's dialect.
+        OpenAI's routes send ``Authorization: Bearer``, Messages ``x-api-key`` and
+        ``anthropic-version``.
+        """
         refused = self.known.refused(key)
         if refused is not None:
             return refused
-        headers = {**extra, "authorization": f"Bearer {key or 'unset'}"}
         try:
             response = await self._http.get(
-                f"{self._upstream}/models", headers=headers, timeout=self._timeout
+                f"{self._upstream}/models", headers=dict(headers), timeout=self._timeout
             )
         except Exception:  # the request itself reports an unreachable upstream
             return None
@@ -88,7 +92,7 @@ class KeyProbe:
         listed, resent = count_named(request.body, "chat" if request.chat else "responses")
         if resent + (listed if request.native else 0) <= _NATIVE_PROBE_TOOLS:
             return True
-        refused = await until_disconnect(request.receive, self.ask(request.key, request.extra))
+        refused = await until_disconnect(request.receive, self.ask(request.key, request.auth))
         if refused is None:
             return True
         await send_json_bytes(request.send, *refused)
@@ -138,6 +142,18 @@ class BodyStage:
             raise Refused(401, "the API key is not printable ASCII", code="invalid_api_key")
         request.key = key
         request.extra = {k: v for k, v in headers.items() if k in _FORWARDED and v.isascii()}
+        request.auth = {**request.extra, "authorization": f"Bearer {key or 'unset'}"}
+        return await self.take(request)
+
+    async def take(self, request: Request) -> bool:
+        """The body into ``request.raw`` under the key probe's rule, for any route: the key
+        (``request.key``) is asked about with the headers that carry it (``request.auth``);
+        ``False`` when the upstream refused it and its answer was sent.
+
+        Raises:
+            Refused: the body is too large (413) or its length not a number (400).
+            Disconnected: the client left while sending it.
+        """
         raw = await self._body(request)
         if raw is None:
             return False
@@ -163,7 +179,7 @@ class BodyStage:
                     raise Disconnected
                 start.append(message.get("body", b""))
                 ended = not message.get("more_body", False)
-            probe = self.probe.ask(key, request.extra)
+            probe = self.probe.ask(key, request.auth)
             refused, more, ended = await _while_reading(receive, probe, KEY_PROBE_BYTES, ended)
             if refused is not None:
                 del start, more
@@ -177,7 +193,7 @@ class BodyStage:
         raw = await read_body(receive, request.headers, self._max_body, start)
         if announced or len(raw) <= KEY_PROBE_BYTES or known.ok(key):
             return raw
-        refused = await until_disconnect(receive, self.probe.ask(key, request.extra))
+        refused = await until_disconnect(receive, self.probe.ask(key, request.auth))
         if refused is not None:
             await send_json_bytes(request.send, *refused)
             return None
@@ -203,6 +219,8 @@ class BodyStage:
                 retry_after=RETRY_AFTER,
                 close=True,
             )
+        if isinstance(exc.gate, ClientGate):
+            return exc.gate.refused()
         return Refused(
             429,
             f"more than {self._in_flight.limit} requests in flight (serve --max-in-flight);"

@@ -10,11 +10,14 @@ once its body is whole, so the bodies still arriving are bounded by their bytes)
 
 from __future__ import annotations
 
+from typing import Protocol
+
 __all__ = [
     "DEFAULT_INDEX_BUILDS",
     "DEFAULT_MAX_IN_FLIGHT",
     "RETRY_AFTER",
     "BodyBytes",
+    "Gate",
     "InFlight",
     "body_bytes_for",
 ]
@@ -26,6 +29,19 @@ DEFAULT_INDEX_BUILDS = 2
 four times as many wait, more are answered 503."""
 RETRY_AFTER = 1
 """Seconds a refused client is told to wait (``Retry-After``)."""
+
+
+class Gate(Protocol):
+    """A bound of requests in flight: `InFlight`, or a named client's
+    (`bot_toolsearch._proxy.admission.ClientGate`)."""
+
+    def enter(self) -> bool:
+        """Count one more request; ``False`` (nothing counted) past the bound."""
+        ...
+
+    def leave(self) -> None:
+        """A counted request is done."""
+        ...
 
 
 class InFlight:

@@ -1,18 +1,22 @@
 """``POST /v1/messages`` of the proxy: Anthropic's Messages API, with tool search, over any
 Anthropic-compatible upstream (``serve --upstream-api messages``).
 
-The route is the Messages adapter's transport: the body is read within ``--max-body`` and
-checked (``--max-tools``), made a plan (`bot_toolsearch._wrap.messages`; a new tool list gets
-its catalog in the ``index`` pool, its search index only once the upstream answers 2xx), and
-the plan's rounds go upstream as JSON (``POST {upstream}/messages``) through the shared round
-driver. The client's ``x-api-key`` (or, under the proxy's own client keys, the operator's) and
-``anthropic-version`` go on; ``anthropic-beta`` goes on without the tool-search flags, which a
-backend without tool search refuses. A request with no tool to search goes on made ordinary
-(`ordinary_body`), its answer relayed as it comes. A streamed request gets Anthropic's event
-stream once the first round is in: ``message_start`` and ``ping`` at once, the rest when the
-last round is read; a failure after that is an ``error`` event. Every error is Anthropic's
-JSON shape; an upstream 4xx comes back with its own status and body, an upstream that fails
-is 502. The whole call stays within ``--timeout``, and a client that leaves cancels it.
+The route is the Messages adapter's transport: the body is read within ``--max-body``, a large
+one only once the upstream has taken the key (the OpenAI routes' key probe,
+`bot_toolsearch._proxy.body`), and checked (``--max-tools``), made a plan
+(`bot_toolsearch._wrap.messages`; a new tool list gets its catalog in the ``index`` pool, its
+search index only once the upstream answers 2xx), and the plan's rounds go upstream as JSON
+(``POST {upstream}/messages``) through the shared round driver. A streamed request streams each
+round (``"stream": true``) through the shared stream driver (`bot_toolsearch._wrap.stream_driver`,
+its Messages dialect `MessagesRounds`): the client gets Anthropic's event stream once the first
+round's headers are in, the final round's text deltas as the upstream sends them, one message
+id, usage summed; a failure after that is an ``error`` event. The client's ``x-api-key`` (or,
+under the proxy's own client keys, the operator's) and ``anthropic-version`` go on;
+``anthropic-beta`` goes on without the tool-search flags, which a backend without tool search
+refuses. A request with no tool to search goes on made ordinary (`ordinary_body`), its answer
+relayed as it comes. Every error is Anthropic's JSON shape; an upstream 4xx comes
+back with its own status and body, an upstream that fails is 502. The whole call stays within
+``--timeout``, and a client that leaves cancels it.
 """
 
 from __future__ import annotations
@@ -21,21 +25,32 @@ import asyncio
 import functools
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from typing import Any, TypeVar
 
 from bot_toolsearch._errors import ToolNotPermittedError
 from bot_toolsearch._services.threads import POOLS, PoolBusy
-from bot_toolsearch._transports.messages_events import error_event, stream_events
+from bot_toolsearch._transports.messages_events import (
+    MAX_EVENT_BYTES,
+    EventTooLarge,
+    SseReader,
+    error_event,
+    message_events,
+    sse,
+)
 from bot_toolsearch._wrap.engine import Engine
 from bot_toolsearch._wrap.messages import MessagesPlan, messages_plan, ordinary_body
+from bot_toolsearch._wrap.messages_streaming import MessagesRounds
 from bot_toolsearch._wrap.observe import RoundHook
 from bot_toolsearch._wrap.plan import Pending
 from bot_toolsearch._wrap.rounds import drive
+from bot_toolsearch._wrap.stream_driver import AsyncRoundStream
 
 from .admission import ADMITTED
+from .body import BodyStage
 from .exchange import note_body, note_route
 from .request import Disconnected as _Left
+from .request import Refused, Request
 from .request import until_disconnect as _until_left
 
 __all__ = ["MESSAGES_PATH", "MessagesRoute"]
@@ -58,6 +73,7 @@ _KINDS = {
 }
 _Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 _Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+_T = TypeVar("_T")
 
 
 class _Failed(Exception):
@@ -85,9 +101,10 @@ class MessagesRoute:
             connection pool and timing hooks).
         engine: the wrapper engine whose settings and tool-list cache the route shares.
         timeout: seconds the whole call may take.
-        max_body: the largest body in bytes (413 past it).
         max_tools: the most tools in one request (400 past it).
         on_round: the observer of each round (metrics, headers, access log).
+        body: the body stage, whose key probe keeps a large body unread until the upstream
+            has taken the key (`bot_toolsearch._proxy.body`).
     """
 
     def __init__(
@@ -97,20 +114,21 @@ class MessagesRoute:
         engine: Engine,
         *,
         timeout: float,
-        max_body: int,
         max_tools: int,
         on_round: RoundHook | None,
+        body: BodyStage,
     ) -> None:
         self._url = upstream.rstrip("/") + MESSAGES_PATH
         self._http = http
         self._engine = engine
         self._timeout = timeout
-        self._max_body = max_body
         self._max_tools = max_tools
         self._on_round = on_round
+        self._body = body
 
-    async def __call__(self, receive: _Receive, send: _Send, headers: Mapping[str, str]) -> None:
-        """Serve one request (its headers lower-cased)."""
+    async def __call__(self, request: Request) -> None:
+        """Serve one request."""
+        send = request.send
         note_route("messages")
         started: list[bool] = [False]
 
@@ -119,7 +137,7 @@ class MessagesRoute:
             await send(message)
 
         try:
-            await self._serve(receive, tracked, headers)
+            await self._serve(request, tracked)
         except _Left:
             return
         except (_UpstreamStatus, _Failed) as exc:
@@ -131,15 +149,22 @@ class MessagesRoute:
                 text = str(exc) if isinstance(exc, _Failed) else f"upstream HTTP {exc.status}"
                 await send({"type": "http.response.body", "body": _closing(text)})
 
-    async def _serve(self, receive: _Receive, send: _Send, headers: Mapping[str, str]) -> None:
+    async def _serve(self, request: Request, send: _Send) -> None:
+        receive, headers = request.receive, request.headers
         media = headers.get("content-type", "").partition(";")[0].strip().lower()
         if media != "application/json":
             raise _Failed(415, "the body must be JSON (Content-Type: application/json)")
-        raw = await _read_body(receive, headers, self._max_body)
-        body = _parse(raw)
+        out_headers = self._headers(headers)
+        request.auth = {k: v for k, v in out_headers.items() if k != "content-type"}
+        request.key = out_headers.get("x-api-key") or out_headers.get("authorization")
+        try:  # a large body waits for the upstream to take the key (the OpenAI routes' rule)
+            if not await self._body.take(request):
+                return
+        except Refused as exc:
+            raise _Failed(exc.status, exc.message) from None
+        body = _parse(request.raw)
         self._check(body)
         note_body(body)
-        out_headers = self._headers(headers)
         stream = body.get("stream") is True
         try:
             plan = await _until_left(receive, self._plan(body))
@@ -148,7 +173,10 @@ class MessagesRoute:
         if plan is None:
             await self._ordinary(receive, send, body, out_headers)
             return
-        await self._rounds(receive, send, plan, out_headers, stream)
+        if stream:
+            await self._stream(receive, send, plan, out_headers)
+            return
+        await self._rounds(receive, send, plan, out_headers)
 
     def _check(self, body: Mapping[str, Any]) -> None:
         if "stream" in body and not isinstance(body["stream"], bool | None):
@@ -254,14 +282,9 @@ class MessagesRoute:
             await response.aclose()
 
     async def _rounds(
-        self,
-        receive: _Receive,
-        send: _Send,
-        plan: MessagesPlan,
-        headers: Mapping[str, str],
-        stream: bool,
+        self, receive: _Receive, send: _Send, plan: MessagesPlan, headers: Mapping[str, str]
     ) -> None:
-        """The plan's rounds through the shared driver; the answer as JSON or as events."""
+        """The plan's rounds through the shared driver; the answer as JSON."""
         accepted = False
 
         async def upstream(body: Mapping[str, Any]) -> Any:
@@ -280,39 +303,121 @@ class MessagesRoute:
             if not accepted:
                 accepted = True
                 plan.accept()
-                if stream:
-                    await _start_stream(send, reply)
             return reply
 
+        answer = await self._within(receive, drive(plan, upstream))
+        await _reply(send, 200, json.dumps(answer, ensure_ascii=False).encode())
+
+    async def _within(self, receive: _Receive, work: Awaitable[_T]) -> _T:
+        """``work`` within ``--timeout``, cancelled when the client leaves."""
         try:
-            answer = await _until_left(
-                receive, asyncio.wait_for(drive(plan, upstream), self._timeout)
-            )
+            return await _until_left(receive, asyncio.wait_for(work, self._timeout))
         except TimeoutError:
             raise _Failed(
                 502, f"upstream failed: no answer within {self._timeout:g} s (serve --timeout)"
             ) from None
         except PoolBusy as exc:
             raise _Failed(503, f"the proxy is busy: {exc}") from None
-        if not stream:
-            await _reply(send, 200, json.dumps(answer, ensure_ascii=False).encode())
+
+    async def _stream(
+        self, receive: _Receive, send: _Send, plan: MessagesPlan, headers: Mapping[str, str]
+    ) -> None:
+        """A streamed request: each round streamed upstream, run by the shared stream driver
+        (`MessagesRounds`), the caller's events sent as the driver gives them."""
+        accepted = False
+
+        async def open_() -> Any:
+            nonlocal accepted
+            data = json.dumps({**plan.request(), "stream": True}, ensure_ascii=False).encode()
+            request = self._http.build_request(
+                "POST", self._url, content=data, headers=dict(headers)
+            )
+            try:
+                response = await self._http.send(request, stream=True)
+            except Exception as exc:  # any transport failure of the SDK's HTTP library
+                logger.warning("proxy: upstream request failed: %s", type(exc).__name__)
+                raise _Failed(502, f"upstream failed: {type(exc).__name__}") from None
+            status = response.status_code
+            if status >= 400:
+                content = await _drain(response)
+                if status >= 500:
+                    raise _Failed(502, f"upstream failed with HTTP {status}")
+                raise _UpstreamStatus(status, content)
+            if not accepted:
+                accepted = True
+                plan.accept()
+            return response
+
+        async def close(response: Any) -> None:
+            await response.aclose()
+
+        async def relay() -> None:
+            rounds = await AsyncRoundStream.start(MessagesRounds(plan), open_, _events, close=close)
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [
+                        (b"content-type", b"text/event-stream"),
+                        (b"cache-control", b"no-cache"),
+                    ],
+                }
+            )
+            try:
+                async for item in rounds:
+                    await send({"type": "http.response.body", "body": sse(item), "more_body": True})
+            finally:
+                await rounds.close()
+            await send({"type": "http.response.body", "body": b""})
+
+        await self._within(receive, relay())
+
+
+async def _drain(response: Any) -> bytes:
+    """An upstream error's body (within `MAX_EVENT_BYTES`), the response closed."""
+    try:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_EVENT_BYTES:
+                break
+        return b"".join(chunks)
+    except Exception:  # the error's status says enough
+        return b""
+    finally:
+        await response.aclose()
+
+
+async def _events(response: Any) -> AsyncIterator[dict[str, Any]]:
+    """One upstream round's events: its event stream read (`SseReader`), or, from an
+    upstream that answered the streamed request with a whole message, that message's."""
+    kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if kind == "application/json":
+        try:
+            message = json.loads(await response.aread())
+        except Exception:  # unreadable or not JSON: not a message either way
+            message = None
+        if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+            raise _Failed(502, "the upstream's answer is not a Messages API message")
+        for item in message_events(message):
+            yield item
+        return
+    reader = SseReader()
+    chunks = response.aiter_bytes()
+    while True:
+        try:
+            chunk = await anext(chunks, None)
+            found = reader.feed(chunk) if chunk is not None else reader.close()
+        except EventTooLarge as exc:
+            raise _Failed(502, f"upstream failed: {exc}") from None
+        except Exception as exc:  # any transport failure of the SDK's HTTP library
+            raise _Failed(502, f"upstream failed: {type(exc).__name__}") from None
+        for item in found:
+            yield item
+        if chunk is None:
             return
-        for chunk in stream_events(answer)[2:]:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
-
-
-async def _start_stream(send: _Send, first: Mapping[str, Any]) -> None:
-    """The stream's head, once the first round is in: its ``message_start`` and a ``ping``."""
-    head = stream_events({**first, "content": []})[:2]
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
-        }
-    )
-    await send({"type": "http.response.body", "body": b"".join(head), "more_body": True})
 
 
 def _closing(message: str) -> bytes:
@@ -342,23 +447,3 @@ def _parse(raw: bytes) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise _Failed(400, "the body must be a JSON object")
     return body
-
-
-async def _read_body(receive: _Receive, headers: Mapping[str, str], limit: int) -> bytes:
-    """The whole body, refused with 413 past ``limit`` bytes (announced or received)."""
-    length = headers.get("content-length", "").strip()
-    if length.isdigit() and int(length) > limit:
-        raise _Failed(413, f"the body is larger than {limit} bytes (serve --max-body)")
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Left
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _Failed(413, f"the body is larger than {limit} bytes (serve --max-body)")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)

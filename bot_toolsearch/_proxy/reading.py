@@ -3,10 +3,11 @@
 A request's body must arrive within ``read_timeout`` seconds of the proxy waiting for it (the
 proxy's own work meanwhile, a key probe, not counted); a slower client is answered 408 and its
 connection closed (``serve --read-timeout``; the head has its deadline in
-`bot_toolsearch._proxy.head_deadline`). A request counts against ``--max-in-flight`` only once
-its whole body has arrived, so sockets that send a head and drip the body hold no place that a
-whole request needs: they wait out their deadline and are refused. What bodies still arriving
-cost is bounded by their bytes instead (`BodyBytes`: past it, 503 and the connection closed).
+`bot_toolsearch._proxy.head_deadline`). A request counts against ``--max-in-flight`` (and its
+named client's ``max_in_flight``) only once its whole body has arrived, so sockets that send a
+head and drip the body hold no place that a whole request needs: they wait out their deadline
+and are refused. What bodies still arriving cost is bounded by their bytes instead
+(`BodyBytes`: past it, 503 and the connection closed).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from .limits import BodyBytes, InFlight
+from .limits import BodyBytes, Gate, InFlight
 
 __all__ = [
     "DEFAULT_READ_TIMEOUT",
@@ -42,7 +43,11 @@ class BodyTimeout(Exception):
 
 
 class InFlightFull(Exception):
-    """The whole body arrived, but the in-flight bound is reached."""
+    """The whole body arrived, but an in-flight bound is reached: ``gate``'s."""
+
+    def __init__(self, gate: Gate) -> None:
+        super().__init__(gate)
+        self.gate = gate
 
 
 class BodiesFull(Exception):
@@ -50,37 +55,53 @@ class BodiesFull(Exception):
 
 
 class Reading:
-    """A request's ``receive``: the body within ``timeout`` seconds of waiting for it, the
-    request counted in ``gate`` once the body is whole, its bytes held in ``held`` as they
-    arrive (`leave` gives both back), and the body's size in bytes (`size`). After the body,
-    messages pass through unchanged (a disconnect)."""
+    """A request's ``receive``: the body within ``timeout`` seconds of waiting for it, the request
+    counted in ``gate`` (and in those of `count_also`) once the body is whole, its bytes
+    held in ``held`` as they arrive (`leave` gives both back), and the body's size in bytes
+    (`size`). After the body, messages pass through unchanged (a disconnect)."""
 
     __slots__ = (
-        "_gate",
+        "_counted",
+        "_gates",
         "_held",
         "_receive",
         "_taken",
         "_timeout",
         "_waited",
-        "counted",
         "size",
         "whole",
     )
 
     def __init__(self, receive: _Receive, timeout: float, gate: InFlight, held: BodyBytes) -> None:
-        self._receive, self._timeout, self._gate, self._held = receive, timeout, gate, held
+        self._receive, self._timeout, self._held = receive, timeout, held
+        self._gates: list[Gate] = [gate]
+        self._counted: list[Gate] = []
         self._waited = 0.0
         self._taken = 0
         self.size = 0
         self.whole = False
-        self.counted = False
+
+    def count_also(self, gate: Gate) -> None:
+        """Count the request in ``gate`` too, once its body is whole (a named client's bound).
+
+        Raises:
+            InFlightFull: the body is whole already, and ``gate`` is full.
+        """
+        self._gates.append(gate)
+        if self.whole:
+            self._enter(gate)
+
+    def _enter(self, gate: Gate) -> None:
+        if not gate.enter():
+            raise InFlightFull(gate)
+        self._counted.append(gate)
 
     async def __call__(self) -> MutableMapping[str, Any]:
         """The next message.
 
         Raises:
             BodyTimeout: the body is not whole within the deadline.
-            InFlightFull: it is whole, and the in-flight bound is reached (nothing counted).
+            InFlightFull: it is whole, and an in-flight bound is reached (nothing counted).
             BodiesFull: its bytes would pass the bound of body bytes held at once.
         """
         if self.whole:
@@ -101,15 +122,21 @@ class Reading:
             self.size += size
             if not message.get("more_body", False):
                 self.whole = True
-                self.counted = self._gate.enter()
-                if not self.counted:
-                    raise InFlightFull
+                try:
+                    for gate in self._gates:
+                        self._enter(gate)
+                except InFlightFull:
+                    self._uncount()
+                    raise
         return message
 
     def leave(self) -> None:
         """The request is done: its bytes given back, and uncounted if it was counted."""
         self._held.give(self._taken)
         self._taken = 0
-        if self.counted:
-            self.counted = False
-            self._gate.leave()
+        self._uncount()
+
+    def _uncount(self) -> None:
+        counted, self._counted = self._counted, []
+        for gate in counted:
+            gate.leave()

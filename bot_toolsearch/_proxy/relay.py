@@ -30,6 +30,7 @@ from openai.resources.chat.completions import AsyncCompletions
 from openai.resources.responses import AsyncResponses
 
 from bot_toolsearch._errors import ToolNotPermittedError
+from bot_toolsearch._services.shared_state import RedisState
 from bot_toolsearch._services.threads import PoolBusy
 from bot_toolsearch._wrap.engine import Engine
 from bot_toolsearch._wrap.responses import ALIAS_SINK
@@ -38,7 +39,6 @@ from bot_toolsearch._wrap.verbatim import VERBATIM, Verbatim
 from .client_copies import ClientCopies
 from .keys import UpstreamKeys
 from .request import Disconnected, Refused, Request, Send, busy, until_disconnect, within
-from .state import RedisState
 
 __all__ = [
     "Answer",

@@ -22,6 +22,7 @@ from typing import Any, TypeAlias, TypeVar
 from bot_toolsearch._services.client_policy import ClientPolicy
 
 from .limits import RETRY_AFTER
+from .reading import Reading
 
 __all__ = [
     "ADMITTED",
@@ -122,8 +123,8 @@ class Request:
     """One HTTP request on its way down the stages."""
 
     scope: Scope
-    receive: Receive
-    """The body's reader (`bot_toolsearch._proxy.reading.Reading`): deadline and limits."""
+    receive: Reading
+    """The body's reader: its deadline, and its bounds (`count_also`)."""
     send: Send
     path: str
     """The normalised path (`app`)."""
@@ -135,6 +136,8 @@ class Request:
     """The key that goes upstream (`body`)."""
     extra: dict[str, str] = field(default_factory=dict)
     """Client headers passed upstream (organisation, project, beta flags; `body`)."""
+    auth: dict[str, str] = field(default_factory=dict)
+    """The headers that carry ``key`` upstream in the route's dialect, for the key probe."""
     raw: bytes = b""
     """The body's bytes (`body`)."""
     body: dict[str, Any] = field(default_factory=dict)

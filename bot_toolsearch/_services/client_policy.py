@@ -5,7 +5,8 @@ time, by SHA-256) and makes that client's policy current for the request's tasks
 (`CURRENT`); every door below reads its settings through `scoped`, so each place ``[tools]
 allow``/``deny`` already holds (tools, functions, custom tools, ``tool_choice``, pass-through
 endpoints, deferred tools) holds the client's: its ``allow`` replaces ``[tools] allow`` when
-given, its ``deny`` adds to ``[tools] deny``.
+given, its ``deny`` adds to ``[tools] deny``. The MCP door over HTTP matches the same way and
+builds each client's view from `narrowed` settings.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from bot_toolsearch._config.settings import BotSettings, ProxyClient
 
-__all__ = ["CURRENT", "ClientPolicy", "match", "scoped"]
+__all__ = ["CURRENT", "ClientPolicy", "match", "narrowed", "scoped"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,12 @@ _LOCK = threading.Lock()  # held for the dict's bookkeeping only
 def scoped(settings: BotSettings) -> BotSettings:
     """``settings`` with the current client's ``allow``/``deny`` in ``[tools]`` (itself when no
     client policy is current). Made once per snapshot and client."""
-    policy = CURRENT.get()
+    return narrowed(settings, CURRENT.get())
+
+
+def narrowed(settings: BotSettings, policy: ClientPolicy | None) -> BotSettings:
+    """``settings`` with ``policy``'s ``allow``/``deny`` in ``[tools]`` (itself for ``None``).
+    Made once per snapshot and client, so the same pair gives the same object."""
     if policy is None:
         return settings
     key = (id(settings), policy)

@@ -1,20 +1,22 @@
 """`wrap_anthropic`: an ``anthropic`` client whose ``messages.create`` does tool search.
 
-The twin of `wrap_openai` for Python code on the ``anthropic`` SDK: ``messages.create`` runs
-the Messages adapter (`bot_toolsearch._wrap.messages`) through the shared round driver
+The twin of `wrap_openai` for Python code on the ``anthropic`` SDK: ``messages.create`` runs the
+Messages adapter (`bot_toolsearch._wrap.messages`) through the shared round driver
 (`bot_toolsearch._wrap.rounds`), each round posted with the client's own ``post`` (its auth,
 headers, retries and timeout), and returns the SDK's typed ``Message``, so Anthropic's tool
 search (a search tool, ``defer_loading``, ``tool_reference`` blocks) works on any
 Anthropic-compatible backend, and ``[skills]`` tool search on any request with tools. Every
-other attribute is the given client's. ``stream=True`` and ``messages.stream()`` are refused
-(`UnsupportedCallError`) rather than sent without tool search; the proxy streams
-(`bot_toolsearch._proxy.messages`). The ``anthropic`` package is imported only when a client
-is wrapped (the ``anthropic`` extra).
+other attribute is the given client's. ``stream=True`` streams each round upstream through the
+shared stream driver (`bot_toolsearch._wrap.stream_driver`, its Messages dialect
+`bot_toolsearch._wrap.messages_streaming`) and returns the SDK's typed events as they come, the
+final round's text deltas live; ``messages.stream()`` is the SDK's own helper over it. The
+``anthropic`` package is imported only when a client is wrapped (the ``anthropic`` extra).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -26,8 +28,10 @@ from bot_toolsearch._services.threads import POOLS
 
 from .engine import Engine
 from .messages import messages_plan, ordinary_body
+from .messages_streaming import MessagesRounds
 from .plan import Pending
 from .rounds import drive, drive_sync
+from .stream_driver import AsyncRoundStream, SyncRoundStream
 
 __all__ = ["wrap_anthropic"]
 
@@ -37,10 +41,9 @@ _OPTIONS = {
     "extra_body": "extra_json",
     "timeout": "timeout",
 }
-_STREAMING = (
-    "messages.create(stream=True) and messages.stream() of a wrap_anthropic client: not "
-    "supported (they would send the request without tool search); call messages.create "
-    "without stream, or stream through `bot-toolsearch serve --upstream-api messages`"
+_OUTPUT_FORMAT = (
+    "messages.stream(output_format=...) of a wrap_anthropic client: not supported; pass the "
+    "schema as output_config={'format': ...}"
 )
 
 
@@ -59,6 +62,8 @@ def wrap_anthropic(
     never a search tool type, ``defer_loading`` or a ``tool_reference``; the reply carries
     ``server_tool_use`` and ``tool_search_tool_result`` blocks as Anthropic's does, usage
     summed over rounds. Without a search tool, ``[skills]`` decides as for `wrap_openai`.
+    ``messages.create(stream=True)`` and ``messages.stream()`` stream the same message, the
+    last round's text as the backend sends it.
 
     Args:
         client: an ``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic``.
@@ -98,14 +103,8 @@ class _Messages:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client.messages, name)
 
-    def stream(self, **_: Any) -> Any:
-        """Refused: see `wrap_anthropic`."""
-        raise UnsupportedCallError(_STREAMING)
-
     def _split(self, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         anthropic = _sdk()
-        if kwargs.get("stream") is True:
-            raise UnsupportedCallError(_STREAMING)
         body: dict[str, Any] = {}
         options: dict[str, Any] = {}
         for key, value in kwargs.items():
@@ -121,10 +120,51 @@ class _Messages:
     def _message(self, answer: Mapping[str, Any]) -> Any:
         return _sdk().types.Message.model_validate(answer)
 
+    def _post(self, body: Mapping[str, Any], options: Mapping[str, Any], stream: bool) -> Any:
+        """One upstream round: a message as JSON, or (``stream``) its events as JSON objects."""
+        if not stream:
+            return self._client.post("/v1/messages", body=body, options=options, cast_to=object)
+        stream_cls = _sdk().AsyncStream if self._async else _sdk().Stream
+        return self._client.post(
+            "/v1/messages",
+            body={**body, "stream": True},
+            options=options,
+            cast_to=object,
+            stream=True,
+            stream_cls=stream_cls[object],
+        )
+
+    def _ordinary_stream(self, body: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
+        """A request with nothing to search, streamed as the SDK streams it."""
+        anthropic = _sdk()
+        stream_cls = anthropic.AsyncStream if self._async else anthropic.Stream
+        return self._client.post(
+            "/v1/messages",
+            body={**body, "stream": True},
+            options=options,
+            cast_to=anthropic.types.Message,
+            stream=True,
+            stream_cls=stream_cls[anthropic.types.RawMessageStreamEvent],
+        )
+
+    _async = False
+
+
+def _stream_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``messages.stream()``'s arguments as ``create(stream=True)``'s."""
+    anthropic = _sdk()
+    given = kwargs.get("output_format")
+    if given is not None and not isinstance(given, anthropic.NotGiven | anthropic.Omit):
+        raise UnsupportedCallError(_OUTPUT_FORMAT)
+    return {**{k: v for k, v in kwargs.items() if k != "output_format"}, "stream": True}
+
 
 class _AsyncMessages(_Messages):
+    _async = True
+
     async def create(self, **kwargs: Any) -> Any:
         """``messages.create`` with tool search (see `wrap_anthropic`)."""
+        streaming = kwargs.get("stream") is True
         body, options = self._split(kwargs)
         engine = self._engine
         settings = engine.snapshot()
@@ -138,26 +178,39 @@ class _AsyncMessages(_Messages):
         plan = found
         if plan is None:
             body = ordinary_body(body, settings)
+            if streaming:
+                return await self._ordinary_stream(body, options)
+            return self._message(await self._post(body, options, False))
         accepted = False
 
         async def send(request: Mapping[str, Any]) -> Any:
             nonlocal accepted
-            reply = await self._client.post(
-                "/v1/messages", body=request, options=options, cast_to=object
-            )
-            if plan is not None and not accepted:
+            reply = await self._post(request, options, streaming)
+            if not accepted:
                 accepted = True
                 plan.accept()
             return reply
 
-        if plan is None:
-            return self._message(await send(body))
-        return self._message(await drive(plan, send))
+        if not streaming:
+            return self._message(await drive(plan, send))
+
+        render = _Render()
+        render.stream = await AsyncRoundStream.start(
+            MessagesRounds(plan), lambda: send(plan.request()), aiter, render=render
+        )
+        return render.stream
+
+    def stream(self, **kwargs: Any) -> Any:
+        """``messages.stream()`` with tool search: the SDK's own stream helper over the
+        wrapped ``create(stream=True)`` (its events, text stream and final message)."""
+        manager = _helpers().AsyncMessageStreamManager
+        return manager(self.create(**_stream_kwargs(kwargs)), output_format=_sdk().NOT_GIVEN)
 
 
 class _SyncMessages(_Messages):
     def create(self, **kwargs: Any) -> Any:
         """``messages.create`` with tool search (see `wrap_anthropic`)."""
+        streaming = kwargs.get("stream") is True
         body, options = self._split(kwargs)
         engine = self._engine
         settings = engine.snapshot()
@@ -165,19 +218,61 @@ class _SyncMessages(_Messages):
         assert not isinstance(plan, Pending)  # built here: never pending
         if plan is None:
             body = ordinary_body(body, settings)
+            if streaming:
+                return self._ordinary_stream(body, options)
+            return self._message(self._post(body, options, False))
         accepted = False
 
         def send(request: Mapping[str, Any]) -> Any:
             nonlocal accepted
-            reply = self._client.post("/v1/messages", body=request, options=options, cast_to=object)
-            if plan is not None and not accepted:
+            reply = self._post(request, options, streaming)
+            if not accepted:
                 accepted = True
                 plan.accept()
             return reply
 
-        if plan is None:
-            return self._message(send(body))
-        return self._message(drive_sync(plan, send))
+        if not streaming:
+            return self._message(drive_sync(plan, send))
+
+        render = _Render()
+        render.stream = SyncRoundStream.start(
+            MessagesRounds(plan), lambda: send(plan.request()), iter, render=render
+        )
+        return render.stream
+
+    def stream(self, **kwargs: Any) -> Any:
+        """``messages.stream()`` with tool search: the SDK's own stream helper over the
+        wrapped ``create(stream=True)`` (its events, text stream and final message)."""
+        manager = _helpers().MessageStreamManager
+        make = functools.partial(self.create, **_stream_kwargs(kwargs))
+        return manager(make, output_format=_sdk().NOT_GIVEN)
+
+
+class _Render:
+    """A stream's events as the SDK's types, ``ping`` left out as the SDK's own stream leaves
+    it out; our own ``error`` event (a round that ended before its ``message_stop``) raised as
+    the SDK's ``APIConnectionError``."""
+
+    stream: Any = None
+
+    def __call__(self, event: Mapping[str, Any]) -> Any:
+        anthropic = _sdk()
+        if event.get("type") == "ping":
+            return None
+        if event.get("type") == "error":
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, Mapping) else None
+            request = self.stream.upstream_response.request
+            raise anthropic.APIConnectionError(message=str(message), request=request)
+        return _event_type().validate_python(event)
+
+
+@functools.cache
+def _event_type() -> Any:
+    """The SDK's stream event union, read once."""
+    import pydantic
+
+    return pydantic.TypeAdapter(_sdk().types.RawMessageStreamEvent)
 
 
 def _sdk() -> Any:
@@ -189,6 +284,11 @@ def _sdk() -> Any:
             "wrap_anthropic needs the anthropic package: pip install '.[anthropic]' in the clone"
         ) from exc
     return anthropic
+
+
+def _helpers() -> Any:
+    """The SDK's stream helpers (``anthropic.lib.streaming``)."""
+    return importlib.import_module("anthropic.lib.streaming")
 
 
 def _plain(value: Any) -> Any:

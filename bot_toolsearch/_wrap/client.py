@@ -36,9 +36,9 @@ from .plan import Pending, busy
 from .raw import handled, split_raw
 from .replies import guard_async, guard_sync
 from .responses import ResponsesPlan, round_sender, round_sender_async
-from .responses_streaming import AsyncResponsesStream, SyncResponsesStream
+from .responses_streaming import responses_stream_async, responses_stream_sync
 from .rounds import drive, drive_sync
-from .streaming import AsyncChatStream, SyncChatStream
+from .streaming import chat_stream_async, chat_stream_sync
 from .surface import PASSED, Resource, create_parameters, is_public, post_kwargs, refusal
 from .verbatim import VERBATIM
 
@@ -243,7 +243,7 @@ class _AsyncCompletions(_AsyncResource):
     async def _run(self, plan: ChatPlan, kwargs: dict[str, Any]) -> Any:
         create = guard_async(self._inner, "chat", plan.accept)
         if kwargs.get("stream") is True:
-            return await AsyncChatStream.start(create, plan)
+            return await chat_stream_async(create, plan)
         done = await drive(plan, lambda request: create(**request), busy)
         verbatim = VERBATIM.get()
         if verbatim is not None and not plan.unchanged:
@@ -266,7 +266,7 @@ class _AsyncResponses(_AsyncResource):
     async def _run(self, plan: ResponsesPlan, kwargs: dict[str, Any]) -> Any:
         create = guard_async(self._inner, "responses", plan.accept)
         if kwargs.get("stream") is True:
-            return await AsyncResponsesStream.start(create, plan)
+            return await responses_stream_async(create, plan)
         return await drive(plan, round_sender_async(create), busy)
 
 
@@ -283,7 +283,7 @@ class _SyncCompletions(_SyncResource):
     def _run(self, plan: ChatPlan, kwargs: dict[str, Any]) -> Any:
         create = guard_sync(self._inner, "chat", plan.accept)
         if kwargs.get("stream") is True:
-            return SyncChatStream.start(create, plan)
+            return chat_stream_sync(create, plan)
         return drive_sync(plan, lambda request: create(**request))
 
 
@@ -302,7 +302,7 @@ class _SyncResponses(_SyncResource):
     def _run(self, plan: ResponsesPlan, kwargs: dict[str, Any]) -> Any:
         create = guard_sync(self._inner, "responses", plan.accept)
         if kwargs.get("stream") is True:
-            return SyncResponsesStream.start(create, plan)
+            return responses_stream_sync(create, plan)
         return drive_sync(plan, round_sender(create))
 
 

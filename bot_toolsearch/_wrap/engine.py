@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot_toolsearch._config.reload import ConfigReloader
-from bot_toolsearch._config.settings import BotSettings, SkillsSettings
+from bot_toolsearch._config.settings import BotSettings, SkillsSettings, ToolsSettings
 from bot_toolsearch._services.client_policy import scoped
 from bot_toolsearch._services.threads import SharedWork
 
@@ -65,11 +65,11 @@ class Engine:
         """The index builds under way in the ``index`` pool, by event loop and `Pending.build`:
         a call that needs one under way waits for it (`bot_toolsearch._wrap.client`)."""
         self.aliases = ResponseAliases()
+        """Stream ids standing for a later response (`ResponseAliases`), across calls."""
         self.platform: object = None
         """The SDK's platform headers, once a client of this engine has found them: a copy
         made per call (the proxy makes one per API key) starts with them, instead of looking
         them up again in a worker thread before its first request (`share_platform`)."""
-        """Stream ids standing for a later response (`ResponseAliases`), across calls."""
         if config is not None:
             self._reloader = ConfigReloader(config)
             # A reload that changes the namespace descriptions (or turns tool search on)
@@ -150,24 +150,7 @@ class Engine:
         if not isinstance(messages, list | tuple):
             filter_function_tools(given, permissions)
             return None
-        read = self._native(kwargs, "chat", build=build)
-        if read is None or isinstance(read, Pending):
-            return read
-        settings, native, known = read
-        if native is not None:
-            kwargs = native.kwargs
-        found = setup(
-            settings,
-            self.cache,
-            tools=kwargs.get("tools"),
-            tool_choice=kwargs.get("tool_choice"),
-            api="chat",
-            build=build,
-            dialect=None if native is None else native.dialect,
-            known=known,
-        )
-        if found is None:
-            filter_function_tools(given, permissions)
+        found, kwargs, _ = self._setup(given, permissions, "chat", build)
         return ChatPlan(found, kwargs, self.on_round) if isinstance(found, Setup) else found
 
     def responses_plan(
@@ -182,29 +165,36 @@ class Engine:
         given = kwargs
         permissions = self.snapshot().tools
         enforce(given, permissions)
-        read = self._native(kwargs, "responses", build=build)
+        found, kwargs, native = self._setup(given, permissions, "responses", build)
+        if not isinstance(found, Setup):
+            return found
+        return ResponsesPlan(
+            found, kwargs, self.aliases, native=native, on_round=self.on_round, caller=given
+        )
+
+    def _setup(
+        self, given: dict[str, Any], permissions: ToolsSettings, api: Api, build: bool
+    ) -> tuple[Setup | Pending | None, dict[str, Any], NativeRequest | None]:
+        """A call's `setup` (``None``: pass it through, its tools held to allow/deny), the
+        arguments it plans from (a dialect request's made ordinary) and the dialect request."""
+        read = self._native(given, api, build=build)
         if read is None or isinstance(read, Pending):
-            return read
+            return read, given, None
         settings, native, known = read
-        if native is not None:
-            kwargs = native.kwargs
+        kwargs = given if native is None else native.kwargs
         found = setup(
             settings,
             self.cache,
             tools=kwargs.get("tools"),
             tool_choice=kwargs.get("tool_choice"),
-            api="responses",
+            api=api,
             build=build,
             dialect=None if native is None else native.dialect,
             known=known,
         )
         if found is None:
             filter_function_tools(given, permissions)
-        if not isinstance(found, Setup):
-            return found
-        return ResponsesPlan(
-            found, kwargs, self.aliases, native=native, on_round=self.on_round, caller=given
-        )
+        return found, kwargs, native
 
     def through(self, kwargs: dict[str, Any], api: Api) -> dict[str, Any]:
         """A passed-through call's arguments: a request in the dialect (with no function tool

@@ -7,11 +7,14 @@ decides as on the OpenAI routes. `MessagesPlan` is sans-IO like the Chat and Res
 ``request()`` is the upstream JSON body (the caller's system text plus the directory, its
 history without search blocks, the round's tools as custom tools with the virtual
 ``tool_search`` among them), ``feed(reply)`` reads the upstream's message and answers the
-engine's calls in hidden rounds. The answer is one message: the hidden rounds' text, each
-search as Anthropic's ``server_tool_use`` and ``tool_search_tool_result`` blocks (when the
-caller sent a search tool), then the last round's blocks holding only the caller's calls;
-``usage`` summed over rounds, ``stop_reason`` the last round's. Any transport drives it
-(`bot_toolsearch._wrap.rounds`): the proxy's JSON over HTTP, `wrap_anthropic`'s SDK client.
+engine's calls in hidden rounds. The answer is one message: every round's blocks in order,
+the engine's calls left out and each search shown in its place as Anthropic's
+``server_tool_use`` and ``tool_search_tool_result`` blocks (when the caller sent a search
+tool), so the last round's calls are only the caller's; ``usage`` summed over rounds,
+``stop_reason`` the last round's. Any transport drives it: the shared round driver
+(`bot_toolsearch._wrap.rounds`) for a plain call, the stream driver
+(`bot_toolsearch._wrap.stream_driver`, its Messages dialect `messages_streaming`) for a
+streamed one, which is shown each round's blocks as they come and ends on the same message.
 """
 
 from __future__ import annotations
@@ -167,11 +170,16 @@ class MessagesPlan:
         self.rounds = 0
         self._usage: dict[str, int] = {}
         self._blocks: list[Any] = []
-        """What the answer shows of the hidden rounds: their text and searches."""
+        """What the answer shows of the hidden rounds (`shown` of each)."""
+        self.shown: list[Any] = []
+        """What the answer shows of the round last fed: its blocks in order, each of the
+        engine's calls left out, a search as its ``server_tool_use`` and
+        ``tool_search_tool_result`` blocks in its place."""
         self._first: Mapping[str, Any] | None = None
 
     def request(self) -> dict[str, Any]:
-        """The JSON body of the next upstream request (never streamed)."""
+        """The JSON body of the next upstream request, without ``stream`` (a streamed call's
+        transport adds ``"stream": true``)."""
         self.rounds += 1
         out: list[Any] = list(self._tools.others)
         projection = self._setup.projection
@@ -204,6 +212,7 @@ class MessagesPlan:
         text = "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
         if not calls:
             self._report.report(self.rounds, sent, None, counts, hidden=False, text=text)
+            self.shown = _shown(content, {}, set())
             return self._finish(reply, content, set())
         queries = {i: _query(c) for i, c in enumerate(calls) if c.name == TOOL_SEARCH_NAME}
         calls = self._regex(calls)
@@ -212,10 +221,11 @@ class MessagesPlan:
         mine = {c.id for i, c in enumerate(answer.calls) if i not in answered}
         last = bool(mine) or self.rounds >= self._setup.settings.model.max_rounds
         self._report.report(self.rounds, sent, answer, counts, hidden=not last)
-        for i, loaded in answer.searched.items():
-            self._blocks.extend(
-                search_blocks(calls[i].id, self._tools.search_name, queries.get(i), loaded)
-            )
+        searches = {
+            calls[i].id: search_blocks(calls[i].id, self._tools.search_name, queries.get(i), loaded)
+            for i, loaded in answer.searched.items()
+        }
+        self.shown = _shown(content, searches, mine)
         if last:
             if answered and not mine:
                 logger.warning(
@@ -224,7 +234,7 @@ class MessagesPlan:
                     self.rounds,
                 )
             return self._finish(reply, content, mine)
-        self._blocks.extend(b for b in content if b.get("type") == "text")
+        self._blocks.extend(self.shown)
         self._hide(content, answer.calls, answered)
         return None
 
@@ -296,11 +306,10 @@ class MessagesPlan:
     def _finish(
         self, reply: Mapping[str, Any], content: list[Mapping[str, Any]], mine: set[str]
     ) -> dict[str, Any]:
-        """The answer: the hidden rounds' blocks, then this round's without the engine's
-        calls; the first round's id, summed usage, this round's ``stop_reason``."""
-        kept = [b for b in content if b.get("type") != "tool_use" or b.get("id") in mine]
+        """The answer: the hidden rounds' blocks, then this round's (`shown`); the first
+        round's id, summed usage, this round's ``stop_reason``."""
         out = dict(reply)
-        out["content"] = [*self._blocks, *kept]
+        out["content"] = [*self._blocks, *self.shown]
         first = self._first if self._first is not None else reply
         if isinstance(first.get("id"), str):
             out["id"] = first["id"]
@@ -312,6 +321,28 @@ class MessagesPlan:
             usage.update(self._usage)
             out["usage"] = usage
         return out
+
+
+def _shown(
+    content: Sequence[Mapping[str, Any]],
+    searches: Mapping[str, Sequence[Mapping[str, Any]]],
+    mine: set[str],
+) -> list[Any]:
+    """A round's blocks as the caller is shown them (`MessagesPlan.shown`); a search whose
+    call id names no block (a repeated id renamed) comes after them."""
+    out: list[Any] = []
+    placed: set[str] = set()
+    for block in content:
+        block_id = block.get("id")
+        if block.get("type") != "tool_use" or block_id in mine:
+            out.append(block)
+        elif isinstance(block_id, str) and block_id in searches and block_id not in placed:
+            placed.add(block_id)
+            out.extend(searches[block_id])
+    for call_id, blocks in searches.items():
+        if call_id not in placed:
+            out.extend(blocks)
+    return out
 
 
 def _arguments(value: object) -> str:

@@ -27,6 +27,7 @@ from bot_toolsearch._services.permissions import permits
 from bot_toolsearch._transports.base import ModelReplyError
 
 from .caller_tools import Api
+from .permitted import declared_name, name_permitted
 from .plan import mapping_get
 
 __all__ = ["guard_reply", "hold_native"]
@@ -80,7 +81,7 @@ def _kept(given: Sequence[Any], allow: Sequence[str], deny: Sequence[str]) -> li
             group = _group(tool, allow, deny)
             if group is not None:
                 out.append(group)
-        elif _permitted(_tool_name(tool), allow, deny):
+        elif name_permitted(declared_name(tool), allow, deny):
             out.append(tool)
     return out
 
@@ -94,30 +95,15 @@ def _group(
         return group
     kept = []
     for member in map(_as_dict, members):
-        name = _tool_name(member) if isinstance(member, Mapping) else None
-        if name is not None and isinstance(space, str):
+        name = declared_name(member)
+        if name is not None and isinstance(space, str) and space:
+            # As `permitted` names a member in ``tool_choice``: an empty namespace adds nothing.
             name = f"{space}.{name}"
-        if _permitted(name, allow, deny):
+        if name_permitted(name, allow, deny):
             kept.append(member)
     if not kept:
         return None
     return group if len(kept) == len(members) else {**group, "tools": kept}
-
-
-def _tool_name(tool: Mapping[str, Any]) -> str | None:
-    """The name an entry declares: ``name``, or ``function.name``/``custom.name``."""
-    name = tool.get("name")
-    if isinstance(name, str):
-        return name
-    for key in ("function", "custom"):
-        inner = tool.get(key)
-        if isinstance(inner, Mapping) and isinstance(inner.get("name"), str):
-            return str(inner["name"])
-    return None
-
-
-def _permitted(name: str | None, allow: Sequence[str], deny: Sequence[str]) -> bool:
-    return name is None or permits(name, allow, deny)
 
 
 def _as_dict(item: object) -> Any:

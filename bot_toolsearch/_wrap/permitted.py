@@ -23,7 +23,13 @@ from bot_toolsearch._config.settings import ToolsSettings
 from bot_toolsearch._errors import ToolNotPermittedError
 from bot_toolsearch._services.permissions import permits
 
-__all__ = ["carry", "enforce", "filter_function_tools"]
+__all__ = [
+    "carry",
+    "declared_name",
+    "enforce",
+    "filter_function_tools",
+    "name_permitted",
+]
 
 _MAX_DEPTH = 8
 """How deep a ``tool_choice`` value is walked for names (real ones nest three levels)."""
@@ -49,7 +55,7 @@ def enforce(kwargs: dict[str, Any], tools: ToolsSettings) -> None:
             kwargs["tools"] = kept
     functions = kwargs.get("functions")
     if isinstance(functions, list | tuple):
-        left = [f for f in functions if _permitted(_name(f), allow, deny)]
+        left = [f for f in functions if name_permitted(declared_name(f), allow, deny)]
         if len(left) != len(functions):
             if left:
                 kwargs["functions"] = left
@@ -65,7 +71,7 @@ def filter_function_tools(kwargs: dict[str, Any], tools: ToolsSettings) -> None:
     given = kwargs.get("tools")
     if (not allow and not deny) or not isinstance(given, list | tuple):
         return
-    kept = [t for t in given if _permitted(_name(t), allow, deny)]
+    kept = [t for t in given if name_permitted(declared_name(t), allow, deny)]
     if len(kept) != len(given):
         kwargs["tools"] = kept
 
@@ -83,7 +89,7 @@ def _filter_others(
             narrowed = _narrow_mcp(tool, allow, deny)
             changed = changed or narrowed is not tool
             out.append(narrowed)
-        elif _permitted(_name(tool), allow, deny):
+        elif name_permitted(declared_name(tool), allow, deny):
             out.append(tool)
         else:
             changed = True
@@ -108,7 +114,7 @@ def _narrow_mcp(
     return tool
 
 
-def _name(tool: object) -> str | None:
+def declared_name(tool: object) -> str | None:
     """The name a tool entry declares: ``name``, or ``function.name``/``custom.name``."""
     if not isinstance(tool, Mapping):
         return None
@@ -122,7 +128,9 @@ def _name(tool: object) -> str | None:
     return None
 
 
-def _permitted(name: str | None, allow: Sequence[str], deny: Sequence[str]) -> bool:
+def name_permitted(name: str | None, allow: Sequence[str], deny: Sequence[str]) -> bool:
+    """Whether ``allow``/``deny`` permit ``name``; an entry that declares no name (``None``)
+    is no tool of theirs and passes."""
     return name is None or permits(name, allow, deny)
 
 

@@ -1,16 +1,17 @@
 """``stream=True`` for the Responses API: hidden rounds consumed, one well-formed event stream.
 
-Each upstream round is streamed. The caller gets one ``response.created`` and one
-``response.in_progress``, held until the first other event it gets: they are the round it is
-first shown something in (the final round, unless an earlier one streamed text before it
-searched), and that round's response id is the stream's one id, from ``response.created`` to
-the terminal event (`ResponsesPlan.present`; `ResponseAliases` when it is not the final
-round's). Then ``sequence_number`` counting from 0 across the whole stream, ``output_index``
-counting the items the caller was shown, and one terminal event (``response.completed``, or
-``response.incomplete``/``response.failed`` as the upstream ended) whose ``response`` is the
-final round's as `ResponsesPlan.feed` rewrote it: only the caller's calls, canonical names,
-``usage`` summed over every round, and an ``output`` that lists exactly the items the caller
-was shown.
+The Responses dialect of the shared stream driver (`bot_toolsearch._wrap.stream_driver`, which
+runs the rounds, sync and async). Each upstream round is streamed. The caller gets one
+``response.created`` and one ``response.in_progress``, held until the first other event it gets:
+they are the round it is first shown something in (the final round, unless an earlier one
+streamed text before it searched), and that round's response id is the stream's one id, from
+``response.created`` to the terminal event (`ResponsesPlan.present`; `ResponseAliases` when it
+is not the final round's). Then ``sequence_number`` counting from 0 across the whole stream,
+``output_index`` counting the items the caller was shown, and one terminal event
+(``response.completed``, or ``response.incomplete``/``response.failed`` as the upstream ended)
+whose ``response`` is the final round's as `ResponsesPlan.feed` rewrote it: only the caller's
+calls, canonical names, ``usage`` summed over every round, and an ``output`` that lists exactly
+the items the caller was shown.
 
 Message text streams through as it arrives, unless it starts like a tool-call envelope (``{``,
 ``<``, a code fence: the plan may read calls from it), which is held until the round ends.
@@ -26,9 +27,9 @@ sent as whole items (``output_item.added``, the arguments or text in one piece,
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from types import TracebackType
-from typing import Any, Self
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from openai.types.responses import (
     Response,
@@ -44,14 +45,12 @@ from openai.types.responses import (
     ResponseTextDoneEvent,
 )
 
-from bot_toolsearch._services.threads import off_loop
-
 from .plan import busy
 from .replies import check_response, iterate_async, iterate_sync, stream_request
 from .responses import ResponsesPlan, create_round, create_round_async
-from .surface import AsyncStreamResponse, SyncStreamResponse
+from .stream_driver import AsyncRoundStream, SyncRoundStream
 
-__all__ = ["AsyncResponsesStream", "SyncResponsesStream"]
+__all__ = ["responses_stream_async", "responses_stream_sync"]
 
 _ENVELOPE_STARTS = ("{", "<", "`", "~")
 _OPENING = ("response.created", "response.in_progress")
@@ -132,8 +131,9 @@ class _Lane:
 class _Round:
     """One upstream round of a streamed call (sans-IO)."""
 
-    def __init__(self, caller: _Caller) -> None:
+    def __init__(self, caller: _Caller, upstream: Any = None) -> None:
         self._caller = caller
+        self._upstream = upstream
         self._lanes: dict[int, _Lane] = {}
         self.response: Response | None = None
         self.terminal = "response.completed"
@@ -186,7 +186,22 @@ class _Round:
                 return [*searched, *(caller.send(e, lane.index) for e in held)]
         return []
 
-    def settle(self) -> None:
+    @property
+    def stopped(self) -> bool:
+        """Whether an upstream ``error`` event was passed on: it ends the stream."""
+        return self.error is not None
+
+    def whole(self) -> Response | None:
+        """The round's final response, checked; ``None`` when the stream ended without one."""
+        if self.response is None:
+            return None
+        return check_response(self.response, stream_request(self._upstream))
+
+    def ended(self) -> list[Any]:
+        """The error event of a stream that ended without a final response event."""
+        return [_ended_early(self._caller)]
+
+    def _settle(self) -> None:
         """After a round: the items the caller was shown live take their final form."""
         if self.response is None:
             return
@@ -198,8 +213,12 @@ class _Round:
             for item_id, item in caller.items
         ]
 
-    def finish(self, final: Response) -> list[Any]:
-        """The caller's last events: the held items the plan kept, then the terminal one."""
+    def finish(self, final: Response | None) -> list[Any]:
+        """The caller's last events: the held items the plan kept, then the terminal one
+        (none after a hidden round)."""
+        self._settle()
+        if final is None:
+            return []
         caller = self._caller
         shown = {lane.item_id for lane in self._lanes.values() if lane.index is not None}
         shown.update(item_id for item_id, _ in caller.items)  # and the searches shown early
@@ -336,142 +355,31 @@ def _ended_early(caller: _Caller) -> Any:
     )
 
 
-class AsyncResponsesStream:
-    """The caller's stream of a ``responses.create(stream=True)`` call (async iterator)."""
+class _ResponsesRounds:
+    """The Responses dialect of the stream driver: one `_Round` per upstream stream."""
 
-    def __init__(
-        self, create: Callable[..., Awaitable[Any]], plan: ResponsesPlan, first: Any
-    ) -> None:
-        self._create = create
-        self._plan = plan
-        self._upstream = first
-        self._iterator = self._run()
+    def __init__(self, plan: ResponsesPlan) -> None:
+        self.plan = plan
+        self._caller = _Caller(plan)
 
-    @classmethod
-    async def start(cls, create: Callable[..., Awaitable[Any]], plan: ResponsesPlan) -> Self:
-        """Send the first round (an upstream error raises here, as from the SDK)."""
-        return cls(create, plan, await create_round_async(create, plan))
+    def round(self, upstream: Any) -> _Round:
+        return _Round(self._caller, upstream)
 
-    @property
-    def response(self) -> Any:
-        """The HTTP response of the current upstream round; closing it closes the stream."""
-        return AsyncStreamResponse(self, self.close)
-
-    @property
-    def upstream_response(self) -> Any:
-        """The HTTP response of the current upstream round."""
-        return self._upstream.response
-
-    async def _next_round(self) -> None:
-        self._upstream = await create_round_async(self._create, self._plan)
-
-    async def _run(self) -> AsyncIterator[Any]:
-        caller = _Caller(self._plan)
-        while True:
-            round_ = _Round(caller)
-            async for event in iterate_async(self._upstream, chat=False):
-                for out in round_.feed(event):
-                    yield out
-                if round_.error is not None:
-                    return
-            if round_.response is None:
-                yield _ended_early(caller)
-                return
-            response = check_response(round_.response, stream_request(self._upstream))
-            heavy = self._plan.offload or busy(response)
-            final = await off_loop(heavy, self._plan.feed, response)
-            round_.settle()
-            if final is not None:
-                for out in round_.finish(final):
-                    yield out
-                return
-            await self._next_round()
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._iterator
-
-    async def __anext__(self) -> Any:
-        return await self._iterator.__anext__()
-
-    async def close(self) -> None:
-        """Close the upstream stream."""
-        await self._upstream.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+    def busy(self, reply: Any) -> bool:
+        return busy(reply)
 
 
-class SyncResponsesStream:
-    """The caller's stream of a sync ``responses.create(stream=True)`` call (iterator)."""
+async def responses_stream_async(create: Callable[..., Awaitable[Any]], plan: ResponsesPlan) -> Any:
+    """The caller's stream of an async ``responses.create(stream=True)`` call; the first
+    round is sent here (an upstream error raises here, as from the SDK)."""
+    events = functools.partial(iterate_async, chat=False)
+    rounds = _ResponsesRounds(plan)
+    return await AsyncRoundStream.start(rounds, lambda: create_round_async(create, plan), events)
 
-    def __init__(self, create: Callable[..., Any], plan: ResponsesPlan, first: Any) -> None:
-        self._create = create
-        self._plan = plan
-        self._upstream = first
-        self._iterator = self._run()
 
-    @classmethod
-    def start(cls, create: Callable[..., Any], plan: ResponsesPlan) -> Self:
-        """Send the first round (an upstream error raises here, as from the SDK)."""
-        return cls(create, plan, create_round(create, plan))
-
-    @property
-    def response(self) -> Any:
-        """The HTTP response of the current upstream round; closing it closes the stream."""
-        return SyncStreamResponse(self, self.close)
-
-    @property
-    def upstream_response(self) -> Any:
-        """The HTTP response of the current upstream round."""
-        return self._upstream.response
-
-    def _next_round(self) -> None:
-        self._upstream = create_round(self._create, self._plan)
-
-    def _run(self) -> Iterator[Any]:
-        caller = _Caller(self._plan)
-        while True:
-            round_ = _Round(caller)
-            for event in iterate_sync(self._upstream, chat=False):
-                yield from round_.feed(event)
-                if round_.error is not None:
-                    return
-            if round_.response is None:
-                yield _ended_early(caller)
-                return
-            response = check_response(round_.response, stream_request(self._upstream))
-            final = self._plan.feed(response)
-            round_.settle()
-            if final is not None:
-                yield from round_.finish(final)
-                return
-            self._next_round()
-
-    def __iter__(self) -> Iterator[Any]:
-        return self._iterator
-
-    def __next__(self) -> Any:
-        return next(self._iterator)
-
-    def close(self) -> None:
-        """Close the upstream stream."""
-        self._upstream.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+def responses_stream_sync(create: Callable[..., Any], plan: ResponsesPlan) -> Any:
+    """The caller's stream of a sync ``responses.create(stream=True)`` call; the first round
+    is sent here (an upstream error raises here, as from the SDK)."""
+    events = functools.partial(iterate_sync, chat=False)
+    rounds = _ResponsesRounds(plan)
+    return SyncRoundStream.start(rounds, lambda: create_round(create, plan), events)

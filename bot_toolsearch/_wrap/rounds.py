@@ -5,8 +5,8 @@ reads the upstream's reply and returns the caller's answer, or ``None`` to go ro
 `drive` is the async driver and `drive_sync` the sync one, with the transport passed in, so a
 dialect is a plan plus a transport and no dialect writes the loop itself. The Messages dialect
 (`bot_toolsearch._wrap.messages`) and the Chat Completions and Responses plans run on it (a
-Responses round is a `chain_round` flow its transport drives); the two streamed drivers still
-have loops of their own.
+Responses round is a `chain_round` flow its transport drives); their streamed calls run on
+its streamed twin, `bot_toolsearch._wrap.stream_driver`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,22 @@
 """``stream=True`` for Chat Completions: hidden rounds consumed, one well-formed stream out.
 
-Each upstream round is streamed; text deltas reach the caller as they arrive, unless the text
-starts like a tool-call envelope (``{``, ``<``, a code fence), which is held back until the
-round ends. Tool-call deltas are always held: only at the end of a round is it known whether
-the wrapper answers them. The round is then assembled into one completion and read by the same
-`ChatPlan` as a non-streamed call, so both modes decide alike. A hidden round emits nothing
-more; the final round emits the caller's tool calls, one ``finish_reason``, and, when the
-caller asked for ``stream_options.include_usage``, one usage chunk summed over every round.
-Every chunk carries the first upstream chunk's id.
+The Chat dialect of the shared stream driver (`bot_toolsearch._wrap.stream_driver`, which runs
+the rounds, sync and async). Each upstream round is streamed; text deltas reach the caller as
+they arrive, unless the text starts like a tool-call envelope (``{``, ``<``, a code fence),
+which is held back until the round ends. Tool-call deltas are always held: only at the end of a
+round is it known whether the wrapper answers them. The round is then assembled into one
+completion and read by the same `ChatPlan` as a non-streamed call, so both modes decide alike. A
+hidden round emits nothing more; the final round emits the caller's tool calls, one
+``finish_reason``, and, when the caller asked for ``stream_options.include_usage``, one usage
+chunk summed over every round. Every chunk carries the first upstream chunk's id. A stream cut
+before its ``finish_reason`` raises the SDK's ``APIConnectionError``.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from types import TracebackType
-from typing import Any, Self
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
@@ -30,14 +31,12 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
     Function,
 )
 
-from bot_toolsearch._services.threads import off_loop
-
 from .chat import ChatPlan
 from .plan import busy, mapping_get
 from .replies import iterate_async, iterate_sync, stream_cut, stream_request
-from .surface import AsyncStreamResponse, SyncStreamResponse
+from .stream_driver import AsyncRoundStream, SyncRoundStream
 
-__all__ = ["AsyncChatStream", "SyncChatStream"]
+__all__ = ["chat_stream_async", "chat_stream_sync"]
 
 _ENVELOPE_STARTS = ("{", "<", "`", "~")
 
@@ -54,8 +53,9 @@ class _StreamState:
 class _Round:
     """One upstream round of a streamed call (sans-IO)."""
 
-    def __init__(self, state: _StreamState) -> None:
+    def __init__(self, state: _StreamState, upstream: Any = None) -> None:
         self._state = state
+        self._upstream = upstream
         self._text: list[str] = []
         self._length = 0  # characters of text received
         self._shown = 0  # characters of text already emitted
@@ -109,13 +109,17 @@ class _Round:
                 self._shown = self._length
         return out
 
-    @property
-    def finished(self) -> bool:
-        """Whether the upstream sent a ``finish_reason`` (else the stream was cut)."""
-        return self._finish is not None
+    stopped = False
+    """A Chat stream has no error event to pass on: an upstream failure raises."""
 
-    def completion(self) -> ChatCompletion:
-        """The round as one completion, for `ChatPlan.feed`."""
+    def whole(self) -> ChatCompletion:
+        """The round as one completion, for `ChatPlan.feed`.
+
+        Raises:
+            openai.APIConnectionError: the upstream stream ended without a ``finish_reason``.
+        """
+        if self._finish is None:
+            raise stream_cut(stream_request(self._upstream))
         text = "".join(self._text)
         calls: list[Any] = [
             ChatCompletionMessageFunctionToolCall(
@@ -139,9 +143,15 @@ class _Round:
             usage=self._usage,
         )
 
-    def finish(self, final: ChatCompletion) -> list[ChatCompletionChunk]:
-        """The caller's last chunks: held text, tool calls, finish reason, usage."""
+    def ended(self) -> list[ChatCompletionChunk]:  # pragma: no cover - `whole` raises first
+        return []
+
+    def finish(self, final: ChatCompletion | None) -> list[ChatCompletionChunk]:
+        """The caller's last chunks: held text, tool calls, finish reason, usage (none after
+        a hidden round)."""
         out: list[ChatCompletionChunk] = []
+        if final is None:
+            return out
         choice = final.choices[0] if final.choices else None
         message = choice.message if choice is not None else None
         content = message.content if message is not None else None
@@ -206,125 +216,28 @@ def _include_usage(plan: ChatPlan) -> bool:
     return bool(mapping_get(options, "include_usage")) if options is not None else False
 
 
-class AsyncChatStream:
-    """The caller's stream of a ``create(stream=True)`` call (async iterator, context manager)."""
+class _ChatRounds:
+    """The Chat Completions dialect of the stream driver: one `_Round` per upstream stream."""
 
-    def __init__(self, create: Callable[..., Awaitable[Any]], plan: ChatPlan, first: Any) -> None:
-        self._create = create
-        self._plan = plan
-        self._upstream = first
-        self._iterator = self._run()
+    def __init__(self, plan: ChatPlan) -> None:
+        self.plan = plan
+        self._state = _StreamState(_include_usage(plan))
 
-    @classmethod
-    async def start(cls, create: Callable[..., Awaitable[Any]], plan: ChatPlan) -> Self:
-        """Send the first round (an upstream error raises here, as from the SDK)."""
-        return cls(create, plan, await create(**plan.request()))
+    def round(self, upstream: Any) -> _Round:
+        return _Round(self._state, upstream)
 
-    @property
-    def response(self) -> Any:
-        """The HTTP response of the current upstream round; closing it closes the stream."""
-        return AsyncStreamResponse(self, self.close)
-
-    @property
-    def upstream_response(self) -> Any:
-        """The HTTP response of the current upstream round."""
-        return self._upstream.response
-
-    async def _run(self) -> AsyncIterator[ChatCompletionChunk]:
-        state = _StreamState(_include_usage(self._plan))
-        while True:
-            round_ = _Round(state)
-            async for chunk in iterate_async(self._upstream):
-                for out in round_.feed(chunk):
-                    yield out
-            if not round_.finished:
-                raise stream_cut(stream_request(self._upstream))
-            completion = round_.completion()
-            heavy = self._plan.offload or busy(completion)
-            final = await off_loop(heavy, self._plan.feed, completion)
-            if final is not None:
-                for out in round_.finish(final):
-                    yield out
-                return
-            self._upstream = await self._create(**self._plan.request())
-
-    def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
-        return self._iterator
-
-    async def __anext__(self) -> ChatCompletionChunk:
-        return await self._iterator.__anext__()
-
-    async def close(self) -> None:
-        """Close the upstream stream."""
-        await self._upstream.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+    def busy(self, reply: Any) -> bool:
+        return busy(reply)
 
 
-class SyncChatStream:
-    """The caller's stream of a sync ``create(stream=True)`` call (iterator, context manager)."""
+async def chat_stream_async(create: Callable[..., Awaitable[Any]], plan: ChatPlan) -> Any:
+    """The caller's stream of an async ``create(stream=True)`` call; the first round is sent
+    here (an upstream error raises here, as from the SDK)."""
+    rounds = _ChatRounds(plan)
+    return await AsyncRoundStream.start(rounds, lambda: create(**plan.request()), iterate_async)
 
-    def __init__(self, create: Callable[..., Any], plan: ChatPlan, first: Any) -> None:
-        self._create = create
-        self._plan = plan
-        self._upstream = first
-        self._iterator = self._run()
 
-    @classmethod
-    def start(cls, create: Callable[..., Any], plan: ChatPlan) -> Self:
-        """Send the first round (an upstream error raises here, as from the SDK)."""
-        return cls(create, plan, create(**plan.request()))
-
-    @property
-    def response(self) -> Any:
-        """The HTTP response of the current upstream round; closing it closes the stream."""
-        return SyncStreamResponse(self, self.close)
-
-    @property
-    def upstream_response(self) -> Any:
-        """The HTTP response of the current upstream round."""
-        return self._upstream.response
-
-    def _run(self) -> Iterator[ChatCompletionChunk]:
-        state = _StreamState(_include_usage(self._plan))
-        while True:
-            round_ = _Round(state)
-            for chunk in iterate_sync(self._upstream):
-                yield from round_.feed(chunk)
-            if not round_.finished:
-                raise stream_cut(stream_request(self._upstream))
-            final = self._plan.feed(round_.completion())
-            if final is not None:
-                yield from round_.finish(final)
-                return
-            self._upstream = self._create(**self._plan.request())
-
-    def __iter__(self) -> Iterator[ChatCompletionChunk]:
-        return self._iterator
-
-    def __next__(self) -> ChatCompletionChunk:
-        return next(self._iterator)
-
-    def close(self) -> None:
-        """Close the upstream stream."""
-        self._upstream.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+def chat_stream_sync(create: Callable[..., Any], plan: ChatPlan) -> Any:
+    """The caller's stream of a sync ``create(stream=True)`` call; the first round is sent
+    here (an upstream error raises here, as from the SDK)."""
+    return SyncRoundStream.start(_ChatRounds(plan), lambda: create(**plan.request()), iterate_sync)

@@ -1,39 +1,9 @@
 """Test support: `ScriptedOpenAIServer`, a scripted OpenAI-compatible server on 127.0.0.1.
 
 Test a bot with the real ``openai`` SDK and real HTTP, no patching (a turn is one model
-response; ``[call(...), call(...)]`` is one response with two calls)::
-
-    import asyncio
-
-    import openai
-
-    from bot_toolsearch import Bot, BotSettings, tool
-    from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
-
-    @tool(name="weather.forecast", description="Forecast the weather for a city.")
-    def forecast(city: str) -> str:
-        return f"{city}: sunny"
-
-    async def test_the_bot_finds_and_calls_the_forecast() -> None:
-        settings = BotSettings(skills={"tool_search_enabled": True})
-        with ScriptedOpenAIServer() as server:
-            server.script(
-                call("tool_search", query="select:weather.forecast"),  # round 1
-                call("weather-_-forecast", city="Oslo"),                # round 2
-                text("Sunny in Oslo."),                                 # round 3
-            )
-            async with openai.AsyncOpenAI(
-                base_url=server.base_url, api_key="test", max_retries=0
-            ) as client:
-                result = await Bot(settings, [forecast], client=client).ask("Oslo weather?")
-            server.assert_consumed()
-        # Round 1 offers the always-loaded tools and tool_search; round 2 adds the
-        # loaded schema, under its wire name.
-        assert server.requests[0].tool_names == ["send_message", "end", "tool_search"]
-        assert "weather-_-forecast" in server.requests[1].tool_names
-        assert result.reply == "Sunny in Oslo."
-
-    asyncio.run(test_the_bot_finds_and_calls_the_forecast())
+response; ``[call(...), call(...)]`` is one response with two calls): `ScriptedOpenAIServer`'s
+docstring has the example, a bot that searches, loads and calls a tool in three rounds (run by
+``tests/test_readme.py``; ``docs/testing.md`` walks through it).
 
 Usage figures in the answers are estimates (about four characters of compact JSON per token),
 with cached tokens simulating a provider's prefix cache against the previous request. For

@@ -16,29 +16,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import httpx
 import openai
 import pytest
 
 from bot_toolsearch import BotSettings, wrap_openai
 from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch.testing import Responder, ScriptedOpenAIServer
-from tests._cli_runner import clean_env
+from tests.conformance._serve import serving
 from tests.proxy._raw import served
 
 TOOL_SEARCH_ON = BotSettings.model_validate({"skills": {"tool_search_enabled": True}})
 """The settings of every door: tool search on, everything else at its default."""
-
-SERVE_START = 120
-"""Seconds ``serve`` may take to start or stop (a loaded 2-core machine)."""
 
 DIALECT = ('"defer_loading"', '"tool_search_call"', '"tool_search_output"', '"namespace"')
 """JSON fragments of the dialect that must never reach the strict upstream."""
@@ -77,32 +68,8 @@ def proxy_url(strict: ScriptedOpenAIServer) -> Iterator[str]:
 def serve_url(strict: ScriptedOpenAIServer, tmp_path: Path) -> Iterator[str]:
     """``bot-toolsearch serve --upstream=<strict>`` as a user runs it, in a subprocess (no
     config file): its ``.../v1`` base URL once it answers ``/healthz``."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    command = [sys.executable, "-m", "bot_toolsearch", "serve", f"--upstream={strict.base_url}"]
-    proc = subprocess.Popen(
-        [*command, f"--port={port}"],
-        cwd=tmp_path,
-        env=clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + SERVE_START
-        while True:
-            assert proc.poll() is None, proc.communicate(timeout=SERVE_START)[1]
-            assert time.monotonic() < deadline, "serve did not answer /healthz in time"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=SERVE_START)
+    with serving(strict.base_url, tmp_path) as served:
+        yield f"{served.root}/v1"
 
 
 @pytest.fixture(params=["wrapper", "proxy"])

@@ -132,3 +132,40 @@ def test_the_estimate_errs_high_on_ordinary_names_and_prose() -> None:
     names = ["weather.forecast", "drive.files.list", "calculate_bmi", "music.search_songs"]
     text = "\n".join(names) + "\nGoogle Drive API: Manages files in Drive including uploading."
     assert estimate_tokens(text) >= count_tokens(text)
+
+
+def wire(name: str) -> str:
+    """The MCP door's spelling of a name under the default delimiter."""
+    return name.replace(".", "-_-")
+
+
+def test_a_spelled_list_is_counted_as_written_not_as_the_dotted_names() -> None:
+    dotted = render_deferred_tools(NAMES, budget=0)
+    budget = count_tokens(dotted)  # the dotted list just fits; its wire spelling does not
+    assert count_tokens("\n".join(map(wire, dotted.split("\n")))) > budget
+    spelled = build_directory(NAMES, budget=budget, spell=wire)
+    assert spelled.grouped
+    assert spelled.tokens == count_tokens(spelled.text) <= budget
+    roomy = build_directory(NAMES, budget=budget * 2, spell=wire)
+    assert not roomy.grouped
+    assert roomy.text.splitlines()[1:-1] == [wire(n) for n in NAMES]  # canonical order
+
+
+# NAMES plus 30 namespaces of one tool each: loose names that the wire spelling makes longer.
+SOLO = sorted_names(NAMES + [f"solo_{i}.lookup_{i}" for i in range(30)])
+
+
+@pytest.mark.parametrize("budget", [200, 300, 400, 500])
+@pytest.mark.parametrize("count", [count_tokens, estimate_tokens])
+def test_a_spelled_grouped_directory_stays_under_the_budget(budget: int, count: object) -> None:
+    assert callable(count)
+    directory = build_directory(SOLO, budget=budget, count=count, spell=wire)
+    assert count(directory.text) <= budget
+    lines = directory.text.splitlines()[1:-1]
+    loose = [line for line in lines if ".* (" not in line and not line.startswith("(")]
+    assert any("-_-" in line for line in loose)
+    assert set(loose) <= {wire(n) for n in SOLO}  # names as the model sees them
+    assert all("-_-" not in line.split(".* (")[0] for line in lines if ".* (" in line)
+    assert directory.listed == len(loose)
+    covered = sum(int(line.split("(")[1].split()[0]) for line in lines if ".* (" in line)
+    assert covered + len(loose) + directory.unlisted == len(SOLO)

@@ -102,3 +102,23 @@ def test_the_directory_is_computed_once_and_shared() -> None:
     roomy = ToolSearchSession(shared, always_loaded=["end"], directory_budget=0)
     assert not roomy.directory.grouped
     assert roomy.directory.text.splitlines()[1:-1] == list(roomy.deferred_tool_names)
+
+
+def test_a_spelled_directory_is_its_own_and_shared_by_the_same_spelling() -> None:
+    class Wire:
+        def to_wire(self, name: str) -> str:
+            return name.replace(".", "-_-")
+
+    shared, names = catalog(), Wire()
+    dotted = ToolSearchSession(shared, always_loaded=["end"], directory_budget=0)
+    spelled = ToolSearchSession(
+        shared, always_loaded=["end"], directory_budget=0, directory_spelling=names.to_wire
+    )
+    again = ToolSearchSession(
+        shared, always_loaded=["end"], directory_budget=0, directory_spelling=names.to_wire
+    )
+    assert spelled.directory is again.directory  # a bound method of one object: one key
+    assert dotted.directory is not spelled.directory
+    lines = spelled.directory.text.splitlines()[1:-1]
+    assert lines == [n.replace(".", "-_-") for n in dotted.deferred_tool_names]
+    assert "gh.op_000" in dotted.directory.text

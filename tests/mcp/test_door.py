@@ -364,6 +364,47 @@ async def test_the_bots_timeout_and_result_cap_apply() -> None:
         assert text(cut).startswith("x" * 100 + "\n[truncated: this tool result has 500")
 
 
+def thousand_tools() -> list[Any]:
+    """1,000 tools: 300 in ten namespaces of 30, and 700 alone in a namespace each (loose
+    names in a grouped directory, each longer in its wire spelling)."""
+    from bot_toolsearch import Tool
+
+    def run(**arguments: Any) -> str:
+        return json.dumps(arguments)
+
+    tools = [Tool(f"team_{i // 30}.action_{i}", f"Action {i}.", None, run) for i in range(300)]
+    tools += [Tool(f"solo_{i}.lookup_{i}", f"Look up record {i}.", None, run) for i in range(700)]
+    return tools
+
+
+@pytest.mark.parametrize(("budget", "delimiter"), [(4000, "-_-"), (1000, "__dot__")])
+async def test_the_directory_a_client_reads_holds_the_budget_in_wire_names(
+    budget: int, delimiter: str
+) -> None:
+    from bot_toolsearch import BotSettings
+    from bot_toolsearch._core.directory import CLOSE, OPEN, count_tokens
+
+    settings = BotSettings.model_validate(
+        {
+            "bot": {"hot_reload": False},
+            "skills": {"tool_search_enabled": True, "tool_search_directory_budget": budget},
+            "tools": {"dot_delimiter": delimiter},
+        }
+    )
+    door = McpDoor(settings, thousand_tools())
+    async with door, connect(door) as (client, _):
+        listed = await client.list_tools()
+    description = listed.tools[0].description or ""
+    block = description[description.index(OPEN) : description.index(CLOSE) + len(CLOSE)]
+    assert count_tokens(block) <= budget  # 5,103 tokens at 4,000 when dotted names were counted
+    lines = block.splitlines()[1:-1]
+    loose = [line for line in lines if ".* (" not in line and not line.startswith("(")]
+    assert len(loose) > 50
+    assert all(line.startswith("solo_") and delimiter in line for line in loose)
+    assert any(line.startswith("team_") and ".* (30 tools)" in line for line in lines)
+    assert lines[-1].endswith("not listed here; keyword search finds them.)")
+
+
 async def test_with_tool_search_off_every_permitted_tool_is_listed() -> None:
     from bot_toolsearch import BotSettings, Tool
 

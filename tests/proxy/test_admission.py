@@ -244,3 +244,59 @@ def test_a_client_without_any_upstream_key_refuses_to_start(
     )
     with pytest.raises(ValueError, match="'a' has no upstream_key_env"):
         ProxyApp("http://127.0.0.1:9", settings=bare)
+
+
+def test_a_client_dripping_a_body_holds_no_place_of_its_own() -> None:
+    """Issue 39's leftover: a client's ``max_in_flight`` counted a request from its admission,
+    while ``--max-in-flight`` counts it once its whole body has arrived; a client dripping one
+    body (a slow link, or an attacker holding its key) had every other request of its own
+    answered 429. Now both bounds count alike: the dripper holds no place, a whole request is
+    served, and one more whole request past the bound gets the clear 429."""
+    release = threading.Event()
+
+    def slow(conn: socket.socket, body: bytes) -> None:
+        release.wait(30)
+        answer(COMPLETION)(conn, body)
+
+    clients = [{**CLIENTS[0], "max_in_flight": 1}, CLIENTS[1]]
+    upstream = Upstream(slow)
+    payload = {"model": "m", "messages": [USER]}
+    results: list[int] = []
+    dripping = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        + auth("key-a").encode()
+        + b"\r\nContent-Length: 100000\r\n\r\n{"
+    )
+    try:
+        app = ProxyApp(upstream.url, settings=settings(clients), read_timeout=60)
+        with served(app) as port, socket.create_connection(("127.0.0.1", port), 30) as dripper:
+            dripper.sendall(dripping)
+            for _ in range(1500):  # until the dripper is admitted and its body arriving
+                if app._body_bytes.held:
+                    break
+                time.sleep(0.02)
+            assert app._body_bytes.held
+            first = threading.Thread(
+                target=lambda: results.append(
+                    post(port, "/v1/chat/completions", payload, extra=auth("key-a")).status
+                )
+            )
+            first.start()
+            for _ in range(1500):  # until the first whole request is with the upstream
+                if upstream.received or results:
+                    break
+                time.sleep(0.02)
+            busy = post(port, "/v1/chat/completions", payload, extra=auth("key-a"))
+            release.set()
+            first.join(30)
+    finally:
+        release.set()
+        upstream.close()
+    assert results == [200]  # the dripper held no place of team-a's one
+    assert busy.status == 429  # the second whole request is past the bound
+    assert busy.headers["retry-after"] == "1"
+    error = busy.json()["error"]
+    assert error["code"] == "too_many_requests"
+    assert "team-a" in error["message"]
+    assert "key-a" not in busy.body.decode()
+    assert len(upstream.received) == 1

@@ -17,7 +17,7 @@ from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch._proxy.keys import ClientKeys, read_keys
 from tests.wrap._tools import chat_tools
 
-from ._raw import Upstream, answer, hang, post, request, served
+from ._raw import Upstream, answer, hang, parse, post, request, served
 from .test_limits import COMPLETION, USER, _until
 
 OPERATOR = BotSettings.model_validate({"model": {"api_key": "sk-operator"}})
@@ -189,3 +189,67 @@ def test_an_upstream_answer_naming_the_operators_key_is_masked() -> None:
     for reply in replies:
         assert secret.encode() not in reply.body
         assert "*" * len(secret) in str(reply.json())  # still whole JSON, key masked
+
+
+def _messages_tools(count: int) -> list[dict[str, object]]:
+    """An Anthropic tool list with tool search: one tool loaded, ``count`` deferred."""
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    tools: list[dict[str, object]] = [
+        {"name": "send_message", "description": "Send a message.", "input_schema": schema}
+    ]
+    tools += [
+        {
+            "name": f"weather_{i}",
+            "description": f"Weather report number {i} for a city.",
+            "input_schema": schema,
+            "defer_loading": True,
+        }
+        for i in range(count)
+    ]
+    return [*tools, {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}]
+
+
+def test_a_keyless_large_messages_body_waits_for_the_key_probe() -> None:
+    """Issue 37, item 6: ``POST /v1/messages`` read, parsed and indexed any body before the
+    upstream saw its key; a keyless client could make it parse megabytes and build catalogs.
+    Now it has the OpenAI routes' rule: the upstream is asked (``GET /models``, with the
+    Messages headers) as soon as the body starts, its 401 is the answer, and the body is
+    never parsed."""
+    denied = {"type": "error", "error": {"type": "authentication_error", "message": "no key"}}
+    raw = json.dumps(denied).encode()
+
+    def refuse(conn: socket.socket, _: bytes) -> None:
+        conn.sendall(
+            b"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(raw), raw)
+        )
+
+    upstream = Upstream(refuse)
+    long = {"role": "user", "content": "word " * 250_000}  # more than a megabyte of JSON
+    payload = {"model": "m", "max_tokens": 5, "messages": [long], "tools": _messages_tools(70)}
+    body = json.dumps(payload).encode()
+    head = (
+        b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"anthropic-version: 2023-06-01\r\nContent-Length: %d" % len(body)
+    )
+    try:
+        app = ProxyApp(upstream.url, upstream_api="messages")
+        with served(app) as port:
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+                sock.sendall(head + b"\r\nConnection: close\r\n\r\n" + body[:65536])
+                _until(lambda: upstream.received)  # asked while the body is still coming
+                sock.sendall(body[65536:])
+                data = b""
+                while chunk := sock.recv(65536):
+                    data += chunk
+            refused = parse(data)
+            assert refused.status == 401
+            assert refused.json() == denied
+            again = request(port, head, body)  # the refusal is remembered
+            assert again.status == 401
+            assert len(app._cache) == 0  # nothing parsed, nothing indexed
+    finally:
+        upstream.close()
+    assert upstream.paths == ["/models"]  # asked once; nothing was ever POSTed
+    probe = upstream.received[0].lower()
+    assert b"anthropic-version: 2023-06-01" in probe

@@ -3,7 +3,8 @@ clients alike (it serves from its own thread).
 
 Each request gets the next canned reply, byte for byte: a JSON body with a content length, or
 a "stream" of raw bytes the server writes and then closes the connection on, whatever they
-are (a cut SSE stream, HTML, garbage). The real ``openai`` SDK sends the requests.
+are (a cut SSE stream, HTML, garbage), optionally holding back its end until the test opens a
+gate. The real ``openai`` (or ``anthropic``) SDK sends the requests.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ class RawUpstream:
     """Answers request N with canned reply N; records the request bodies."""
 
     def __init__(self) -> None:
-        self._replies: list[bytes] = []
+        self._replies: list[tuple[bytes, threading.Event | None, bytes]] = []
         self.requests: list[bytes] = []
         self._lock = threading.Lock()
         self._sock = socket.create_server(("127.0.0.1", 0))
@@ -35,17 +36,22 @@ class RawUpstream:
     def json(self, body: object, kind: str = "application/json") -> None:
         """Queue a whole reply: ``body`` (bytes as they are, anything else as JSON)."""
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self._replies.append(
-            b"HTTP/1.1 200 OK\r\ncontent-type: " + kind.encode() + b"\r\n"
-            b"content-length: " + str(len(raw)).encode() + b"\r\nconnection: close\r\n\r\n" + raw
-        )
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: " + kind.encode() + b"\r\n"
+        head += b"content-length: " + str(len(raw)).encode() + b"\r\nconnection: close\r\n\r\n"
+        self._replies.append((head + raw, None, b""))
 
-    def stream(self, raw: bytes, kind: str = "text/event-stream") -> None:
-        """Queue a streamed reply: ``raw`` as it is, then the connection is closed."""
-        self._replies.append(
-            b"HTTP/1.1 200 OK\r\ncontent-type: " + kind.encode() + b"\r\n"
-            b"connection: close\r\n\r\n" + raw
-        )
+    def stream(
+        self,
+        raw: bytes,
+        kind: str = "text/event-stream",
+        *,
+        gate: threading.Event | None = None,
+        then: bytes = b"",
+    ) -> None:
+        """Queue a streamed reply: ``raw`` as it is, then, once ``gate`` is set, ``then``; the
+        connection is closed after (or, when the gate stays shut for 10 s, without) it."""
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: " + kind.encode() + b"\r\n"
+        self._replies.append((head + b"connection: close\r\n\r\n" + raw, gate, then))
 
     def __enter__(self) -> Self:
         self._thread.start()
@@ -93,6 +99,9 @@ class RawUpstream:
             self.requests.append(body)
             reply = self._replies.pop(0) if self._replies else None
         if reply is None:
-            reply = b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n"
-        conn.sendall(reply)
+            reply = (b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n", None, b"")
+        raw, gate, then = reply
+        conn.sendall(raw)
+        if gate is not None and gate.wait(10):
+            conn.sendall(then)
         conn.shutdown(socket.SHUT_WR)

@@ -385,6 +385,27 @@ async def test_the_directory_budget_groups_the_wrappers_directory_as_the_bots(
     assert sent.endswith(GROUPED_DIRECTORY_RULES)
 
 
+async def test_a_directory_of_dotted_tools_holds_the_budget_as_sent(
+    server: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
+) -> None:
+    from bot_toolsearch._core.directory import CLOSE, OPEN, count_tokens
+
+    # 1,000 dotted tools: encoded in ``tools``, but the directory lists the canonical
+    # spelling, the one its budget counted (the MCP door, whose model reads only wire names,
+    # writes and counts those instead).
+    tools = [
+        {"type": "function", "function": {"name": f"solo_{i}.lookup_{i}", "parameters": {}}}
+        for i in range(1000)
+    ]
+    server.script(text("Hello."))
+    await make(settings=SETTINGS).chat.completions.create(model="m", messages=[USER], tools=tools)
+    sent = server.requests[0].messages[0]["content"]
+    block = sent[: sent.index(CLOSE) + len(CLOSE)]
+    assert block.startswith(OPEN)
+    assert count_tokens(block) <= 4000
+    assert "solo_0.lookup_0" in block.splitlines()
+
+
 async def test_sdk_message_objects_in_the_history_count_as_called(
     server: ScriptedOpenAIServer, make: Callable[..., openai.AsyncOpenAI]
 ) -> None:

@@ -40,6 +40,15 @@ def test_allow_holds_every_spelling_and_leaves_the_rest_as_written() -> None:
     assert hold_native(kwargs, "responses", ToolsSettings()) is kwargs
 
 
+def test_deny_holds_a_member_of_an_empty_namespace_as_its_bare_name() -> None:
+    """A namespace named "" adds no prefix: its member ``wipe`` is the tool ``wipe``, as the
+    ``tool_choice`` check names it, so ``deny = ["wipe"]`` cannot be sidestepped with it."""
+    empty = {"type": "namespace", "name": "", "tools": [{**WIPE, "name": "wipe"}, LIST]}
+    kwargs = {"model": "m", "input": ["hi"], "tools": [{"type": "tool_search"}, empty]}
+    held = hold_native(kwargs, "responses", ToolsSettings(deny=["wipe"]))
+    assert held["tools"] == [{"type": "tool_search"}, {**empty, "tools": [LIST]}]
+
+
 def test_a_passed_reply_and_stream_never_hand_over_a_denied_call() -> None:
     settings = BotSettings.model_validate(
         {"proxy": {"native_tool_search": "pass"}, "tools": {"deny": ["admin.*"]}}

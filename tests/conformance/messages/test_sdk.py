@@ -217,8 +217,16 @@ async def test_stream_final_message_equals_the_plain_one(
     strict: ScriptedOpenAIServer, claude: anthropic.AsyncAnthropic
 ) -> None:
     turns = (
-        call("tool_search", query="weather forecast"),
-        call("get_weather", id="t", city="Oslo"),
+        ToolCallsTurn(
+            (ToolCall("tool_search", {"query": "weather forecast"}),),
+            text="Let me look.",
+            usage=Usage(100, 7, 40),
+        ),
+        ToolCallsTurn(
+            (ToolCall("get_weather", {"city": "Oslo"}, "t"),),
+            text="Checking Oslo.",
+            usage=Usage(150, 5, 90),
+        ),
     )
     strict.script(*turns)
     plain = await claude.messages.create(
@@ -232,10 +240,22 @@ async def test_stream_final_message_equals_the_plain_one(
         kinds = [event.type async for event in stream]
         streamed = await stream.get_final_message()
     assert kinds[0] == "message_start"
+    assert kinds.count("message_start") == 1  # one message across the hidden round
     assert kinds[-1] == "message_stop"
     assert streamed.model_dump(exclude={"id"}) == plain.model_dump(exclude={"id"})
+    assert streamed.id == "msg_1"  # the first round's id
+    assert [b.type for b in streamed.content] == [
+        "text",
+        "server_tool_use",
+        "tool_search_tool_result",
+        "text",
+        "tool_use",
+    ]
+    assert streamed.usage.input_tokens == 250
+    assert streamed.usage.output_tokens == 12
     for request in strict.requests:
-        assert request.body.get("stream") in (None, False)
+        assert request.body.get("stream") is True  # each round streamed
+        upstream_clean(request)
 
 
 async def test_stream_failure_after_start_is_an_error_event(

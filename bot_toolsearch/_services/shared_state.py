@@ -1,16 +1,19 @@
-"""State that ``serve`` shares between its workers and hosts: ``[proxy] state = "redis://..."``.
+"""Shared state of ``serve`` and ``mcp --http`` processes: ``[proxy] state = "redis://..."``.
 
-The proxy keeps no conversation state but one map: a Responses stream whose round streamed text
+One client of one Redis server for both shells (the MCP door's sessions are in
+`bot_toolsearch._mcp.shared`, on `RedisState.run`). The proxy keeps no conversation state but
+one map: a Responses stream whose round streamed text
 and then searched shows the client that round's id, which stands for the final round's
 (`bot_toolsearch._wrap.responses.ResponseAliases`). Without shared state that map is per
 process, so a follow-up naming such an id must reach the same worker. With Redis, every alias
 is written (with an expiry) before the client sees the id, and a follow-up's
 ``previous_response_id`` is looked up there first, so any worker or host serves any request.
 
-Every Redis call has a total deadline; a Redis that is down or slow costs a warning and the
-per-process behaviour, never a failed request. Ids are stored under their SHA-256, so a
-client's ``previous_response_id`` of any length or content is one bounded key. It needs the
-``redis`` extra.
+Every Redis call has a total deadline. For the aliases, a Redis that is down or slow costs a
+warning and the per-process behaviour, never a failed request; `run` raises `SharedStateDown`
+instead, for a caller whose answer depends on what Redis holds. Ids are stored under their
+SHA-256, so a client's ``previous_response_id`` of any length or content is one bounded key.
+It needs the ``redis`` extra.
 """
 
 from __future__ import annotations
@@ -18,12 +21,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 from bot_toolsearch._config.redact import redact_url
 
-__all__ = ["ALIAS_TTL", "RedisState", "open_state"]
+__all__ = ["ALIAS_TTL", "RedisState", "SharedStateDown", "open_state"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -32,6 +35,14 @@ ALIAS_TTL = 30 * 24 * 3600
 _MAX_ID = 512
 """Longest response id looked up; a longer ``previous_response_id`` is no id of ours."""
 _PREFIX = "bot_toolsearch:alias:"
+
+
+_T = TypeVar("_T")
+
+
+class SharedStateDown(RuntimeError):
+    """A Redis call of `RedisState.run` failed or took longer than its deadline (the message
+    names the server without its password, and why, never the server's own text)."""
 
 
 def _key(response_id: str) -> str:
@@ -87,6 +98,18 @@ class RedisState:
                     await pipe.execute()
         except Exception as exc:
             logger.warning("proxy: shared state %s: store failed: %s", self.location, _why(exc))
+
+    async def run(self, work: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``work(client)`` on the ``redis.asyncio`` client, within the deadline.
+
+        Raises:
+            SharedStateDown: Redis is down, refused the call, or did not answer in time.
+        """
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await work(self._redis)
+        except Exception as exc:
+            raise SharedStateDown(f"shared state {self.location}: {_why(exc)}") from None
 
     async def aclose(self) -> None:
         """Close the connections."""

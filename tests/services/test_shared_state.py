@@ -17,7 +17,12 @@ import httpx
 import openai
 import pytest
 
-from bot_toolsearch._proxy.state import ALIAS_TTL, RedisState, open_state
+from bot_toolsearch._services.shared_state import (
+    ALIAS_TTL,
+    RedisState,
+    SharedStateDown,
+    open_state,
+)
 from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, call, text
 from tests._cli_runner import clean_env
 from tests.wrap._tools import responses_tools
@@ -140,6 +145,9 @@ async def test_a_redis_that_is_down_or_silent_costs_a_warning_not_a_request(
             for state in (silent_state, down):
                 assert await asyncio.wait_for(state.resolve("resp_1"), 30) is None
                 await asyncio.wait_for(state.store([("resp_1", "resp_2")]), 30)
+                with pytest.raises(SharedStateDown) as raised:  # `run`: an error, never a hang
+                    await asyncio.wait_for(state.run(lambda redis: redis.get("k")), 30)
+                assert "s3cret" not in str(raised.value)
         finally:
             await silent_state.aclose()
             await down.aclose()
