@@ -27,6 +27,7 @@ whose parts differ) takes the SDK's ``post`` (`bot_toolsearch._wrap.send`).
 
 from __future__ import annotations
 
+import logging
 import ssl
 import sys
 import weakref
@@ -48,6 +49,8 @@ try:  # the SDK's own JSON encoder (openai 3); without it, every round takes ``p
 except (ImportError, AttributeError):  # pragma: no cover - openai 2
     _dumps = None
 
+_SDK_LOG = logging.getLogger("openai._base_client")
+"""The SDK's own logger, where its ``post`` says it retries."""
 _RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}
 """The header ``with_raw_response`` sends: the request goes out as the SDK's would."""
 _RETRY_COUNT = "x-stainless-retry-count"
@@ -187,21 +190,20 @@ async def post_direct(
             response = await http.send(request)
         except template.timeouts as exc:
             if left > 0:
-                await anyio.sleep(client._calculate_retry_timeout(left, template.options))
+                await _wait(client, template, taken, None)
                 continue
             raise openai.APITimeoutError(request=request) from exc
         except openai.OpenAIError:
             raise
         except template.errors as exc:
             if left > 0:
-                await anyio.sleep(client._calculate_retry_timeout(left, template.options))
+                await _wait(client, template, taken, None)
                 continue
             raise openai.APIConnectionError(request=request) from exc
         if not response.is_success:
             if left > 0 and client._should_retry(response):
                 await response.aclose()
-                wait = client._calculate_retry_timeout(left, template.options, response.headers)
-                await anyio.sleep(wait)
+                await _wait(client, template, taken, response.headers)
                 continue
             raise client._make_status_error_from_response(response) from None
         return LegacyAPIResponse(
@@ -214,3 +216,11 @@ async def post_direct(
             retries_taken=taken,
         )
     raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+
+async def _wait(client: Any, template: _Template, taken: int, headers: Any) -> None:
+    """Wait before the next attempt as the SDK does, and log it as the SDK does."""
+    retries = client.max_retries
+    wait = client._calculate_retry_timeout(retries - taken, template.options, headers)
+    _SDK_LOG.info("Retrying request in %f seconds (retry %i of %s)", wait, taken + 1, retries)
+    await anyio.sleep(wait)

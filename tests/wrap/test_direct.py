@@ -10,6 +10,7 @@ plain client), and both must see the same requests and end the same way.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -98,9 +99,16 @@ async def test_a_429_is_retried_after_its_retry_after(via: str) -> None:
 
 
 @pytest.mark.parametrize("via", VIAS)
-async def test_500s_are_retried_max_retries_times(via: str) -> None:
+async def test_500s_are_retried_max_retries_times(
+    via: str, caplog: pytest.LogCaptureFixture
+) -> None:
     script = Script(answer(OK), status(500, ERROR), status(500, ERROR), answer(OK))
-    raw, error = await _run(via, script, max_retries=2)
+    with caplog.at_level(logging.INFO, logger="openai"):
+        raw, error = await _run(via, script, max_retries=2)
+    said = [r.getMessage() for r in caplog.records if r.name == "openai._base_client"]
+    assert [m.split(" in ")[0] for m in said if m.startswith("Retrying")] == [
+        "Retrying request"
+    ] * 2
     assert error is None
     assert raw.http_response.status_code == 200
     assert script.retry_counts == ["0", "1", "2"]
