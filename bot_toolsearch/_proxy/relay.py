@@ -8,8 +8,10 @@ body as the SDK's keyword arguments (fields it does not name as ``extra_body``; 
 adds are stored before the client sees them. An upstream 4xx comes back with its own status
 and body; a failure is 502 (a 403 for a tool the policy denies, a 503 when the index pool is
 full). A streamed answer is relayed as the real APIs send it, and a failure after its status
-line is an error event the openai SDK raises on. Every error of the proxy's own is an
-OpenAI-style JSON body.
+line is an error event the openai SDK raises on. A Chat Completions answer that is the
+upstream's last reply as it came (one round, nothing renamed, dropped, fixed or summed) is
+sent as the upstream's own bytes, never parsed and dumped again (`bot_toolsearch._wrap.verbatim`).
+Every error of the proxy's own is an OpenAI-style JSON body.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from bot_toolsearch._services.shared_state import RedisState
 from bot_toolsearch._services.threads import PoolBusy
 from bot_toolsearch._wrap.engine import Engine
 from bot_toolsearch._wrap.responses import ALIAS_SINK
+from bot_toolsearch._wrap.verbatim import VERBATIM, Verbatim
 
 from .client_copies import ClientCopies
 from .keys import UpstreamKeys
@@ -110,9 +113,11 @@ class Answer:
 
     result: Any
     json: dict[str, Any] | None
-    """The answer as JSON; ``None``: ``result`` is a stream."""
+    """The answer as JSON; ``None``: ``result`` is a stream, or `raw` says it."""
     flush: Callable[[], Awaitable[None]] | None
     """What stores a stream's new aliases before each event (`_shared`)."""
+    raw: bytes | None = None
+    """The upstream's own body, when it says exactly what ``result`` holds (`Verbatim`)."""
 
 
 class Relay:
@@ -142,13 +147,17 @@ class Relay:
         kwargs = _sdk_kwargs(body, _CHAT_PARAMS if chat else _RESPONSES_PARAMS)
         calls = _Calls()
         _CALLS.set(calls)
+        verbatim = Verbatim() if chat else None
+        VERBATIM.set(verbatim)
         flush = None if chat else await self._shared(kwargs)
         method = client.chat.completions.create if chat else client.responses.create
         receive = request.receive
         try:
             result = await until_disconnect(receive, within(self._timeout, method(**kwargs)))
             stream = body.get("stream") is True
-            answer = None if stream else result.model_dump(mode="json", exclude_unset=True)
+            raw = None if stream or verbatim is None else verbatim.body_of(result)
+            dump = not stream and raw is None
+            answer = result.model_dump(mode="json", exclude_unset=True) if dump else None
         except openai.APIStatusError as exc:
             if exc.status_code < 500:
                 await send_json(request.send, exc.status_code, _error_body(exc))
@@ -158,11 +167,13 @@ class Relay:
             raise
         except Exception as exc:
             raise self._failure(exc, calls) from None
-        return Answer(result, answer, flush)
+        return Answer(result, answer, flush, raw)
 
     async def answer(self, request: Request, answer: Answer) -> None:
-        """Send ``answer``: its JSON, or its stream as server-sent events."""
-        if answer.json is None:
+        """Send ``answer``: the upstream's bytes, its JSON, or its stream as server-sent events."""
+        if answer.raw is not None:
+            await send_json_bytes(request.send, 200, answer.raw)
+        elif answer.json is None:
             await _relay(
                 request.receive,
                 request.send,

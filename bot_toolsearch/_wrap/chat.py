@@ -118,6 +118,9 @@ class ChatPlan:
         """The caller's ``stream_options`` (``include_usage`` asks for the summed usage)."""
         self.rounds = 0
         self.usage = UsageSum()
+        self.unchanged = False
+        """The answer `feed` returned is the upstream's reply as it came: its only round, its
+        calls and usage untouched (`bot_toolsearch._wrap.verbatim`)."""
 
     def _replay(self, messages: list[Any]) -> list[Any]:
         """The caller's history as sent upstream, loading every tool it called, in order.
@@ -219,6 +222,7 @@ class ChatPlan:
                     choice.finish_reason = "stop"
                 else:
                     choice.finish_reason = "tool_calls"
+                return self._finish(completion, rewritten=True)
             return self._finish(completion)
         self._hide(calls, answered)
         return None
@@ -250,9 +254,10 @@ class ChatPlan:
             results[-1]["content"] += DROPPED_CALLS.format(count=dropped, kept=HIDDEN_CALLS_KEPT)
         self.messages = [*self.messages, wire_own_message(assistant, view.names), *results]
 
-    def _finish(self, completion: ChatCompletion) -> ChatCompletion:
+    def _finish(self, completion: ChatCompletion, *, rewritten: bool = False) -> ChatCompletion:
         if self.usage.requests > 1:
             completion.usage = self.usage.chat_usage()
+        self.unchanged = not rewritten and self.usage.requests == 1
         return completion
 
 

@@ -40,6 +40,7 @@ from .responses_streaming import responses_stream_async, responses_stream_sync
 from .rounds import drive, drive_sync
 from .streaming import chat_stream_async, chat_stream_sync
 from .surface import PASSED, Resource, create_parameters, is_public, post_kwargs, refusal
+from .verbatim import VERBATIM
 
 __all__ = ["engine_of", "wrap_openai"]
 
@@ -243,7 +244,11 @@ class _AsyncCompletions(_AsyncResource):
         create = guard_async(self._inner, "chat", plan.accept)
         if kwargs.get("stream") is True:
             return await chat_stream_async(create, plan)
-        return await drive(plan, lambda request: create(**request), busy)
+        done = await drive(plan, lambda request: create(**request), busy)
+        verbatim = VERBATIM.get()
+        if verbatim is not None and not plan.unchanged:
+            verbatim.drop()  # the answer is not the last reply as it came
+        return done
 
 
 @_sdk_surface(

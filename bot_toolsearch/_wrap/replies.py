@@ -39,6 +39,7 @@ from bot_toolsearch._transports.base import ModelReplyError, token_count
 
 from .caller_tools import Api
 from .send import post_async, post_sync
+from .verbatim import VERBATIM
 
 __all__ = [
     "check_chat_chunk",
@@ -94,18 +95,19 @@ def _text(reply: object, value: object, where: str) -> None:
         raise _error(reply, f"{where} is {_kind(value)}, not text")
 
 
-def _usage(reply: Any, fields: tuple[str, ...], details: tuple[str, ...]) -> None:
+def _usage(reply: Any, fields: tuple[str, ...], details: tuple[str, ...]) -> bool:
     """The token counts the wrapper sums, made usable in place as the `Bot` reads them: a count
     that is no non-negative number counts as 0 and a ``usage`` (or details) block that is no
-    object as absent, each logged; the reply itself is kept (its text and calls are fine)."""
+    object as absent, each logged; the reply itself is kept (its text and calls are fine).
+    Whether anything was changed."""
     usage = reply.usage
     if usage is None:
-        return
+        return False
     if not isinstance(usage, pydantic.BaseModel):
         logger.warning("the model endpoint sent a usage that is no object: %s", _kind(usage))
         reply.usage = None
-        return
-    _counts(usage, fields)
+        return True
+    changed = _counts(usage, fields)
     for name, count in zip(details[::2], details[1::2], strict=True):
         detail = getattr(usage, name, None)
         if detail is None:
@@ -113,39 +115,49 @@ def _usage(reply: Any, fields: tuple[str, ...], details: tuple[str, ...]) -> Non
         if not isinstance(detail, pydantic.BaseModel):
             logger.warning("the model endpoint sent a usage.%s that is no object", name)
             setattr(usage, name, None)
+            changed = True
             continue
-        _counts(detail, (count,))
+        changed = _counts(detail, (count,)) or changed
+    return changed
 
 
-def _counts(holder: pydantic.BaseModel, fields: tuple[str, ...]) -> None:
+def _counts(holder: pydantic.BaseModel, fields: tuple[str, ...]) -> bool:
+    changed = False
     for name in fields:
         value = getattr(holder, name, None)
         if value is not None and token_count(value) != value:  # logged by `token_count`
             setattr(holder, name, 0)
+            changed = True
+    return changed
 
 
-def _arguments(reply: object, holder: Any, where: str) -> None:
+def _arguments(reply: object, holder: Any, where: str) -> bool:
     """Arguments sent as a JSON object (some providers do) become its JSON text, as in the
-    `Bot`; anything else but text (or none) is unusable."""
+    `Bot` (then ``True``: changed); anything else but text (or none) is unusable."""
     arguments = getattr(holder, "arguments", None)
     if isinstance(arguments, dict):
         holder.arguments = json.dumps(arguments, ensure_ascii=False)
-    else:
-        _text(reply, arguments, where)
+        return True
+    _text(reply, arguments, where)
+    return False
 
 
-def _call_id(call: Any) -> None:
-    """A call without a usable id gets a fresh one (the caller must be able to answer it)."""
+def _call_id(call: Any) -> bool:
+    """A call without a usable id gets a fresh one (the caller must be able to answer it);
+    whether it did."""
     call_id = getattr(call, "id", None)
     if not isinstance(call_id, str) or not call_id:
         call.id = f"call_{secrets.token_hex(12)}"
+        return True
+    return False
 
 
-def _chat_completion(reply: object) -> ChatCompletion:
-    """``reply`` when every field the wrapper reads has its type (a chat completion)."""
+def _chat_completion(reply: object) -> tuple[ChatCompletion, bool]:
+    """``reply`` when every field the wrapper reads has its type (a chat completion), and
+    whether a check changed it in place (a count made 0, arguments made text, an id given)."""
     if not isinstance(reply, ChatCompletion):
         raise _error(reply, f"the body is {_kind(reply)}, not a chat completion object")
-    _usage(
+    changed = _usage(
         reply,
         _CHAT_USAGE,
         (
@@ -157,11 +169,11 @@ def _chat_completion(reply: object) -> ChatCompletion:
     )
     choices: object = reply.choices
     if choices is None:
-        return reply
+        return reply, changed
     if not isinstance(choices, list):
         raise _error(reply, f"choices is {_kind(choices)}, not a list")
     if not choices:
-        return reply
+        return reply, changed
     choice: object = choices[0]
     if not isinstance(choice, Choice):
         raise _error(reply, f"choices[0] is {_kind(choice)}, not an object")
@@ -171,7 +183,7 @@ def _chat_completion(reply: object) -> ChatCompletion:
     _text(reply, message.content, "choices[0].message.content")
     calls: object = message.tool_calls
     if calls is None:
-        return reply
+        return reply, changed
     if not isinstance(calls, list):
         raise _error(reply, f"choices[0].message.tool_calls is {_kind(calls)}, not a list")
     for i, call in enumerate(calls):
@@ -185,9 +197,9 @@ def _chat_completion(reply: object) -> ChatCompletion:
             name: object = getattr(function, "name", None)
             if not isinstance(name, str):
                 raise _error(reply, f"{where}.function.name is {_kind(name)}, not a string")
-            _arguments(reply, function, f"{where}.function.arguments")
-        _call_id(call)
-    return reply
+            changed = _arguments(reply, function, f"{where}.function.arguments") or changed
+        changed = _call_id(call) or changed
+    return reply, changed
 
 
 def check_chat_chunk(chunk: object, request: Any = None) -> ChatCompletionChunk:
@@ -318,9 +330,11 @@ def _not_json(exc: ValueError, request: Any = None) -> ModelReplyError:
     return ModelReplyError("the body (or a stream event) is not valid JSON", request, doc)
 
 
-def _check(parsed: object, api: Api, request: Any) -> Any:
+def _check(parsed: object, api: Api, request: Any) -> tuple[Any, bool]:
+    """The reply checked, and whether a check changed it in place (a response: always
+    taken as changed, its answer is never the upstream's as it came)."""
     try:
-        return _chat_completion(parsed) if api == "chat" else _response(parsed)
+        return _chat_completion(parsed) if api == "chat" else (_response(parsed), True)
     except _Unusable as exc:
         raise ModelReplyError(str(exc), request, _excerpt(parsed)) from None
 
@@ -332,7 +346,9 @@ def guard_async(
     ``accepted`` is called once the upstream answered 2xx (the SDK raises on any other).
 
     Sent as ``with_raw_response`` sends it, so an unusable reply's error carries its request,
-    but as the plain JSON it is (`bot_toolsearch._wrap.send`).
+    but as the plain JSON it is (`bot_toolsearch._wrap.send`). With `VERBATIM` set, each
+    chat reply is offered to it, with its body when that says exactly what the checked
+    reply holds (read strictly, nothing changed by a check).
     """
 
     async def guarded(**kwargs: Any) -> Any:
@@ -341,31 +357,46 @@ def guard_async(
             accepted()
         request = raw.http_response.request
         stream = kwargs.get("stream") is True
+        sink = VERBATIM.get() if api == "chat" and not stream else None
         try:
             # A large reply (thousands of calls) is turned into SDK objects in a worker thread.
-            parse = functools.partial(_parse, raw, api, stream)
-            parsed = await asyncio.to_thread(parse) if _large(raw, stream) else parse()
+            parse = functools.partial(_parse, raw, api, stream, strict=sink is not None)
+            parsed, exact = await asyncio.to_thread(parse) if _large(raw, stream) else parse()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise _not_json(exc, request) from None
-        return parsed if kwargs.get("stream") is True else _check(parsed, api, request)
+        if stream:
+            return parsed
+        checked, changed = _check(parsed, api, request)
+        if sink is not None:
+            sink.offer(checked, raw.http_response.content if exact and not changed else None)
+        return checked
 
     return guarded
 
 
-def _parse(raw: Any, api: Api, stream: bool) -> Any:
+def _parse(raw: Any, api: Api, stream: bool, *, strict: bool = False) -> tuple[Any, bool]:
     """The reply as SDK objects: a whole JSON body validated by pydantic in one call (about
     twenty times faster than the SDK's own ``parse``, which walks the type annotations in
     Python); anything that does not validate, and every stream, as ``parse`` makes it (which
-    the checks then read)."""
-    if not stream:
-        model = ChatCompletion if api == "chat" else Response
+    the checks then read). With ``strict``, validated strictly first (no value coerced, a
+    ``"5"`` for a count refused); the second value says whether that held."""
+    if stream:
+        return raw.parse(), False
+    model = ChatCompletion if api == "chat" else Response
+    content = raw.http_response.content
+    exact = strict
+    try:
         try:
-            parsed = model.model_validate_json(raw.http_response.content)
-        except Exception:  # not JSON, or fields of the wrong type: the SDK's lenient way
-            return raw.parse()
-        parsed._request_id = raw.http_response.headers.get("x-request-id")
-        return parsed
-    return raw.parse()
+            parsed = model.model_validate_json(content, strict=strict)
+        except Exception:
+            if not strict:
+                raise
+            exact = False
+            parsed = model.model_validate_json(content)
+    except Exception:  # not JSON, or fields of the wrong type: the SDK's lenient way
+        return raw.parse(), False
+    parsed._request_id = raw.http_response.headers.get("x-request-id")
+    return parsed, exact
 
 
 def _large(raw: Any, stream: bool) -> bool:
@@ -390,10 +421,10 @@ def guard_sync(
             accepted()
         request = raw.http_response.request
         try:
-            parsed = _parse(raw, api, kwargs.get("stream") is True)
+            parsed, _ = _parse(raw, api, kwargs.get("stream") is True)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise _not_json(exc, request) from None
-        return parsed if kwargs.get("stream") is True else _check(parsed, api, request)
+        return parsed if kwargs.get("stream") is True else _check(parsed, api, request)[0]
 
     return guarded
 

@@ -13,7 +13,9 @@ output items) as ``create`` would send it. The reply comes back as ``with_raw_re
 returns it (the same header), so the caller sees the very same objects and errors.
 
 A ``response_format`` given as a class (``create`` refuses it with a ``TypeError`` pointing
-to ``parse``) takes the SDK's ``create``, unchanged.
+to ``parse``) takes the SDK's ``create``, unchanged. An async round that is not streamed
+skips ``post``'s request building too (`bot_toolsearch._wrap.direct`) when the client and
+the call allow it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response, ResponseStreamEvent
 
 from .caller_tools import Api
+from .direct import post_direct
 
 __all__ = ["post_async", "post_sync", "split"]
 
@@ -67,6 +70,13 @@ async def post_async(resource: Any, api: Api, kwargs: Mapping[str, Any]) -> Any:
         return await resource.with_raw_response.create(**kwargs)
     body, options = parts
     stream = body.get("stream") is True
+    # Only the call's extra_body: no header, query or timeout of its own.
+    plain = options.keys() <= {"headers", "extra_json"} and options["headers"] == _RAW_RESPONSE
+    if plain and not stream:
+        client = getattr(resource, "_client", None)
+        sent = await post_direct(client, _PATHS[api], body, options.get("extra_json"), _CAST[api])
+        if sent is not None:
+            return sent
     chunk = ChatCompletionChunk if api == "chat" else ResponseStreamEvent
     return await resource._post(
         _PATHS[api],

@@ -1,12 +1,15 @@
 """Raw sockets on 127.0.0.1 for the proxy's edge cases: a client that writes bytes, upstreams
-that record, answer, stream, cut or hang, and the proxy served by uvicorn in a thread."""
+that record, answer, stream, cut, reset, stall or hang (one script of answers per request),
+and the proxy served by uvicorn in a thread."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import socket
+import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -221,3 +224,62 @@ def drip(stop: threading.Event, *, every: float = 1.0) -> Handler:
             conn.sendall(b" ")
 
     return handle
+
+
+def status(code: int, payload: object, headers: str = "") -> Handler:
+    """A handler that answers ``code`` with ``payload`` as JSON and the extra ``headers``
+    lines (each ending in CRLF)."""
+    body = json.dumps(payload).encode()
+
+    def handle(conn: socket.socket, _: bytes) -> None:
+        conn.sendall(
+            f"HTTP/1.1 {code} X\r\nContent-Type: application/json\r\n{headers}"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
+
+    return handle
+
+
+def reset(conn: socket.socket, _: bytes) -> None:
+    """A handler that resets the connection (RST, no answer)."""
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def stall(release: threading.Event) -> Handler:
+    """A handler that answers nothing until the client leaves or ``release`` is set."""
+
+    def handle(conn: socket.socket, _: bytes) -> None:
+        conn.settimeout(0.1)
+        while not release.is_set():
+            try:
+                if not conn.recv(65536):
+                    return
+            except TimeoutError:
+                continue
+
+    return handle
+
+
+class Script:
+    """An upstream whose answers come in order, one handler per request, with when each
+    request came (``times``)."""
+
+    def __init__(self, *handlers: Handler) -> None:
+        self._handlers = list(handlers)
+        self.times: list[float] = []
+        self.upstream = Upstream(self._next)
+
+    def _next(self, conn: socket.socket, body: bytes) -> None:
+        self.times.append(time.monotonic())
+        self._handlers.pop(0)(conn, body)
+
+    @property
+    def retry_counts(self) -> list[str]:
+        """The ``x-stainless-retry-count`` header of each request."""
+        counts = []
+        for raw in self.upstream.received:
+            head = raw.partition(b"\r\n\r\n")[0].decode("latin-1").lower()
+            line = next(h for h in head.split("\r\n") if h.startswith("x-stainless-retry-count"))
+            counts.append(line.partition(":")[2].strip())
+        return counts

@@ -1,0 +1,226 @@
+"""A non-streamed round posted with the SDK's own HTTP client, the SDK's request built once.
+
+The SDK's ``post`` builds every request anew: request options copied per attempt, headers
+merged and validated, auth and provider hooks, a raw-response wrapper around the answer
+(about half the proxy's CPU per request beyond a byte pass-through, issue 44). For a client
+that is a plain ``openai.AsyncOpenAI`` (no provider, workload identity, key provider, custom
+auth or idempotency header) none of that changes between two rounds, so the SDK builds it
+once per client and path (`_template`: the URL with its query, the headers, the timeout),
+checked against the client's settings before each use, and each round is one
+``build_request``/``send`` on the client's own HTTP client with the JSON the SDK's encoder
+makes. What the caller sees is what ``post`` gives, from the SDK's own parts:
+
+- retries: ``max_retries`` attempts more on a timeout, a connection error, and a status the
+  SDK's ``_should_retry`` takes (408, 409, 429, 5xx, ``x-should-retry``; not past a
+  ``retry-after`` longer than the SDK waits, two minutes in openai 3.63), waiting what its
+  ``_calculate_retry_timeout`` says (``retry-after-ms``/``retry-after``, else its backoff),
+  with ``x-stainless-retry-count``;
+- the timeout: the client's, per attempt, as the HTTP client applies it;
+- errors: ``APITimeoutError``, ``APIConnectionError``, and the status error the SDK's
+  ``_make_status_error_from_response`` makes of the last answer (its body read);
+- the reply: the SDK's ``LegacyAPIResponse`` over the HTTP response, as
+  ``with_raw_response`` returns it.
+
+Anything else (a stream, per-call headers, query or timeout, another client class, an SDK
+whose parts differ) takes the SDK's ``post`` (`bot_toolsearch._wrap.send`).
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import sys
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio
+import openai
+from openai._legacy_response import LegacyAPIResponse
+from openai._models import FinalRequestOptions
+
+__all__ = ["post_direct"]
+
+_dumps: Callable[[Any], bytes] | None
+try:  # the SDK's own JSON encoder (openai 3); without it, every round takes ``post``
+    from openai._utils import _json as _sdk_json
+
+    _dumps = _sdk_json.openapi_dumps
+except (ImportError, AttributeError):  # pragma: no cover - openai 2
+    _dumps = None
+
+_SDK_LOG = logging.getLogger("openai._base_client")
+"""The SDK's own logger, where its ``post`` says it retries."""
+_RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}
+"""The header ``with_raw_response`` sends: the request goes out as the SDK's would."""
+_RETRY_COUNT = "x-stainless-retry-count"
+_LEFT_OUT = frozenset({_RETRY_COUNT, "content-length", "transfer-encoding"})
+
+
+class _Template:
+    """What the SDK would send for one client and path, but the body and the retry count."""
+
+    __slots__ = ("errors", "extensions", "headers", "options", "source", "timeouts", "url")
+
+    def __init__(self, client: Any, path: str, source: tuple[Any, ...]) -> None:
+        self.source = source
+        self.options = FinalRequestOptions.construct(
+            method="post", url=path, json_data={}, headers=_RAW_RESPONSE
+        )
+        built = client._build_request(self.options, retries_taken=0)
+        self.url = built.url
+        self.extensions = {"timeout": built.extensions["timeout"]}
+        sent = client._build_headers(self.options, retries_taken=0)
+        self.headers = [(k, v) for k, v in sent.multi_items() if k.lower() not in _LEFT_OUT]
+        library = _library(client._client)
+        self.timeouts: tuple[type[BaseException], ...] = (library.TimeoutException,)
+        self.errors: tuple[type[BaseException], ...] = (
+            library.RequestError,
+            ssl.SSLError,
+            anyio.EndOfStream,
+        )
+
+
+_TEMPLATES: weakref.WeakKeyDictionary[Any, dict[str, _Template]] = weakref.WeakKeyDictionary()
+_REFUSED: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Clients whose SDK's private parts are not the ones known: its own ``post`` always."""
+
+
+def _library(http: Any) -> Any:
+    """The HTTP library ``http`` (the SDK's HTTP client) is built on: httpx or httpx2."""
+    return next(
+        sys.modules[base.__module__.partition(".")[0]]
+        for base in type(http).__mro__
+        if base.__module__.partition(".")[0] not in ("openai", "builtins")
+    )
+
+
+def _source(client: Any) -> tuple[Any, ...]:
+    """The client settings a template is made of (a template made of others is made again)."""
+    return (
+        client.api_key,
+        client.organization,
+        client.project,
+        client._custom_headers,
+        client._custom_query,
+        client._base_url,
+        client.timeout,
+        client._platform,
+        client._client,
+    )
+
+
+def _plain(client: Any) -> bool:
+    """Whether ``client`` sends exactly what the template holds: no hook of its own."""
+    return (
+        type(client) is openai.AsyncOpenAI
+        and _dumps is not None
+        and client._platform is not None  # found by the SDK's first request
+        and getattr(client, "_provider_runtime", None) is None
+        and getattr(client, "_workload_identity_auth", None) is None
+        and getattr(client, "_api_key_provider", None) is None
+        and getattr(client, "_idempotency_header", None) is None
+        and client.custom_auth is None
+        and bool(client.api_key)
+    )
+
+
+def _template(client: Any, path: str) -> _Template | None:
+    """The client's template for ``path``, made (by the SDK) when missing or out of date;
+    ``None`` when the client is not plain, or its SDK's parts are not the ones known."""
+    try:
+        source = _source(client)
+    except AttributeError:
+        return None
+    made = _TEMPLATES.get(client)
+    found = None if made is None else made.get(path)
+    if found is not None and found.source == source:
+        return found
+    if not _plain(client) or client in _REFUSED:
+        return None
+    try:
+        template = _Template(client, path, source)
+    except Exception:  # an SDK whose private parts differ: its own ``post`` then
+        _REFUSED.add(client)
+        return None
+    _TEMPLATES.setdefault(client, {})[path] = template
+    return template
+
+
+async def post_direct(
+    client: Any,
+    path: str,
+    body: Mapping[str, Any],
+    extra: Mapping[str, Any] | None,
+    cast_to: type[Any],
+) -> Any | None:
+    """``client.post(path, body=body, options={"extra_json": extra}, cast_to=cast_to)`` with
+    the raw-response header, sent as the SDK sends it (see the module); ``None`` when
+    ``client`` needs the SDK's ``post`` (then nothing was sent).
+
+    Raises:
+        openai.APIStatusError: the upstream's last answer was not 2xx.
+        openai.APITimeoutError: the last attempt timed out.
+        openai.APIConnectionError: the last attempt could not connect or was cut.
+    """
+    template = _template(client, path)
+    if template is None:
+        return None
+    if extra:
+        body = {**body, **extra}
+    body = {k: v for k, v in body.items() if not isinstance(v, openai.Omit)}
+    assert _dumps is not None  # a template is made only with it
+    content = _dumps(body)
+    http = client._client
+    retries = client.max_retries
+    for taken in range(retries + 1):
+        headers = template.headers
+        if taken:
+            sent = client._build_headers(template.options, retries_taken=taken)
+            headers = [(k, v) for k, v in sent.multi_items() if k.lower() not in _LEFT_OUT]
+        request = http.build_request(
+            "POST",
+            template.url,
+            headers=[*headers, (_RETRY_COUNT, str(taken))],
+            content=content,
+            extensions=template.extensions,
+        )
+        left = retries - taken
+        try:
+            response = await http.send(request)
+        except template.timeouts as exc:
+            if left > 0:
+                await _wait(client, template, taken, None)
+                continue
+            raise openai.APITimeoutError(request=request) from exc
+        except openai.OpenAIError:
+            raise
+        except template.errors as exc:
+            if left > 0:
+                await _wait(client, template, taken, None)
+                continue
+            raise openai.APIConnectionError(request=request) from exc
+        if not response.is_success:
+            if left > 0 and client._should_retry(response):
+                await response.aclose()
+                await _wait(client, template, taken, response.headers)
+                continue
+            raise client._make_status_error_from_response(response) from None
+        return LegacyAPIResponse(
+            raw=response,
+            cast_to=cast_to,
+            client=client,
+            stream=False,
+            stream_cls=None,
+            options=template.options,
+            retries_taken=taken,
+        )
+    raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+
+async def _wait(client: Any, template: _Template, taken: int, headers: Any) -> None:
+    """Wait before the next attempt as the SDK does, and log it as the SDK does."""
+    retries = client.max_retries
+    wait = client._calculate_retry_timeout(retries - taken, template.options, headers)
+    _SDK_LOG.info("Retrying request in %f seconds (retry %i of %s)", wait, taken + 1, retries)
+    await anyio.sleep(wait)
