@@ -7,6 +7,9 @@ and its place among the open sessions (a sorted set by last use). Every key expi
 `IDLE_SECONDS` without a request of the session, on whichever process; a session's ``DELETE``
 removes it at once. The open sessions are bounded over all processes as in one: opening one
 past the bound ends the least recently used session that holds no loads, never one that does.
+Opening is one Lua script run by Redis (`_OPEN`, by EVALSHA): expiry, making room and the new
+session's place in one atomic step, so processes opening sessions at the same instant never
+take more places than the bound between them.
 Keys hold the SHA-256 of a session id, so an id of any length or content is one bounded key.
 Under ``tool_search_keep_loaded = "conversation"``, the tools each client (its ``clientInfo``
 name) ran are kept there too, for its next session on any process: bounded per client and in
@@ -52,7 +55,48 @@ KEPT_TTL = 7 * 24 * 3600
 """Seconds a client's kept tools outlive its last call (a week)."""
 _TTL = int(IDLE_SECONDS)
 _SCAN = 256
-"""Open sessions examined per round trip when making room."""
+"""Open sessions examined per page when making room (`_OPEN`)."""
+
+_OPEN = """
+local open, record = KEYS[1], KEYS[2]
+local now, cutoff, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local digest, prefix, scan = ARGV[5], ARGV[6], tonumber(ARGV[7])
+redis.call('ZREMRANGEBYSCORE', open, '-inf', cutoff)
+if not redis.call('ZSCORE', open, digest) then
+  local start = 0
+  while redis.call('ZCARD', open) >= limit do
+    local victim = nil
+    while victim == nil do
+      local page = redis.call('ZRANGE', open, start, start + scan - 1)
+      if #page == 0 then
+        return 0
+      end
+      for i, held in ipairs(page) do
+        if redis.call('EXISTS', prefix .. held .. ':loaded') == 0 then
+          victim = held
+          start = start + i - 1
+          break
+        end
+      end
+      if victim == nil then
+        start = start + #page
+      end
+    end
+    redis.call('DEL', prefix .. victim, prefix .. victim .. ':loaded')
+    redis.call('ZREM', open, victim)
+  end
+end
+redis.call('SET', record, ARGV[4], 'EX', ARGV[8])
+redis.call('ZADD', open, now, digest)
+return 1
+"""
+"""Opening a session, atomically. KEYS: the open sessions, the new session's record. ARGV: now,
+the oldest last use still open, the bound, the record, the session's digest, the keys' prefix
+(`_Keys`: a session's record is prefix + digest, its loads prefix + digest + ``:loaded``),
+sessions examined per page, the record's expiry in seconds. Making room ends the least
+recently used session holding no loads (the sessions before it, which hold loads, are not
+examined again); 0 when every one holds loads. It writes keys it derives (a victim's), so it
+needs one Redis server, not a cluster (``[proxy] state`` names one server)."""
 
 
 def valid_id(session: str) -> bool:
@@ -114,6 +158,7 @@ class SharedSessions:
         self.state = state
         self.limit = limit
         self._keys = _Keys(prefix)
+        self._open_script: Any = None
 
     async def open(self, session: str, init: Mapping[str, Any], owner: str = "") -> bool:
         """Record a new session (after making room); ``False``: every open session holds
@@ -128,18 +173,23 @@ class SharedSessions:
         )
 
         async def work(redis: Any) -> bool:
+            if self._open_script is None:  # redis-py's Script: EVALSHA, loaded when missing
+                self._open_script = redis.register_script(_OPEN)
             now = time.time()
-            await redis.zremrangebyscore(keys.open, "-inf", now - _TTL)
-            while await redis.zcard(keys.open) >= self.limit:
-                victim = await _idle_victim(redis, keys)
-                if victim is None:
-                    return False
-                await _remove(redis, keys, victim)
-            async with redis.pipeline(transaction=True) as pipe:
-                pipe.set(keys.record(digest), record, ex=_TTL)
-                pipe.zadd(keys.open, {digest: now})
-                await pipe.execute()
-            return True
+            opened = await self._open_script(
+                keys=[keys.open, keys.record(digest)],
+                args=[
+                    repr(now),
+                    repr(now - _TTL),
+                    self.limit,
+                    record,
+                    digest,
+                    keys.prefix,
+                    _SCAN,
+                    _TTL,
+                ],
+            )
+            return bool(opened)
 
         return await self.state.run(work)
 
@@ -258,23 +308,6 @@ class SharedSessions:
             return int(await redis.zcard(keys.open))
 
         return await self.state.run(work)
-
-
-async def _idle_victim(redis: Any, keys: _Keys) -> str | None:
-    """The least recently used open session that holds no loads (its digest), if any."""
-    start = 0
-    while True:
-        digests = await redis.zrange(keys.open, start, start + _SCAN - 1)
-        if not digests:
-            return None
-        async with redis.pipeline(transaction=False) as pipe:
-            for digest in digests:
-                pipe.exists(keys.loaded(digest))
-            held = await pipe.execute()
-        for digest, holds in zip(digests, held, strict=True):
-            if not holds:
-                return str(digest)
-        start += _SCAN
 
 
 async def _remove(redis: Any, keys: _Keys, digest: str) -> None:

@@ -5,6 +5,7 @@ session ids cost no Redis key; without the setting, a session is its process's o
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -408,3 +409,49 @@ async def test_a_clients_next_session_on_another_process_starts_with_what_it_ran
         }
         listed = await http.post(second, json=listing, headers=headers)
         assert '"name":"notes-_-shout"' not in listed.text.replace(" ", "")
+
+
+async def test_openers_racing_for_the_last_places_never_overshoot_the_bound() -> None:
+    """40 openers at once on four clients (as four processes would be) race for the last two
+    of eight places, six of them held by sessions with loads: eight sessions stay open, none
+    of them lost its loads, and no evicted session left a key behind. Once all eight hold
+    loads, 40 more racing openers are all refused and nothing changes."""
+    url = redis_url()
+    async with shared(url, limit=8) as sessions:
+        others = [
+            SharedSessions(RedisState(url), 8, prefix=sessions._keys.prefix) for _ in range(3)
+        ]
+        try:
+            doors = [sessions, *others]
+            holding = [f"held-{n}" for n in range(6)]
+            for n, session in enumerate(holding):
+                assert await sessions.open(session, {}, "")
+                await sessions.add_loaded(session, [f"tool-{n}"])
+
+            async def opener(n: int) -> bool:
+                return await doors[n % 4].open(f"new-{n}", {}, "")
+
+            opened = await asyncio.gather(*(opener(n) for n in range(40)))
+            assert sum(opened) >= 2
+            assert await sessions.count() == 8
+            for n, session in enumerate(holding):
+                found = await sessions.touch(session)
+                assert found is not None
+                assert found.loaded == (f"tool-{n}",)
+            redis: Any = sessions.state._redis
+            keys = [k async for k in redis.scan_iter(f"{sessions._keys.prefix}*")]
+            assert len(keys) == 1 + 8 + 6  # the open set, eight records, six loads
+            still = [f"new-{n}" for n in range(40) if await sessions.touch(f"new-{n}")]
+            assert len(still) == 2
+            for session in still:
+                await sessions.add_loaded(session, ["late"])
+            refused = await asyncio.gather(*(opener(n) for n in range(40, 80)))
+            assert not any(refused)
+            assert await sessions.count() == 8
+            for session in [*holding, *still]:
+                found = await sessions.touch(session)
+                assert found is not None
+                assert found.loaded
+        finally:
+            for other in others:
+                await other.state.aclose()
