@@ -26,9 +26,9 @@ from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types.version import LATEST_HANDSHAKE_VERSION
 
-from bot_toolsearch._mcp.door import McpDoor, Outcome
+from bot_toolsearch._mcp.door import IDLE_SECONDS, McpDoor, Outcome
 from bot_toolsearch._mcp.server import LOADS_NOT_KEPT, _keep_loads
-from bot_toolsearch._mcp.shared import SharedSessions
+from bot_toolsearch._mcp.shared import SharedSessions, _digest
 from bot_toolsearch._services.shared_state import RedisState
 from tests.mcp.conftest import write_config
 from tests.mcp.test_door import names, text
@@ -412,9 +412,9 @@ async def test_a_clients_next_session_on_another_process_starts_with_what_it_ran
 
 
 async def test_openers_racing_for_the_last_places_never_overshoot_the_bound() -> None:
-    """40 openers at once on four clients (as four processes would be) race for the last two
-    of eight places, six of them held by sessions with loads: eight sessions stay open, none
-    of them lost its loads, and no evicted session left a key behind. Once all eight hold
+    """Three times, 40 openers at once on four clients (as four processes would be) race for
+    the last two of eight places, six of them held by sessions with loads: eight sessions stay
+    open, none of them lost its loads, and no evicted session left a key behind. Once all eight hold
     loads, 40 more racing openers are all refused and nothing changes."""
     url = redis_url()
     async with shared(url, limit=8) as sessions:
@@ -431,9 +431,12 @@ async def test_openers_racing_for_the_last_places_never_overshoot_the_bound() ->
             async def opener(n: int) -> bool:
                 return await doors[n % 4].open(f"new-{n}", {}, "")
 
-            opened = await asyncio.gather(*(opener(n) for n in range(40)))
-            assert sum(opened) >= 2
-            assert await sessions.count() == 8
+            for door in doors:  # each client's connections open, as a running process's are
+                await asyncio.gather(*(door.count() for _ in range(10)))
+            for start in range(0, 120, 40):  # three races
+                opened = await asyncio.gather(*(opener(n) for n in range(start, start + 40)))
+                assert sum(opened) >= 2
+                assert await sessions.count() == 8
             for n, session in enumerate(holding):
                 found = await sessions.touch(session)
                 assert found is not None
@@ -441,11 +444,11 @@ async def test_openers_racing_for_the_last_places_never_overshoot_the_bound() ->
             redis: Any = sessions.state._redis
             keys = [k async for k in redis.scan_iter(f"{sessions._keys.prefix}*")]
             assert len(keys) == 1 + 8 + 6  # the open set, eight records, six loads
-            still = [f"new-{n}" for n in range(40) if await sessions.touch(f"new-{n}")]
+            still = [f"new-{n}" for n in range(120) if await sessions.touch(f"new-{n}")]
             assert len(still) == 2
             for session in still:
                 await sessions.add_loaded(session, ["late"])
-            refused = await asyncio.gather(*(opener(n) for n in range(40, 80)))
+            refused = await asyncio.gather(*(opener(n) for n in range(120, 160)))
             assert not any(refused)
             assert await sessions.count() == 8
             for session in [*holding, *still]:
@@ -455,3 +458,66 @@ async def test_openers_racing_for_the_last_places_never_overshoot_the_bound() ->
         finally:
             for other in others:
                 await other.state.aclose()
+
+
+async def test_new_sessions_racing_on_two_doors_never_overshoot_the_bound(
+    tmp_path: Path, door_factory: Callable[..., Any]
+) -> None:
+    """Four places over two doors (each with its own Redis client), two held by sessions with
+    loads: twice, 40 new sessions opened at once, half on each door, all open (each making
+    room by ending a load-free one), yet four sessions stay open in all and the two holding
+    loads keep them, served on either door."""
+    config = write_config(tmp_path, upstream=False)
+    one: McpDoor = await door_factory(config)
+    two: McpDoor = await door_factory(config)
+    url = redis_url()
+    async with shared(url, limit=4) as sessions:
+        other = SharedSessions(RedisState(url), 4, prefix=sessions._keys.prefix)
+        try:
+            async with (
+                serving(one, state=sessions) as (first, _),
+                serving(two, state=other) as (second, _),
+                httpx.AsyncClient(timeout=30) as http,
+            ):
+                loaded = []
+                for url in (first, second):
+                    headers = await _opened(http, url)
+                    searched = await http.post(
+                        url, json=_call("tool_search", query="select:notes.shout"), headers=headers
+                    )
+                    assert "notes-_-shout" in searched.text
+                    loaded.append(headers)
+                for _ in range(2):
+                    opening = [
+                        http.post((first, second)[n % 2], json=INITIALIZE, headers=ACCEPT)
+                        for n in range(40)
+                    ]
+                    answers = await asyncio.gather(*opening)
+                    assert [a.status_code for a in answers] == [200] * 40
+                    assert await sessions.count() == 4
+                for headers, url in zip(loaded, (second, first), strict=True):
+                    shouted = await http.post(
+                        url, json=_call("notes-_-shout", text="x"), headers=headers
+                    )
+                    assert '"text":"X"' in shouted.text.replace(" ", "")
+        finally:
+            await other.state.aclose()
+
+
+async def test_a_session_idle_past_its_expiry_leaves_its_place_even_with_loads() -> None:
+    """Two places, both held by sessions with loads, one of them last used more than
+    `IDLE_SECONDS` ago: a new session opens in the expired one's place; with both places held
+    again, the next is refused."""
+    async with shared(redis_url(), limit=2) as sessions:
+        for session in ("old", "held"):
+            assert await sessions.open(session, {}, "")
+            await sessions.add_loaded(session, ["tool"])
+        redis: Any = sessions.state._redis
+        digest = _digest("old")
+        await redis.zadd(sessions._keys.open, {digest: time.time() - IDLE_SECONDS - 1})
+        assert await sessions.open("new", {}, "")
+        assert await redis.zscore(sessions._keys.open, digest) is None
+        assert await sessions.count() == 2
+        await sessions.add_loaded("new", ["tool"])
+        assert not await sessions.open("next", {}, "")
+        assert await sessions.count() == 2
