@@ -521,3 +521,15 @@ async def test_a_session_idle_past_its_expiry_leaves_its_place_even_with_loads()
         await sessions.add_loaded("new", ["tool"])
         assert not await sessions.open("next", {}, "")
         assert await sessions.count() == 2
+
+
+async def test_opening_survives_redis_forgetting_its_scripts(
+    own_redis: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    """Redis restarted or its script cache flushed: the next opening loads the script again."""
+    url, _ = own_redis
+    async with shared(url, limit=2) as sessions:
+        assert await sessions.open("first", {}, "")
+        await sessions.state._redis.script_flush()
+        assert await sessions.open("second", {}, "")
+        assert await sessions.count() == 2
