@@ -216,7 +216,9 @@ def _serve(args: argparse.Namespace) -> int:
             port=args.port,
             workers=max(1, args.workers),
             log_level=args.log_level,
-            access_log=args.access_log == "text",
+            # uvicorn formats its text line's arguments before its logger's level is asked:
+            # below ``info`` nobody reads the line, so none is made.
+            access_log=args.access_log == "text" and args.log_level in ("info", "debug"),
             timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN,
             **logs,
         )

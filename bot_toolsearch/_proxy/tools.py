@@ -113,7 +113,9 @@ class ToolStage:
         api: Api = "chat" if request.chat else "responses"
         if not tools or self.facts.of(tools, api, remember=raw is None).native:
             return
-        found = await until_disconnect(request.receive, self._index(tools, api, raw))
+        found = self._cached(tools, api, raw)
+        if found is None:
+            found = await until_disconnect(request.receive, self._index(tools, api, raw))
         if found is not None:
             _ACCEPT.set(functools.partial(self._accept, found, self._engine.snapshot()))
 
@@ -196,6 +198,17 @@ class ToolStage:
             future.add_done_callback(
                 lambda _: self._metrics.index_builds.observe(time.perf_counter() - started)
             )
+
+    def _cached(self, tools: list[Any], api: Api, raw: bytes | None) -> CallerTools | None:
+        """The catalog of a list found by its bytes (``raw`` is ``None``: `_parse_known`),
+        without a task: nothing to wait for, so no watch for the client leaving either; else
+        ``None`` (`_index` decides)."""
+        if raw is not None:
+            return None
+        settings = self._engine.snapshot()
+        if not settings.skills.tool_search_enabled:
+            return None
+        return self._cache.lookup(tools, api, settings.tools.dot_delimiter)
 
     async def _index(self, tools: list[Any], api: Api, raw: bytes | None) -> CallerTools | None:
         """The catalog of ``tools`` (built in the ``index`` pool unless cached: what the first

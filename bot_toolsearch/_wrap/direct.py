@@ -8,7 +8,9 @@ auth or idempotency header) none of that changes between two rounds, so the SDK 
 once per client and path (`_template`: the URL with its query, the headers, the timeout),
 checked against the client's settings before each use, and each round is one
 ``build_request``/``send`` on the client's own HTTP client with the JSON the SDK's encoder
-makes. What the caller sees is what ``post`` gives, from the SDK's own parts:
+makes (a first attempt's request is made from the headers merged once, as ``build_request``
+would make it, while the HTTP client's own headers, cookies and query are unchanged).
+What the caller sees is what ``post`` gives, from the SDK's own parts:
 
 - retries: ``max_retries`` attempts more on a timeout, a connection error, and a status the
   SDK's ``_should_retry`` takes (408, 409, 429, 5xx, ``x-should-retry``; not past a
@@ -60,7 +62,18 @@ _LEFT_OUT = frozenset({_RETRY_COUNT, "content-length", "transfer-encoding"})
 class _Template:
     """What the SDK would send for one client and path, but the body and the retry count."""
 
-    __slots__ = ("errors", "extensions", "headers", "options", "source", "timeouts", "url")
+    __slots__ = (
+        "errors",
+        "extensions",
+        "headers",
+        "merged",
+        "merged_from",
+        "options",
+        "request",
+        "source",
+        "timeouts",
+        "url",
+    )
 
     def __init__(self, client: Any, path: str, source: tuple[Any, ...]) -> None:
         self.source = source
@@ -72,7 +85,13 @@ class _Template:
         self.extensions = {"timeout": built.extensions["timeout"]}
         sent = client._build_headers(self.options, retries_taken=0)
         self.headers = [(k, v) for k, v in sent.multi_items() if k.lower() not in _LEFT_OUT]
-        library = _library(client._client)
+        http = client._client
+        self.merged = http._merge_headers(self.headers)
+        self.merged_from = http.headers.raw
+        """``headers`` merged into the HTTP client's own, as its ``build_request`` merges them
+        (`_request`: used while the client's headers, cookies and query are still these)."""
+        library = _library(http)
+        self.request: Callable[..., Any] = library.Request
         self.timeouts: tuple[type[BaseException], ...] = (library.TimeoutException,)
         self.errors: tuple[type[BaseException], ...] = (
             library.RequestError,
@@ -178,12 +197,16 @@ async def post_direct(
         if taken:
             sent = client._build_headers(template.options, retries_taken=taken)
             headers = [(k, v) for k, v in sent.multi_items() if k.lower() not in _LEFT_OUT]
-        request = http.build_request(
-            "POST",
-            template.url,
-            headers=[*headers, (_RETRY_COUNT, str(taken))],
-            content=content,
-            extensions=template.extensions,
+        request = (
+            _request(http, template, content)
+            if not taken
+            else http.build_request(
+                "POST",
+                template.url,
+                headers=[*headers, (_RETRY_COUNT, str(taken))],
+                content=content,
+                extensions=template.extensions,
+            )
         )
         left = retries - taken
         try:
@@ -216,6 +239,27 @@ async def post_direct(
             retries_taken=taken,
         )
     raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+
+def _request(http: Any, template: _Template, content: bytes) -> Any:
+    """The first attempt's request: what ``http.build_request`` makes of the template, with
+    the merged headers copied rather than merged again (about 60 % of its cost, 13 headers);
+    ``build_request`` itself when the client's headers, cookies or query are no longer what
+    the template merged."""
+    merged = template.merged
+    if http.headers.raw != template.merged_from or http.cookies or http.params:
+        return http.build_request(
+            "POST",
+            template.url,
+            headers=[*template.headers, (_RETRY_COUNT, "0")],
+            content=content,
+            extensions=template.extensions,
+        )
+    headers = merged.copy()
+    headers[_RETRY_COUNT] = "0"
+    return template.request(
+        "POST", template.url, headers=headers, content=content, extensions=template.extensions
+    )
 
 
 async def _wait(client: Any, template: _Template, taken: int, headers: Any) -> None:

@@ -223,6 +223,26 @@ async def test_a_template_is_made_again_when_the_clients_key_changes() -> None:
     assert client in direct._TEMPLATES
 
 
+async def test_headers_and_cookies_the_http_client_gains_later_are_sent() -> None:
+    # The first attempt copies the headers the template merged; a client whose own headers,
+    # cookies (an upstream's Set-Cookie) or query changed since is built anew, as httpx does.
+    script = Script(answer(OK), answer(OK), answer(OK))
+    client = openai.AsyncOpenAI(base_url=f"{script.upstream.url}/v1", api_key="k")
+    try:
+        await client.chat.completions.create(**REQUEST)  # type: ignore[call-overload]
+        await post_async(client.chat.completions, "chat", REQUEST)
+        client._client.headers["x-later"] = "b"
+        client._client.cookies.set("s", "1")
+        await post_async(client.chat.completions, "chat", REQUEST)
+    finally:
+        await client.close()
+        script.upstream.close()
+    heads = [raw.partition(b"\r\n\r\n")[0].lower() for raw in script.upstream.received]
+    assert [b"x-later: b" in head for head in heads] == [False, False, True]
+    assert [b"cookie: s=1" in head for head in heads] == [False, False, True]
+    assert client in direct._TEMPLATES
+
+
 async def test_a_client_with_hooks_of_its_own_takes_the_sdks_post() -> None:
     script = Script(answer(OK), answer(OK))
     client = openai.AsyncAzureOpenAI(
