@@ -161,6 +161,16 @@ async def _opened(http: httpx.AsyncClient, url: str) -> dict[str, str]:
     return headers
 
 
+async def _loaded(http: httpx.AsyncClient, url: str) -> dict[str, str]:
+    """A raw session opened at ``url`` that loaded ``notes.shout`` by search: its headers."""
+    headers = await _opened(http, url)
+    searched = await http.post(
+        url, json=_call("tool_search", query="select:notes.shout"), headers=headers
+    )
+    assert "notes-_-shout" in searched.text
+    return headers
+
+
 def _call(name: str, **arguments: Any) -> dict[str, Any]:
     params = {"name": name, "arguments": arguments}
     return {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
@@ -181,14 +191,7 @@ async def test_the_bound_holds_over_both_processes_and_never_ends_a_session_with
         serving(two, state=sessions) as (second, _),
         httpx.AsyncClient(timeout=30) as http,
     ):
-        loaded = []
-        for url in (first, second):
-            headers = await _opened(http, url)
-            searched = await http.post(
-                url, json=_call("tool_search", query="select:notes.shout"), headers=headers
-            )
-            assert "notes-_-shout" in searched.text
-            loaded.append(headers)
+        loaded = [await _loaded(http, url) for url in (first, second)]
         idle = await _opened(http, first)
         assert await sessions.count() == 3
         fourth = await _opened(http, second)  # ends `idle`, not a session holding loads
@@ -339,11 +342,7 @@ async def test_redis_stopping_mid_session_answers_503_and_the_door_stays_up(
             serving(door, state=SharedSessions(state, 8)) as (mcp, _),
             httpx.AsyncClient(timeout=30) as http,
         ):
-            headers = await _opened(http, mcp)
-            searched = await http.post(
-                mcp, json=_call("tool_search", query="select:notes.shout"), headers=headers
-            )
-            assert "notes-_-shout" in searched.text
+            headers = await _loaded(http, mcp)
             server.terminate()
             server.wait(timeout=30)
             listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
@@ -479,14 +478,7 @@ async def test_new_sessions_racing_on_two_doors_never_overshoot_the_bound(
                 serving(two, state=other) as (second, _),
                 httpx.AsyncClient(timeout=30) as http,
             ):
-                loaded = []
-                for url in (first, second):
-                    headers = await _opened(http, url)
-                    searched = await http.post(
-                        url, json=_call("tool_search", query="select:notes.shout"), headers=headers
-                    )
-                    assert "notes-_-shout" in searched.text
-                    loaded.append(headers)
+                loaded = [await _loaded(http, url) for url in (first, second)]
                 for _ in range(2):
                     opening = [
                         http.post((first, second)[n % 2], json=INITIALIZE, headers=ACCEPT)
