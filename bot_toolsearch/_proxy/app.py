@@ -31,6 +31,7 @@ leaves the upstream's base path, or bypasses tool search.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import gc
 import logging
@@ -310,6 +311,17 @@ class ProxyApp:
             await self._route(scope, reading, tracked)
         except Disconnected:
             return
+        except asyncio.CancelledError:  # the server stops: what still runs is cancelled
+            if not started:
+                await send_error(
+                    send,
+                    503,
+                    "the proxy is shutting down",
+                    "server_error",
+                    code="server_shutting_down",
+                    close=True,
+                )
+            return  # the request's own task ends here: no traceback for a stop
         except Refused as exc:
             if not started:
                 await send_refusal(send, exc)
