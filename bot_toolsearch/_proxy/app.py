@@ -212,9 +212,11 @@ class ProxyApp:
             raise ValueError(f"index_builds must be at least 1, got {index_builds}")
         POOLS.configure(index_builds=index_builds, index_queue=4 * index_builds)
         redact_access_log()
-        # The SDK's own HTTP client class (httpx or httpx2, by SDK version), for forwarding too.
+        # The SDK's own HTTP client class (httpx or httpx2, by SDK version), for forwarding too;
+        # never following a redirect (the SDK's default), which would leave the upstream.
         self._http = openai.DefaultAsyncHttpxClient(
-            event_hooks={"request": [count_request], "response": [accept_on_2xx]}
+            event_hooks={"request": [count_request], "response": [accept_on_2xx]},
+            follow_redirects=False,
         )
         self.metrics = ProxyMetrics(lambda: len(self._cache), lambda: self._cache.cached_bytes)
         """The counters ``GET /metrics`` exposes."""
