@@ -336,3 +336,36 @@ def test_an_upstream_redirect_is_never_followed_to_another_host(code: int, route
     assert len(upstream.received) >= 1
     victim.close()
     upstream.close()
+
+
+@pytest.mark.parametrize("route", ["/v1/chat/completions", "/v1/models"])
+def test_a_cookie_the_upstream_sets_is_never_sent_with_another_clients_request(
+    route: str,
+) -> None:
+    """The proxy's HTTP client is shared by every client: a cookie the upstream set in its
+    answer to one client must not ride along with the next client's request."""
+    completion = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "ok"},
+            }
+        ],
+    }
+    upstream = Upstream(status(200, completion, "Set-Cookie: session=alice; Path=/\r\n"))
+    with served(ProxyApp(f"{upstream.url}/v1")) as port:
+        for key in ("alice", "bob"):
+            auth = f"\r\nAuthorization: Bearer {key}"
+            if route == "/v1/models":
+                reply = request(port, f"GET /v1/models HTTP/1.1\r\nHost: x{auth}".encode())
+            else:
+                reply = post(port, route, {"model": "m", "messages": [USER]}, extra=auth)
+            assert reply.status == 200
+    assert len(upstream.received) == 2
+    assert all(b"\r\ncookie:" not in sent.lower() for sent in upstream.received)
+    upstream.close()
