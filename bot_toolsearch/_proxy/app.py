@@ -31,6 +31,7 @@ leaves the upstream's base path, or bypasses tool search.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import gc
 import logging
@@ -69,6 +70,7 @@ from .reading import (
 from .relay import Relay, count_request, masked, send_error, send_json, send_raw, send_refusal
 from .request import Disconnected, Receive, Refused, Request, Scope, Send
 from .tools import ToolStage, accept_on_2xx
+from .upstream_http import upstream_http
 from .upstream_timing import time_upstream
 
 __all__ = [
@@ -211,10 +213,7 @@ class ProxyApp:
             raise ValueError(f"index_builds must be at least 1, got {index_builds}")
         POOLS.configure(index_builds=index_builds, index_queue=4 * index_builds)
         redact_access_log()
-        # The SDK's own HTTP client class (httpx or httpx2, by SDK version), for forwarding too.
-        self._http = openai.DefaultAsyncHttpxClient(
-            event_hooks={"request": [count_request], "response": [accept_on_2xx]}
-        )
+        self._http = upstream_http(count_request, accept_on_2xx)
         self.metrics = ProxyMetrics(lambda: len(self._cache), lambda: self._cache.cached_bytes)
         """The counters ``GET /metrics`` exposes."""
         self._observer = Observer(self.metrics)
@@ -310,6 +309,17 @@ class ProxyApp:
             await self._route(scope, reading, tracked)
         except Disconnected:
             return
+        except asyncio.CancelledError:  # the server stops: what still runs is cancelled
+            if not started:
+                await send_error(
+                    send,
+                    503,
+                    "the proxy is shutting down",
+                    "server_error",
+                    code="server_shutting_down",
+                    close=True,
+                )
+            return  # the request's own task ends here: no traceback for a stop
         except Refused as exc:
             if not started:
                 await send_refusal(send, exc)

@@ -13,7 +13,6 @@ and are refused. What bodies still arriving cost is bounded by their bytes inste
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -58,15 +57,27 @@ class Reading:
     """A request's ``receive``: the body within ``timeout`` seconds of waiting for it, the request
     counted in ``gate`` (and in those of `count_also`) once the body is whole, its bytes
     held in ``held`` as they arrive (`leave` gives both back), and the body's size in bytes
-    (`size`). After the body, messages pass through unchanged (a disconnect)."""
+    (`size`). After the body, messages pass through unchanged (a disconnect).
+
+    The deadline is one timer per request, not one per message (a body arrives in many): it
+    fires once the time spent waiting could have reached ``timeout``, and then either moves
+    on by the time the proxy spent on its own work meanwhile, or ends the wait in progress
+    (`BodyTimeout`), or, between two waits, makes the next one fail at once.
+    """
 
     __slots__ = (
+        "_cancelling",
         "_counted",
+        "_expired",
         "_gates",
         "_held",
+        "_inside",
         "_receive",
+        "_since",
         "_taken",
+        "_task",
         "_timeout",
+        "_timer",
         "_waited",
         "size",
         "whole",
@@ -77,6 +88,12 @@ class Reading:
         self._gates: list[Gate] = [gate]
         self._counted: list[Gate] = []
         self._waited = 0.0
+        self._since = 0.0
+        self._inside = False
+        self._expired = False
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelling = 0
+        self._timer: asyncio.TimerHandle | None = None
         self._taken = 0
         self.size = 0
         self.whole = False
@@ -106,14 +123,25 @@ class Reading:
         """
         if self.whole:
             return await self._receive()
-        started = time.monotonic()
+        if self._expired:
+            raise BodyTimeout
+        loop = asyncio.get_running_loop()
+        task = self._task = asyncio.current_task()
+        self._cancelling = 0 if task is None else task.cancelling()
+        self._since = loop.time()
+        if self._timer is None:
+            self._timer = loop.call_at(self._since + self._timeout - self._waited, self._fire)
+        self._inside = True
         try:
-            async with asyncio.timeout(max(0.0, self._timeout - self._waited)):
-                message = await self._receive()
-        except TimeoutError:
-            raise BodyTimeout from None
+            message = await self._receive()
+        except asyncio.CancelledError:
+            if self._expired and task is not None and task.uncancel() <= self._cancelling:
+                raise BodyTimeout from None
+            raise
         finally:
-            self._waited += time.monotonic() - started
+            self._inside = False
+            self._task = None
+            self._waited += loop.time() - self._since
         if message["type"] == "http.request":
             size = len(message.get("body", b""))
             if not self._held.take(size):
@@ -122,6 +150,7 @@ class Reading:
             self.size += size
             if not message.get("more_body", False):
                 self.whole = True
+                self._stop_timer()
                 try:
                     for gate in self._gates:
                         self._enter(gate)
@@ -130,8 +159,27 @@ class Reading:
                     raise
         return message
 
+    def _fire(self) -> None:
+        """The deadline's timer: moved on by the time not spent waiting, or spent."""
+        self._timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        left = self._timeout - self._waited - (now - self._since if self._inside else 0.0)
+        if left > 0:  # the proxy's own work meanwhile (a key probe) does not count
+            self._timer = loop.call_at(now + left, self._fire)
+            return
+        self._expired = True
+        if self._inside and self._task is not None:
+            self._task.cancel()
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
     def leave(self) -> None:
         """The request is done: its bytes given back, and uncounted if it was counted."""
+        self._stop_timer()
         self._held.give(self._taken)
         self._taken = 0
         self._uncount()

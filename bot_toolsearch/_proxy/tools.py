@@ -18,7 +18,7 @@ import gc
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bot_toolsearch._config.settings import BotSettings
@@ -93,9 +93,10 @@ class ToolStage:
             Refused: a malformed body (400), or more tools than ``max_tools`` (400).
         """
         raw = request.raw
-        body, known = self._parse_known(raw)
-        request.body, request.known = body, known
-        tools = request.tools = self._check(body, request.chat, known)
+        body, cached = self._parse_known(raw)
+        known = cached is not None
+        request.body, request.known, request.cached = body, known, cached or ()
+        tools = request.tools = self._check(body, request.chat, cached)
         api: Api = "chat" if request.chat else "responses"
         request.native = (
             not known and tools is not None and self.facts.of(tools, api, remember=False).native
@@ -111,9 +112,9 @@ class ToolStage:
         tools, raw = request.tools, None if request.known else request.raw
         _ACCEPT.set(None)
         api: Api = "chat" if request.chat else "responses"
-        if not tools or self.facts.of(tools, api, remember=raw is None).native:
+        if not tools or self.facts.of(request.cached or tools, api, remember=raw is None).native:
             return
-        found = self._cached(tools, api, raw)
+        found = self._cached(request.cached or tools, api, raw)
         if found is None:
             found = await until_disconnect(request.receive, self._index(tools, api, raw))
         if found is not None:
@@ -127,9 +128,11 @@ class ToolStage:
         if self._freeze_heap and self._cache.builds != request.builds:
             _settle()
 
-    def _check(self, body: dict[str, Any], chat: bool, known: bool) -> list[Any] | None:
+    def _check(
+        self, body: dict[str, Any], chat: bool, cached: tuple[Any, ...] | None
+    ) -> list[Any] | None:
         """The request's tool list after the checks the proxy makes before calling upstream
-        (``known``: the list is a cached one, `_parse_known`)."""
+        (``cached``: the cache's own entries it was found as, `_parse_known`)."""
         if "stream" in body and not isinstance(body["stream"], bool | None):
             raise Refused(400, "'stream' must be a boolean", param="stream")
         if chat and not isinstance(body.get("messages"), list):
@@ -138,7 +141,7 @@ class ToolStage:
         if tools is not None and not isinstance(tools, list):
             raise Refused(400, "'tools' must be an array", param="tools")
         api: Api = "chat" if chat else "responses"
-        listed, resent = self.facts.named(body, api, remember=known)
+        listed, resent = self.facts.named(body, api, remember=cached is not None, tools=cached)
         if listed + resent > self._max_tools:
             raise Refused(
                 400,
@@ -164,8 +167,9 @@ class ToolStage:
             self._lengths.insert(0, length)
             del self._lengths[_LENGTHS:]
 
-    def _parse_known(self, raw: bytes) -> tuple[dict[str, Any], bool]:
-        """The JSON body, and whether its ``tools`` are a cached list found by its bytes.
+    def _parse_known(self, raw: bytes) -> tuple[dict[str, Any], tuple[Any, ...] | None]:
+        """The JSON body, and the cache's own entries when its ``tools`` are a cached list
+        found by its bytes (else ``None``).
 
         When the body's top-level ``tools`` bytes are byte for byte a tool list parsed before
         (and still cached), only the rest of the body is parsed and ``tools`` is the cached
@@ -186,8 +190,8 @@ class ToolStage:
                     body = None
                 if isinstance(body, dict) and "tools" in body and body["tools"] is None:
                     body["tools"] = list(elements)
-                    return body, True
-        return parse_body(raw), False
+                    return body, elements
+        return parse_body(raw), None
 
     def _accept(self, found: CallerTools, settings: BotSettings) -> None:
         """The upstream took a request carrying ``found``: its index build starts (`accept`),
@@ -199,7 +203,7 @@ class ToolStage:
                 lambda _: self._metrics.index_builds.observe(time.perf_counter() - started)
             )
 
-    def _cached(self, tools: list[Any], api: Api, raw: bytes | None) -> CallerTools | None:
+    def _cached(self, tools: Sequence[Any], api: Api, raw: bytes | None) -> CallerTools | None:
         """The catalog of a list found by its bytes (``raw`` is ``None``: `_parse_known`),
         without a task: nothing to wait for, so no watch for the client leaving either; else
         ``None`` (`_index` decides)."""

@@ -142,7 +142,8 @@ class EmbeddingsClient:
                     )
                 key = _NO_KEY
             transport = _DeadlineTransport(settings.timeout, max_answer_bytes(settings.batch_size))
-            http = openai.DefaultHttpxClient(transport=transport)
+            # never following a redirect (the SDK's default), which would leave the endpoint
+            http = openai.DefaultHttpxClient(transport=transport, follow_redirects=False)
             weakref.finalize(self, http.close)  # its connections close with this client
             self._client = openai.OpenAI(
                 api_key=key,

@@ -499,6 +499,8 @@ def _json_size(elements: tuple[Any, ...]) -> int:
 
 def _same_objects(cached: tuple[Any, ...], elements: tuple[Any, ...]) -> bool:
     """Whether two tool lists hold the very same objects."""
+    if cached is elements:
+        return True
     if len(cached) != len(elements):
         return False
     return all(map(operator.is_, cached, elements))  # C speed: one pointer test per tool
@@ -506,6 +508,8 @@ def _same_objects(cached: tuple[Any, ...], elements: tuple[Any, ...]) -> bool:
 
 def _equal(cached: tuple[Any, ...], elements: tuple[Any, ...]) -> bool:
     """Whether two tool lists are equal (an entry that cannot be compared never is)."""
+    if cached is elements:
+        return True
     try:
         return bool(cached == elements)
     except Exception:  # a caller object whose __eq__ raises

@@ -13,7 +13,7 @@ from bot_toolsearch._config.settings import BotSettings, SkillsSettings, ToolsSe
 from bot_toolsearch._proxy.app import ProxyApp, redact_query
 from bot_toolsearch._wrap import caller_tools
 from bot_toolsearch.testing import ScriptedOpenAIServer, text
-from tests.proxy._raw import Upstream, answer, post, request, served
+from tests.proxy._raw import Upstream, answer, post, request, served, status
 from tests.wrap._tools import chat_tools
 
 USER = {"role": "user", "content": "hi"}
@@ -315,3 +315,57 @@ def test_redact_query_leaves_other_parameters() -> None:
         redact_query("/a?x=1&API_KEY=s&sig=t&plain") == "/a?x=1&API_KEY=REDACTED&sig=REDACTED&plain"
     )
     assert redact_query("/a") == "/a"
+
+
+@pytest.mark.parametrize("code", [301, 302, 307, 308])
+@pytest.mark.parametrize("route", ["/v1/chat/completions", "/v1/models"])
+def test_an_upstream_redirect_is_never_followed_to_another_host(code: int, route: str) -> None:
+    """The SDK's HTTP client follows redirects; the proxy's must not: a redirect would take
+    the request (its body, and any header the client library keeps) off the upstream."""
+    victim = Upstream(answer({"secret": True}), host="127.0.0.2")
+    elsewhere = f"http://127.0.0.2:{victim.port}/v1/chat/completions"
+    upstream = Upstream(status(code, {}, f"Location: {elsewhere}\r\n"))
+    with served(ProxyApp(f"{upstream.url}/v1")) as port:
+        if route == "/v1/models":
+            reply = request(port, b"GET /v1/models HTTP/1.1\r\nHost: x")
+        else:
+            reply = post(port, route, {"model": "m", "messages": [USER]})
+        assert reply.status >= 300
+        assert reply.status != 200
+    assert not victim.connected.is_set()
+    assert len(upstream.received) >= 1
+    victim.close()
+    upstream.close()
+
+
+@pytest.mark.parametrize("route", ["/v1/chat/completions", "/v1/models"])
+def test_a_cookie_the_upstream_sets_is_never_sent_with_another_clients_request(
+    route: str,
+) -> None:
+    """The proxy's HTTP client is shared by every client: a cookie the upstream set in its
+    answer to one client must not ride along with the next client's request."""
+    completion = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "ok"},
+            }
+        ],
+    }
+    upstream = Upstream(status(200, completion, "Set-Cookie: session=alice; Path=/\r\n"))
+    with served(ProxyApp(f"{upstream.url}/v1")) as port:
+        for key in ("alice", "bob"):
+            auth = f"\r\nAuthorization: Bearer {key}"
+            if route == "/v1/models":
+                reply = request(port, f"GET /v1/models HTTP/1.1\r\nHost: x{auth}".encode())
+            else:
+                reply = post(port, route, {"model": "m", "messages": [USER]}, extra=auth)
+            assert reply.status == 200
+    assert len(upstream.received) == 2
+    assert all(b"\r\ncookie:" not in sent.lower() for sent in upstream.received)
+    upstream.close()

@@ -9,16 +9,19 @@ dripped.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch._proxy.head_deadline import HeadDeadline
-from bot_toolsearch._proxy.reading import ENV_READ_TIMEOUT
+from bot_toolsearch._proxy.limits import BodyBytes, InFlight
+from bot_toolsearch._proxy.reading import ENV_READ_TIMEOUT, BodyTimeout, Reading
 
 from ._raw import Upstream, answer, parse, post, request, served
 from .test_limits import COMPLETION, USER
@@ -173,3 +176,74 @@ def test_bodies_still_arriving_are_bounded_by_their_bytes(stop: threading.Event)
             assert post(port, "/v1/chat/completions", big).status == 200
     finally:
         upstream.close()
+
+
+# -- the deadline itself: one timer per request (issue 44), on `Reading` directly --------------
+
+
+def _reading(messages: list[tuple[float, bytes, bool]], timeout: float) -> Reading:
+    """A `Reading` over a client that sends each ``(delay, body, more)`` after its delay."""
+    queue = iter(messages)
+
+    async def receive() -> dict[str, Any]:
+        item = next(queue, None)
+        if item is None:
+            await asyncio.sleep(3600)  # the client says nothing more
+            raise AssertionError("unreachable")
+        delay, body, more = item
+        await asyncio.sleep(delay)
+        return {"type": "http.request", "body": body, "more_body": more}
+
+    return Reading(receive, timeout, InFlight(4), BodyBytes(1 << 20))
+
+
+async def _read_all(reading: Reading) -> bytes:
+    body = b""
+    while not reading.whole:
+        body += (await reading())["body"]
+    return body
+
+
+async def test_the_deadline_is_for_the_whole_body_not_each_message() -> None:
+    reading = _reading([(0.1, b"a", True)] * 20, timeout=0.5)  # each quick, 2 s in all
+    with pytest.raises(BodyTimeout):
+        await _read_all(reading)
+    reading.leave()
+    assert reading.size < 20
+
+
+async def test_time_the_proxy_spends_between_waits_does_not_count() -> None:
+    reading = _reading([(0.05, b"a", True), (0.05, b"b", False)], timeout=0.4)
+    assert (await reading())["body"] == b"a"
+    await asyncio.sleep(0.8)  # the proxy's own work (a key probe): twice the deadline
+    assert (await reading())["body"] == b"b"
+    assert reading.whole
+    reading.leave()
+
+
+async def test_a_deadline_spent_between_waits_fails_the_next_wait_at_once() -> None:
+    reading = _reading([(0.3, b"a", True), (0.0, b"b", False)], timeout=0.2)
+    with pytest.raises(BodyTimeout):
+        await reading()
+    with pytest.raises(BodyTimeout):
+        await reading()  # the message was ready, but the deadline had passed
+    reading.leave()
+
+
+async def test_a_cancelled_wait_is_a_cancellation_not_a_timeout() -> None:
+    reading = _reading([(10.0, b"a", False)], timeout=5.0)
+    waiting = asyncio.ensure_future(reading())
+    await asyncio.sleep(0.05)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    reading.leave()
+
+
+async def test_after_the_whole_body_no_deadline_is_left_to_fire() -> None:
+    reading = _reading([(0.0, b"ab", False)], timeout=0.1)
+    assert await _read_all(reading) == b"ab"
+    await asyncio.sleep(0.3)  # past the deadline: nothing cancels the request's task
+    assert asyncio.current_task() is not None
+    assert not asyncio.current_task().cancelling()  # type: ignore[union-attr]
+    reading.leave()

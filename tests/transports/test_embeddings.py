@@ -16,7 +16,7 @@ from bot_toolsearch._transports.embeddings import (
     EmbeddingsError,
     max_answer_bytes,
 )
-from tests.proxy._raw import Upstream, drip
+from tests.proxy._raw import Upstream, answer, drip, status
 
 
 @pytest.fixture
@@ -61,3 +61,17 @@ def test_an_answer_larger_than_its_cap_is_cut_off() -> None:
             _client(upstream.url, batch_size=1, timeout=10.0).embed(["hello"])
     finally:
         upstream.close()
+
+
+def test_a_redirect_is_never_followed_to_another_host() -> None:
+    victim = Upstream(answer({"data": [{"index": 0, "embedding": [1.0]}]}), host="127.0.0.2")
+    elsewhere = f"http://127.0.0.2:{victim.port}/v1/embeddings"
+    upstream = Upstream(status(307, {}, f"Location: {elsewhere}\r\n"))
+    try:
+        with pytest.raises(EmbeddingsError):
+            _client(upstream.url, timeout=10.0).embed(["hello"])
+    finally:
+        upstream.close()
+        victim.close()
+    assert not victim.connected.is_set()
+    assert len(upstream.received) == 1

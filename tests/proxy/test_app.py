@@ -1,0 +1,62 @@
+"""`ProxyApp.__call__` as the server calls it (ASGI, in-process): a request the server
+cancels as it stops (uvicorn, past its graceful shutdown) gets 503 when nothing was sent yet,
+and its task ends without an error escaping to the server (issue 44 moved the upstream call
+into the request's own task, where the server's cancellation now lands)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import MutableMapping
+from typing import Any
+
+from bot_toolsearch._proxy.app import ProxyApp
+from tests.proxy._raw import Upstream, hang
+from tests.proxy.test_limits import USER
+
+
+async def test_a_request_the_server_cancels_gets_503_and_ends_quietly() -> None:
+    upstream = Upstream(hang)
+    app = ProxyApp(f"{upstream.url}/v1", timeout=3600)
+    body = json.dumps({"model": "m", "messages": [USER]}).encode()
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"x"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+        "http_version": "1.1",
+        "scheme": "http",
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+    never = asyncio.Event()
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> MutableMapping[str, Any]:
+        if messages:
+            return messages.pop()
+        await never.wait()
+        raise AssertionError("unreachable")
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    try:
+        task = asyncio.ensure_future(app(scope, receive, send))
+        assert await asyncio.to_thread(upstream.connected.wait, 30)
+        task.cancel("the server stops")
+        await task  # ends, rather than raising CancelledError to the server
+        assert not task.cancelled()
+        assert sent[0]["type"] == "http.response.start"
+        assert sent[0]["status"] == 503
+        error = json.loads(sent[1]["body"])["error"]
+        assert error["code"] == "server_shutting_down"
+    finally:
+        await app.aclose()

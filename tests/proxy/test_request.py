@@ -1,0 +1,110 @@
+"""`until_disconnect` (issue 44): the work runs in the caller's task, one watcher reads on, and
+a client that leaves cancels the work, which the caller sees as `Disconnected`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import MutableMapping
+from typing import Any
+
+import pytest
+
+from bot_toolsearch._proxy.request import Disconnected, until_disconnect
+
+
+class _Client:
+    """A request's ``receive`` after the body: nothing until `leave` (or `fail`)."""
+
+    def __init__(self) -> None:
+        self._left = asyncio.Event()
+        self.failure: Exception | None = None
+        self.reads = 0
+
+    def leave(self) -> None:
+        self._left.set()
+
+    def fail(self, exc: Exception) -> None:
+        self.failure = exc
+        self._left.set()
+
+    async def receive(self) -> MutableMapping[str, Any]:
+        self.reads += 1
+        await self._left.wait()
+        if self.failure is not None:
+            raise self.failure
+        return {"type": "http.disconnect"}
+
+
+async def test_the_works_result_and_no_watcher_left_running() -> None:
+    client = _Client()
+
+    async def work() -> int:
+        await asyncio.sleep(0.01)
+        return 7
+
+    before = len(asyncio.all_tasks())
+    assert await until_disconnect(client.receive, work()) == 7
+    await asyncio.sleep(0)  # the watcher's cancellation runs
+    assert len(asyncio.all_tasks()) == before
+    assert client.reads == 1
+
+
+async def test_a_client_that_leaves_cancels_the_work() -> None:
+    client = _Client()
+    ended: list[str] = []
+
+    async def work() -> int:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            ended.append("cancelled")
+            raise
+        return 1
+
+    asyncio.get_running_loop().call_later(0.05, client.leave)
+    with pytest.raises(Disconnected):
+        await until_disconnect(client.receive, work())
+    assert ended == ["cancelled"]
+    assert not asyncio.current_task().cancelling()  # type: ignore[union-attr]
+
+
+async def test_a_failure_reading_on_is_the_callers_failure() -> None:
+    client = _Client()
+
+    class Deadline(Exception):
+        pass
+
+    asyncio.get_running_loop().call_later(0.05, client.fail, Deadline())
+    with pytest.raises(Deadline):
+        await until_disconnect(client.receive, asyncio.sleep(60))
+
+
+async def test_a_cancellation_from_elsewhere_stays_a_cancellation() -> None:
+    client = _Client()
+    running = asyncio.ensure_future(until_disconnect(client.receive, asyncio.sleep(60)))
+    await asyncio.sleep(0.05)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+
+
+async def test_a_client_leaving_after_the_work_is_over_changes_nothing() -> None:
+    client = _Client()
+
+    async def work() -> str:
+        client.leave()  # the disconnect arrives as the work ends
+        return "done"
+
+    assert await until_disconnect(client.receive, work()) == "done"
+    await asyncio.sleep(0.01)
+    assert not asyncio.current_task().cancelling()  # type: ignore[union-attr]
+
+
+async def test_the_works_own_failure_passes_through() -> None:
+    client = _Client()
+
+    async def work() -> None:
+        raise ValueError("upstream")
+
+    with pytest.raises(ValueError, match="upstream"):
+        await until_disconnect(client.receive, work())
