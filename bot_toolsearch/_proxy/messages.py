@@ -52,6 +52,7 @@ from .exchange import note_body, note_route
 from .request import Disconnected as _Left
 from .request import Refused, Request
 from .request import until_disconnect as _until_left
+from .upstream_http import failure_text
 
 __all__ = ["MESSAGES_PATH", "MessagesRoute"]
 
@@ -259,7 +260,7 @@ class MessagesRoute:
             return await self._http.post(self._url, content=data, headers=dict(headers))
         except Exception as exc:  # any transport failure of the SDK's HTTP library
             logger.warning("proxy: upstream request failed: %s", type(exc).__name__)
-            raise _Failed(502, f"upstream failed: {type(exc).__name__}") from None
+            raise _Failed(502, f"upstream failed: {failure_text(exc)}") from None
 
     async def _ordinary(
         self, receive: _Receive, send: _Send, body: Mapping[str, Any], headers: Mapping[str, str]
@@ -273,7 +274,7 @@ class MessagesRoute:
             try:
                 return await self._http.send(request, stream=True)
             except Exception as exc:  # any transport failure of the SDK's HTTP library
-                raise _Failed(502, f"upstream failed: {type(exc).__name__}") from None
+                raise _Failed(502, f"upstream failed: {failure_text(exc)}") from None
 
         response = await _until_left(receive, asyncio.wait_for(open_(), self._timeout))
         try:
@@ -288,8 +289,14 @@ class MessagesRoute:
                     "headers": [(b"content-type", kind.encode("latin-1"))],
                 }
             )
-            async for chunk in response.aiter_raw():
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            try:
+                async for chunk in response.aiter_raw():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except Exception as exc:  # the upstream failed mid-answer (or passed its bound)
+                logger.warning("proxy: upstream failed mid-answer: %s", failure_text(exc))
+                if kind.partition(";")[0].strip().lower() == "text/event-stream":
+                    closing = _closing(f"upstream failed: {failure_text(exc)}")
+                    await send({"type": "http.response.body", "body": closing, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
         finally:
             await response.aclose()
@@ -349,7 +356,7 @@ class MessagesRoute:
                 response = await self._http.send(request, stream=True)
             except Exception as exc:  # any transport failure of the SDK's HTTP library
                 logger.warning("proxy: upstream request failed: %s", type(exc).__name__)
-                raise _Failed(502, f"upstream failed: {type(exc).__name__}") from None
+                raise _Failed(502, f"upstream failed: {failure_text(exc)}") from None
             status = response.status_code
             if status >= 400:
                 content = await _drain(response)
@@ -426,7 +433,7 @@ async def _events(response: Any) -> AsyncIterator[dict[str, Any]]:
         except EventTooLarge as exc:
             raise _Failed(502, f"upstream failed: {exc}") from None
         except Exception as exc:  # any transport failure of the SDK's HTTP library
-            raise _Failed(502, f"upstream failed: {type(exc).__name__}") from None
+            raise _Failed(502, f"upstream failed: {failure_text(exc)}") from None
         for item in found:
             yield item
         if chunk is None:

@@ -39,6 +39,7 @@ from bot_toolsearch._wrap.verbatim import VERBATIM, Verbatim
 from .client_copies import ClientCopies
 from .keys import UpstreamKeys
 from .request import Disconnected, Refused, Request, Send, busy, until_disconnect, within
+from .upstream_http import AnswerTooLarge, failure_text
 
 __all__ = [
     "Answer",
@@ -223,6 +224,11 @@ class Relay:
             return Refused(403, str(exc), code="tool_not_permitted", param=exc.param)
         if isinstance(exc, PoolBusy):
             return busy(str(exc), "serve --index-builds")
+        if isinstance(exc, AnswerTooLarge):
+            logger.warning("proxy: %s", exc)
+            return Refused(
+                502, f"upstream failed: {exc}", "upstream_error", code="upstream_answer_too_large"
+            )
         logger.warning("proxy: request failed: %s", type(exc).__name__)
         if calls.count:  # the upstream answered something the wrapper cannot use
             return Refused(
@@ -381,7 +387,7 @@ async def _sse(
         raise
     except Exception as exc:  # the status line is sent: report in the stream
         logger.warning("proxy: upstream failed mid-stream: %s", type(exc).__name__)
-        detail = exc.message if isinstance(exc, openai.APIError) else type(exc).__name__
+        detail = exc.message if isinstance(exc, openai.APIError) else failure_text(exc)
         await fail(f"upstream failed: {detail}", "upstream_error", "upstream_error")
         return
     if events:

@@ -5,17 +5,86 @@ own class (httpx or httpx2, by SDK version), with two of its defaults turned off
   it would take the request, body and all, to whatever host its ``Location`` names.
 - Cookies are never kept: a cookie the upstream sets answers one client's request, and a
   jar shared by every client would send it with the next client's.
+
+And the answer to a model call (Chat Completions, Responses, Messages; streamed or not) is
+bounded by its size, `MAX_ANSWER_BYTES`: the proxy reads it whole (or relays it as it comes),
+and an upstream that sends without end would otherwise fill the proxy's memory within the
+call's deadline. Past the bound the read fails with `AnswerTooLarge` (the client gets 502,
+or a stream's error event). Other paths are passed through as they come (a file's content
+may be large).
 """
 
 from __future__ import annotations
 
 import http.cookiejar
-from collections.abc import Awaitable, Callable
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import openai
 
-__all__ = ["upstream_http"]
+__all__ = ["MAX_ANSWER_BYTES", "AnswerTooLarge", "bound_answer", "failure_text", "upstream_http"]
+
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+"""The largest answer to a model call the proxy reads (bytes): 128 choices of a long answer
+fit; an endless one does not."""
+
+_MODEL_CALLS = ("/chat/completions", "/responses", "/messages")
+
+# The HTTP library the installed SDK is built on (httpx for openai 2, httpx2 for openai 3).
+_HTTP: Any = next(
+    sys.modules[base.__module__.partition(".")[0]]
+    for base in openai.DefaultAsyncHttpxClient.__mro__
+    if base.__module__.partition(".")[0] not in ("openai", "builtins")
+)
+
+
+class AnswerTooLarge(Exception):
+    """The upstream's answer to a model call is larger than `MAX_ANSWER_BYTES`."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(f"the upstream's answer is larger than {cap} bytes")
+
+
+class _Bounded(_HTTP.AsyncByteStream):  # type: ignore[misc]
+    """A response body that fails once more than ``cap`` bytes have come."""
+
+    def __init__(self, inner: Any, cap: int) -> None:
+        self._inner, self._cap = inner, cap
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in self._inner:
+            size += len(chunk)
+            if size > self._cap:
+                raise AnswerTooLarge(self._cap)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def failure_text(exc: BaseException) -> str:
+    """What a client is told of a failed upstream exchange: the bound it passed, else the
+    failure's kind (never its text, which may quote the upstream or a key)."""
+    return str(exc) if isinstance(exc, AnswerTooLarge) else type(exc).__name__
+
+
+def bound_answer(response: Any, cap: int | None = None) -> None:
+    """Bound the body of ``response`` (its headers in, its body unread) by ``cap`` bytes
+    (default `MAX_ANSWER_BYTES`) when it answers a model call: at once when its
+    ``Content-Length`` says more, else as it is read.
+
+    Raises:
+        AnswerTooLarge: ``Content-Length`` is larger than ``cap``.
+    """
+    if not response.request.url.path.endswith(_MODEL_CALLS):
+        return
+    cap = MAX_ANSWER_BYTES if cap is None else cap
+    length = response.headers.get("content-length", "").strip()
+    if length.isdigit() and int(length) > cap:
+        raise AnswerTooLarge(cap)
+    response.stream = _Bounded(response.stream, cap)
 
 
 _NO_COOKIES = http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
@@ -25,9 +94,14 @@ _NO_COOKIES = http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
 def upstream_http(
     on_request: Callable[[Any], Awaitable[None]], on_response: Callable[[Any], Awaitable[None]]
 ) -> Any:
-    """The client, with ``on_request``/``on_response`` as its event hooks."""
+    """The client, with ``on_request``/``on_response`` as its event hooks (after which the
+    answer's bound is set, `bound_answer`)."""
+
+    async def bounded(response: Any) -> None:
+        bound_answer(response)
+
     client = openai.DefaultAsyncHttpxClient(
-        event_hooks={"request": [on_request], "response": [on_response]},
+        event_hooks={"request": [on_request], "response": [on_response, bounded]},
         follow_redirects=False,
     )
     client.cookies.jar.set_policy(_NO_COOKIES)

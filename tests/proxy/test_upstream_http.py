@@ -1,0 +1,138 @@
+"""The proxy's HTTP client to its upstream (`bot_toolsearch._proxy.upstream_http`), against
+hostile upstreams on raw sockets: the answer to a model call is bounded by its size, on every
+route, streamed or not, and a pass-through path is not. (Redirects and cookies:
+`tests/proxy/test_edges.py`.)"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+
+import pytest
+
+from bot_toolsearch._proxy import upstream_http
+from bot_toolsearch._proxy.app import ProxyApp
+from tests.proxy._raw import Handler, Upstream, post, request, served
+
+CAP = 256 * 1024
+USER = {"role": "user", "content": "hi"}
+_TOOL = {
+    "name": "weather",
+    "description": "The weather in a city.",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+@pytest.fixture(autouse=True)
+def _small_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(upstream_http, "MAX_ANSWER_BYTES", CAP)
+
+
+def _endless(content_type: str, *, events: bool = True) -> Handler:
+    """An upstream whose chunked answer never ends (until the proxy hangs up): events of
+    16 kB, or (``events=False``) one event that never ends."""
+
+    def handle(conn: socket.socket, _: bytes) -> None:
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n"
+        head += "Transfer-Encoding: chunked\r\n\r\n"
+        chunk = b"data: " + b"x" * 16384 + b"\n\n" if events else b"x" * 16384
+        with contextlib.suppress(OSError):
+            conn.sendall(head.encode())
+            if not events:
+                conn.sendall(b"6\r\ndata: \r\n")
+            for _ in range(10_000):  # 160 MB at most: far past the cap
+                conn.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+
+    return handle
+
+
+def _announced(conn: socket.socket, _: bytes) -> None:
+    """An upstream announcing an answer of a terabyte."""
+    with contextlib.suppress(OSError):
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1000000000000\r\n\r\n{"
+        )
+
+
+def _chat(stream: bool) -> dict[str, object]:
+    return {"model": "m", "messages": [USER], "stream": stream}
+
+
+@pytest.mark.parametrize("handler", [_endless("application/json"), _announced])
+@pytest.mark.parametrize(
+    ("route", "payload"),
+    [
+        ("/v1/chat/completions", _chat(False)),
+        ("/v1/responses", {"model": "m", "input": "hi"}),
+    ],
+)
+def test_a_model_answer_past_the_bound_is_a_502_and_not_retried(
+    handler: Handler, route: str, payload: dict[str, object]
+) -> None:
+    upstream = Upstream(handler)
+    with served(ProxyApp(f"{upstream.url}/v1")) as port:
+        reply = post(port, route, payload)
+    assert reply.status == 502
+    error = reply.json()["error"]
+    assert error["code"] == "upstream_answer_too_large"
+    assert f"larger than {CAP} bytes" in error["message"]
+    assert len(upstream.received) == 1  # a second try would read it all again
+    upstream.close()
+
+
+def test_a_stream_past_the_bound_ends_with_an_error_event() -> None:
+    upstream = Upstream(_endless("text/event-stream", events=False))
+    with served(ProxyApp(f"{upstream.url}/v1")) as port:
+        reply = post(port, "/v1/chat/completions", _chat(True))
+    assert reply.status == 200  # the status line was sent before the bound was passed
+    events = [line for line in reply.body.split(b"\n") if line.startswith(b"data: {")]
+    error = json.loads(events[-1][len(b"data: ") :])["error"]
+    assert f"larger than {CAP} bytes" in error["message"]
+    assert len(reply.body) < 2 * CAP
+    upstream.close()
+
+
+@pytest.mark.parametrize("handler", [_endless("application/json"), _announced])
+def test_a_messages_answer_past_the_bound_is_a_502(handler: Handler) -> None:
+    upstream = Upstream(handler)
+    app = ProxyApp(f"{upstream.url}/v1", upstream_api="messages")
+    body = {"model": "m", "max_tokens": 5, "messages": [USER], "tools": [_TOOL]}
+    with served(app) as port:
+        reply = post(port, "/v1/messages", body)
+    assert reply.status == 502
+    assert f"larger than {CAP} bytes" in reply.json()["error"]["message"]
+    upstream.close()
+
+
+def test_an_ordinary_messages_stream_past_the_bound_ends_with_an_error_event() -> None:
+    """A request with no tool is relayed as it comes: past the bound, its stream ends with
+    Anthropic's error event (and an endless answer is not read to its end)."""
+    upstream = Upstream(_endless("text/event-stream"))
+    app = ProxyApp(f"{upstream.url}/v1", upstream_api="messages")
+    body = {"model": "m", "max_tokens": 5, "messages": [USER], "stream": True}
+    with served(app) as port:
+        reply = post(port, "/v1/messages", body)
+    assert reply.status == 200
+    assert b"event: error" in reply.body
+    assert f"larger than {CAP} bytes".encode() in reply.body
+    assert len(reply.body) < 2 * CAP
+    upstream.close()
+
+
+def test_a_pass_through_path_is_not_bounded() -> None:
+    content = b"z" * (3 * CAP)
+
+    def handle(conn: socket.socket, _: bytes) -> None:
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(content) + content
+        )
+
+    upstream = Upstream(handle)
+    with served(ProxyApp(f"{upstream.url}/v1")) as port:
+        reply = request(port, b"GET /v1/files/file-1/content HTTP/1.1\r\nHost: x")
+    assert reply.status == 200
+    assert reply.body == content
+    upstream.close()
