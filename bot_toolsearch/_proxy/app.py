@@ -257,7 +257,7 @@ class ProxyApp:
         )
         self._facts = self._tools.facts
         self._relay = Relay(ClientCopies(self._client), engine, self.timeout, self._state)
-        self._forward = Forward(self.upstream, self._http, engine, max_body)
+        self._forward = Forward(self.upstream, self._http, engine, max_body, self.timeout)
         self._messages = self._messages_route(upstream_api, max_tools)
         """``POST /v1/messages`` with tool search (``upstream_api="messages"``)."""
 

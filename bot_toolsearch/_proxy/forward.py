@@ -20,7 +20,7 @@ from bot_toolsearch._wrap.engine import Engine
 
 from .body import read_body
 from .passthrough import refusal
-from .request import Disconnected, Refused, Request, until_disconnect
+from .request import Disconnected, Refused, Request, until_disconnect, within
 
 __all__ = ["Forward"]
 
@@ -41,14 +41,18 @@ class Forward:
         http: the proxy's HTTP client.
         engine: the wrapper's engine (its settings' ``[tools]``).
         max_body: the largest body in bytes.
+        timeout: seconds the whole exchange may take (its answer read whole).
     """
 
-    def __init__(self, upstream: str, http: Any, engine: Engine, max_body: int) -> None:
+    def __init__(
+        self, upstream: str, http: Any, engine: Engine, max_body: int, timeout: float
+    ) -> None:
         parts = urlsplit(upstream)
         self._origin = f"{parts.scheme}://{parts.netloc}"
         self._base_path = parts.path.rstrip("/")
         self._host = parts.hostname
         self._http, self._engine, self._max_body = http, engine, max_body
+        self._timeout = timeout
 
     async def __call__(self, request: Request) -> None:
         """Forward ``request`` and relay the upstream's answer."""
@@ -80,9 +84,18 @@ class Forward:
         if outgoing.url.host != self._host:  # never: the URL is built from parsed parts
             raise Refused(400, "the request target is not a path")
         try:
-            response = await until_disconnect(receive, self._http.send(outgoing))
+            exchange = within(self._timeout, self._http.send(outgoing))
+            response = await until_disconnect(receive, exchange)
         except Disconnected:
             raise
+        except TimeoutError:
+            logger.warning("proxy: upstream timed out after %s s", self._timeout)
+            raise Refused(
+                502,
+                f"upstream failed: no answer within {self._timeout:g} s (serve --timeout)",
+                "upstream_error",
+                code="upstream_timeout",
+            ) from None
         except Exception as exc:  # any transport failure of the SDK's HTTP library
             logger.warning("proxy: upstream request failed: %s", type(exc).__name__)
             failed = f"upstream failed: {type(exc).__name__}"

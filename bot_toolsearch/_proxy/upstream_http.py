@@ -10,8 +10,8 @@ And the answer to a model call (Chat Completions, Responses, Messages; streamed 
 bounded by its size, `MAX_ANSWER_BYTES`: the proxy reads it whole (or relays it as it comes),
 and an upstream that sends without end would otherwise fill the proxy's memory within the
 call's deadline. Past the bound the read fails with `AnswerTooLarge` (the client gets 502,
-or a stream's error event). Other paths are passed through as they come (a file's content
-may be large).
+or a stream's error event). Other paths are not bounded by size (a file's content may be
+large), only by the exchange's deadline (`bot_toolsearch._proxy.forward`).
 """
 
 from __future__ import annotations

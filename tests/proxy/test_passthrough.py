@@ -9,6 +9,7 @@ Raw sockets on 127.0.0.1: the client writes bytes, a recording upstream answers.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch._proxy.passthrough import refusal
-from tests.proxy._raw import Upstream, answer, post, request, served
+from tests.proxy._raw import Upstream, answer, drip, post, request, served
 from tests.wrap._tools import chat_tools
 
 DENY = BotSettings.model_validate(
@@ -159,3 +160,18 @@ def test_a_pass_through_body_python_cannot_parse_is_refused_while_a_list_is_set(
     assert form.status == 200  # a body that is not JSON at all is the upstream's to read
     assert upstream.paths == ["/files"]
     upstream.close()
+
+
+def test_a_pass_through_answer_that_never_ends_is_cut_at_the_timeout() -> None:
+    """Every outbound call has a total deadline: an upstream that drips its answer a byte at
+    a time (each read well within any per-read timeout) is a 502 at ``timeout``."""
+    stop = threading.Event()
+    upstream = Upstream(drip(stop, every=0.1))
+    try:
+        with served(ProxyApp(f"{upstream.url}/v1", timeout=1.0)) as port:
+            reply = request(port, b"GET /v1/models HTTP/1.1\r\nHost: x")
+        assert reply.status == 502
+        assert reply.json()["error"]["code"] == "upstream_timeout"
+    finally:
+        stop.set()
+        upstream.close()
