@@ -410,16 +410,23 @@ class ToolsCache:
                 and len(entry.elements) == len(elements)
             ]
         for entry in candidates:
-            if _equal(entry.elements, elements):
+            cached = entry.elements
+            # The very objects (a list found by its bytes, a caller resending its list) need
+            # no comparison of values; another list fails this at its first other object.
+            same = _same_objects(cached, elements)
+            if same or _equal(cached, elements):
                 with self._lock:
-                    # The newest equal tuple: the next call's identity shortcuts hit sooner.
-                    if not _same_objects(entry.elements, elements):
+                    if entry.elements is not cached:  # another call's tuple meanwhile
+                        same = _same_objects(entry.elements, elements)
+                    if not same:
                         # Equal values, other objects: the bytes no longer name these.
                         entry.sources.clear()
+                    # The newest equal tuple: the next call's identity shortcuts hit sooner.
                     entry.elements = elements
-                    if entry in self._entries:
-                        self._entries.remove(entry)
-                    self._entries.insert(0, entry)
+                    if not self._entries or self._entries[0] is not entry:
+                        if entry in self._entries:
+                            self._entries.remove(entry)
+                        self._entries.insert(0, entry)
                 return entry.tools
         return None
 
