@@ -38,7 +38,7 @@ from bot_toolsearch._transports.responses import declaration_item, flat_tool
 
 from .caller_tools import Api, CallerTools, CallerView
 
-__all__ = ["Answer", "Projection", "requested_tool", "shared_ready"]
+__all__ = ["Answer", "Projection", "requested_tool", "shared_part"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -54,6 +54,8 @@ class Projection:
             ``tools``, so a fixed-tools mode falls back to ``append`` for this call when the
             tool is deferred).
         dialect: how the caller speaks tool search (`Dialect`; the config's by default).
+        shared: what `shared_part` found for ``tools``, ``settings`` and ``dialect``, if the
+            caller asked already (else it is looked up, or made, here).
     """
 
     __slots__ = (
@@ -75,9 +77,11 @@ class Projection:
         *,
         forced: str | None = None,
         dialect: Dialect = CONFIG,
+        shared: _Shared | None = None,
     ) -> None:
         assert tools.catalog is not None
-        shared = _shared(tools, settings, dialect)
+        if shared is None or shared.settings is not settings or shared.protocol.dialect != dialect:
+            shared = _shared(tools, settings, dialect)
         self._tools = tools
         self.view: CallerView = shared.view
         """The permitted tools and their wire names (over the permitted tools only)."""
@@ -278,13 +282,16 @@ def _shared(tools: CallerTools, settings: BotSettings, dialect: Dialect) -> _Sha
     return made
 
 
-def shared_ready(tools: CallerTools, settings: BotSettings, dialect: Dialect | None) -> bool:
-    """Whether a `Projection` of ``tools`` under ``settings`` and ``dialect`` (``None``:
-    the config's) finds its shared part made (`_shared`): nothing to build."""
+def shared_part(
+    tools: CallerTools, settings: BotSettings, dialect: Dialect | None
+) -> _Shared | None:
+    """What a `Projection` of ``tools`` under ``settings`` and ``dialect`` (``None``: the
+    config's) shares with the calls before it, when made already (`_shared`), else ``None``:
+    the projection makes it (its directory, maybe a tokenizer's work)."""
     if dialect is not None and dialect is not CONFIG:
-        return False
+        return None
     found = tools.memo_get(("projection", id(settings)))
-    return isinstance(found, _Shared) and found.settings is settings
+    return found if isinstance(found, _Shared) and found.settings is settings else None
 
 
 def _make_shared(tools: CallerTools, settings: BotSettings, dialect: Dialect) -> _Shared:
