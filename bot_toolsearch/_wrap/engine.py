@@ -202,6 +202,7 @@ class Engine:
         """A call's `setup` under ``settings`` (``None``: pass it through, its tools held to
         allow/deny), the arguments it plans from (a dialect request's made ordinary) and the
         dialect request; ``known``: its tool list's cached form, if looked up already."""
+        permissions = settings.tools
         read = self._native(given, api, settings, known, build=build)
         if read is None or isinstance(read, Pending):
             return read, given, None
@@ -218,7 +219,7 @@ class Engine:
             known=known,
         )
         if found is None:
-            filter_function_tools(given, settings.tools)
+            filter_function_tools(given, permissions)
         return found, kwargs, native
 
     def through(self, kwargs: dict[str, Any], api: Api) -> dict[str, Any]:

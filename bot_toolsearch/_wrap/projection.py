@@ -250,7 +250,7 @@ def requested_tool(tool_choice: object, api: Api) -> str | None:
 @dataclass(frozen=True, slots=True, eq=False)
 class _Shared:
     """What every `Projection` of one cached list under one settings snapshot and dialect
-    shares, made once (`_shared`) and kept on the list (`CallerTools.memo`), so it is
+    shares, made once (`_shared`) and kept on the list (`CallerTools.memo_put`), so it is
     freed and bounded with it: a call forks `protocol` and reads the rest."""
 
     settings: BotSettings
