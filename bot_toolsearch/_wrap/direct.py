@@ -8,8 +8,9 @@ auth or idempotency header) none of that changes between two rounds, so the SDK 
 once per client and path (`_template`: the URL with its query, the headers, the timeout),
 checked against the client's settings before each use, and each round is one
 ``build_request``/``send`` on the client's own HTTP client with the JSON the SDK's encoder
-makes (a first attempt's request is made from the headers merged once, as ``build_request``
-would make it, while the HTTP client's own headers, cookies and query are unchanged).
+makes, the directory's spliced in as encoded once (`bot_toolsearch._wrap.encoded`). A first
+attempt's request is made from the headers merged once, as ``build_request`` would make it,
+while the HTTP client's own headers, cookies and query are unchanged.
 What the caller sees is what ``post`` gives, from the SDK's own parts:
 
 - retries: ``max_retries`` attempts more on a timeout, a connection error, and a status the
@@ -43,13 +44,11 @@ from openai._models import FinalRequestOptions
 
 __all__ = ["post_direct"]
 
-_dumps: Callable[[Any], bytes] | None
-try:  # the SDK's own JSON encoder (openai 3); without it, every round takes ``post``
-    from openai._utils import _json as _sdk_json
+from . import encoded
 
-    _dumps = _sdk_json.openapi_dumps
-except (ImportError, AttributeError):  # pragma: no cover - openai 2
-    _dumps = None
+_dumps: Callable[[Any], bytes] | None = None if encoded.sdk_dumps is None else encoded.dumps
+"""The SDK's own JSON encoder (openai 3), the directory spliced in pre-encoded
+(`bot_toolsearch._wrap.encoded`); without it, every round takes ``post``."""
 
 _SDK_LOG = logging.getLogger("openai._base_client")
 """The SDK's own logger, where its ``post`` says it retries."""
