@@ -64,12 +64,13 @@ class _Template:
     __slots__ = (
         "errors",
         "extensions",
+        "first",
         "headers",
-        "merged",
         "merged_from",
         "options",
         "request",
         "source",
+        "stream",
         "timeouts",
         "url",
     )
@@ -85,12 +86,22 @@ class _Template:
         sent = client._build_headers(self.options, retries_taken=0)
         self.headers = [(k, v) for k, v in sent.multi_items() if k.lower() not in _LEFT_OUT]
         http = client._client
-        self.merged = http._merge_headers(self.headers)
-        self.merged_from = http.headers.raw
-        """``headers`` merged into the HTTP client's own, as its ``build_request`` merges them
-        (`_request`: used while the client's headers, cookies and query are still these)."""
         library = _library(http)
         self.request: Callable[..., Any] = library.Request
+        self.stream: Callable[[bytes], Any] = library.ByteStream
+        self.merged_from = http.headers.raw
+        sample = http.build_request(
+            "POST",
+            self.url,
+            headers=[*self.headers, (_RETRY_COUNT, "0")],
+            content=b"{}",
+            extensions=self.extensions,
+        )
+        *first, length = sample.headers.raw
+        self.first: Any = library.Headers(first) if length == (b"Content-Length", b"2") else None
+        """The first attempt's headers as ``build_request`` makes them (``Host``, the HTTP
+        client's own, the SDK's), but the body's ``Content-Length`` last (`_request`: used
+        while the client's headers, cookies and query are still the ones merged here)."""
         self.timeouts: tuple[type[BaseException], ...] = (library.TimeoutException,)
         self.errors: tuple[type[BaseException], ...] = (
             library.RequestError,
@@ -241,12 +252,20 @@ async def post_direct(
 
 
 def _request(http: Any, template: _Template, content: bytes) -> Any:
-    """The first attempt's request: what ``http.build_request`` makes of the template, with
-    the merged headers copied rather than merged again (about 60 % of its cost, 13 headers);
-    ``build_request`` itself when the client's headers, cookies or query are no longer what
-    the template merged."""
-    merged = template.merged
-    if http.headers.raw != template.merged_from or http.cookies or http.params:
+    """The first attempt's request: what ``http.build_request`` makes of the template (the
+    same method, URL, headers in the same order, body and extensions), made from the headers
+    it made once and the body as the HTTP library's own byte stream, so that neither the
+    headers (18 with the SDK's) nor the body's are normalised and merged again (about 80 %
+    of ``build_request``'s cost); ``build_request`` itself when the client's headers, cookies
+    or query are no longer the ones merged, or the body is empty."""
+    first = template.first
+    if (
+        first is None
+        or not content
+        or http.headers.raw != template.merged_from
+        or http.cookies
+        or http.params
+    ):
         return http.build_request(
             "POST",
             template.url,
@@ -254,11 +273,16 @@ def _request(http: Any, template: _Template, content: bytes) -> Any:
             content=content,
             extensions=template.extensions,
         )
-    headers = merged.copy()
-    headers[_RETRY_COUNT] = "0"
-    return template.request(
-        "POST", template.url, headers=headers, content=content, extensions=template.extensions
+    request = template.request(
+        "POST",
+        template.url,
+        headers=first,
+        stream=template.stream(content),
+        extensions=template.extensions,
     )
+    request.headers["Content-Length"] = str(len(content))
+    request.read()
+    return request
 
 
 async def _wait(client: Any, template: _Template, taken: int, headers: Any) -> None:
