@@ -13,6 +13,7 @@ where a plan puts one, the placeholder found other than once, an error) is encod
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -59,7 +60,9 @@ def encoded_text(text: str) -> str:
     made = EncodedText(text)
     made.json = raw
     if len(_KNOWN) >= _CACHE_SIZE:
-        _KNOWN.pop(next(iter(_KNOWN)), None)
+        # Another thread may change it meanwhile: then nothing is dropped this time.
+        with contextlib.suppress(StopIteration, RuntimeError):
+            _KNOWN.pop(next(iter(_KNOWN)), None)
     _KNOWN[text] = made
     return made
 

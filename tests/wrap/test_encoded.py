@@ -310,7 +310,9 @@ async def test_the_responses_instructions_are_the_sdks_bytes(instructions: str |
     assert body == openapi_dumps(json.loads(body))
     sent_instructions = json.loads(body)["instructions"]
     assert sent_instructions.startswith(f"{instructions}\n\n" if instructions else "<available")
-    assert "<available_deferred_tools>" in sent_instructions
+    directory = sent_instructions[len(f"{instructions}\n\n") if instructions else 0 :]
+    assert directory.startswith("<available_deferred_tools>")
+    assert isinstance(encoded._KNOWN.get(directory), EncodedText)
 
 
 def test_the_proxy_sends_the_sdks_bytes() -> None:
