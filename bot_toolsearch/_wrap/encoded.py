@@ -44,6 +44,10 @@ class EncodedText(str):
     __slots__ = ("json",)
     json: bytes
 
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:
+        """Pickled and copied as the plain ``str`` it equals (its ``json`` is only a cache)."""
+        return (str, (str(self),))
+
 
 def encoded_text(text: str) -> str:
     """``text`` as an `EncodedText`, encoded once for the last `_CACHE_SIZE` distinct texts;

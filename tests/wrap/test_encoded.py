@@ -9,9 +9,13 @@ request sent by a wrapped sync client (the SDK's own ``post`` and encoder).
 
 from __future__ import annotations
 
+import copy
 import datetime
+import functools
 import json
 import math
+import pickle
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -165,6 +169,23 @@ def test_what_the_sdk_refuses_is_refused_the_same_way(bad: Any, error: type[Exce
     with pytest.raises(error) as ours:
         dumps(body)
     assert str(ours.value) == str(sdk.value)
+
+
+@pytest.mark.parametrize(
+    "copier",
+    [
+        copy.copy,
+        copy.deepcopy,
+        *(
+            functools.partial(lambda p, v: pickle.loads(pickle.dumps(v, protocol=p)), p)
+            for p in range(pickle.HIGHEST_PROTOCOL + 1)
+        ),
+    ],
+)
+def test_a_copy_is_the_plain_text(copier: Callable[[Any], Any]) -> None:
+    made = copier(encoded_text(DIRECTORY))
+    assert type(made) is str
+    assert made == DIRECTORY
 
 
 def test_a_text_the_sdk_cannot_encode_is_carried_plain() -> None:
