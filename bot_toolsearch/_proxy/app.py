@@ -70,7 +70,7 @@ from .reading import (
 from .relay import Relay, count_request, masked, send_error, send_json, send_raw, send_refusal
 from .request import Disconnected, Receive, Refused, Request, Scope, Send
 from .tools import ToolStage, accept_on_2xx
-from .upstream_http import upstream_http
+from .upstream_http import upstream_http, without_platform_headers
 from .upstream_timing import time_upstream
 
 __all__ = [
@@ -222,8 +222,10 @@ class ProxyApp:
         )
         # One retry: a pooled keep-alive connection the upstream closed meanwhile fails once.
         # The whole call stays within ``timeout`` (`bot_toolsearch._proxy.relay`).
-        inner = openai.AsyncOpenAI(
-            base_url=self.upstream, api_key="unset", max_retries=1, http_client=self._http
+        inner = without_platform_headers(
+            openai.AsyncOpenAI(
+                base_url=self.upstream, api_key="unset", max_retries=1, http_client=self._http
+            )
         )
         self._client = wrap_openai(
             inner, config=config, settings=settings, on_round=self._observer.on_round

@@ -23,7 +23,14 @@ from typing import Any
 
 import openai
 
-__all__ = ["MAX_ANSWER_BYTES", "AnswerTooLarge", "bound_answer", "failure_text", "upstream_http"]
+__all__ = [
+    "MAX_ANSWER_BYTES",
+    "AnswerTooLarge",
+    "bound_answer",
+    "failure_text",
+    "upstream_http",
+    "without_platform_headers",
+]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """The largest answer to a model call the proxy reads (bytes): 128 choices of a long answer
@@ -62,6 +69,22 @@ class _Bounded(_HTTP.AsyncByteStream):  # type: ignore[misc]
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+_SDK_TELEMETRY = ("X-Stainless-Async",)
+"""The SDK's telemetry headers besides its platform's (`without_platform_headers`); its
+``X-Stainless-Retry-Count`` and ``X-Stainless-Read-Timeout`` stay (the SDK adds them to
+each request unless the call itself removes them, which would take the direct path away)."""
+
+
+def without_platform_headers(client: openai.AsyncOpenAI) -> openai.AsyncOpenAI:
+    """A copy of ``client`` that sends none of the SDK's platform headers (the OS, the CPU,
+    the Python and SDK versions) nor its async flag: sent by the proxy,
+    they describe the proxy's host, not the client, to every upstream request (and each costs the
+    proxy a few µs a request to send)."""
+    names = [*client.platform_headers(), *_SDK_TELEMETRY]
+    omitted: dict[str, Any] = {name: openai.Omit() for name in names}
+    return client.with_options(default_headers=omitted)
 
 
 def failure_text(exc: BaseException) -> str:
