@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import http.cookiejar
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import openai
@@ -115,16 +115,24 @@ _NO_COOKIES = http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
 
 
 def upstream_http(
-    on_request: Callable[[Any], Awaitable[None]], on_response: Callable[[Any], Awaitable[None]]
+    on_request: Sequence[Callable[[Any], None]], on_response: Sequence[Callable[[Any], None]]
 ) -> Any:
-    """The client, with ``on_request``/``on_response`` as its event hooks (after which the
-    answer's bound is set, `bound_answer`)."""
+    """The client, calling each of ``on_request`` with every request it sends and each of
+    ``on_response`` with every response as its headers arrive (then the answer's bound is
+    set, `bound_answer`): one event hook each way, however many callables."""
+    requested, answered = tuple(on_request), tuple(on_response)
 
-    async def bounded(response: Any) -> None:
+    async def request_hook(request: Any) -> None:
+        for call in requested:
+            call(request)
+
+    async def response_hook(response: Any) -> None:
+        for call in answered:
+            call(response)
         bound_answer(response)
 
     client = openai.DefaultAsyncHttpxClient(
-        event_hooks={"request": [on_request], "response": [on_response, bounded]},
+        event_hooks={"request": [request_hook], "response": [response_hook]},
         follow_redirects=False,
     )
     client.cookies.jar.set_policy(_NO_COOKIES)
