@@ -70,8 +70,8 @@ from .reading import (
 from .relay import Relay, count_request, masked, send_error, send_json, send_raw, send_refusal
 from .request import Disconnected, Receive, Refused, Request, Scope, Send
 from .tools import ToolStage, accept_on_2xx
-from .upstream_http import upstream_http
-from .upstream_timing import time_upstream
+from .upstream_http import upstream_http, without_platform_headers
+from .upstream_timing import UpstreamTimer
 
 __all__ = [
     "DEFAULT_MAX_BODY",
@@ -213,17 +213,17 @@ class ProxyApp:
             raise ValueError(f"index_builds must be at least 1, got {index_builds}")
         POOLS.configure(index_builds=index_builds, index_queue=4 * index_builds)
         redact_access_log()
-        self._http = upstream_http(count_request, accept_on_2xx)
         self.metrics = ProxyMetrics(lambda: len(self._cache), lambda: self._cache.cached_bytes)
         """The counters ``GET /metrics`` exposes."""
         self._observer = Observer(self.metrics)
-        time_upstream(
-            self._http, lambda api, seconds: self.metrics.upstream.observe(seconds, api=api)
-        )
+        timer = UpstreamTimer(lambda api, seconds: self.metrics.upstream.observe(seconds, api=api))
+        self._http = upstream_http((count_request, timer.sent), (accept_on_2xx, timer.answered))
         # One retry: a pooled keep-alive connection the upstream closed meanwhile fails once.
         # The whole call stays within ``timeout`` (`bot_toolsearch._proxy.relay`).
-        inner = openai.AsyncOpenAI(
-            base_url=self.upstream, api_key="unset", max_retries=1, http_client=self._http
+        inner = without_platform_headers(
+            openai.AsyncOpenAI(
+                base_url=self.upstream, api_key="unset", max_retries=1, http_client=self._http
+            )
         )
         self._client = wrap_openai(
             inner, config=config, settings=settings, on_round=self._observer.on_round

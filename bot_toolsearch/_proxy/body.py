@@ -37,6 +37,8 @@ _NATIVE_PROBE_TOOLS = 256
 namespace list not parsed before, a resent ``tool_search_output``) before the upstream is
 asked whether the key is good (`KeyProbe.ask`), whatever the body's size: reading them is
 work."""
+_REFUSAL_BYTES = 65536
+"""The most of a refusal's body the key probe reads, keeps and relays."""
 _FORWARDED = ("openai-organization", "openai-project", "openai-beta")
 """Client headers worth passing upstream (organisation, project, beta flags)."""
 
@@ -65,22 +67,39 @@ class KeyProbe:
         refused = self.known.refused(key)
         if refused is not None:
             return refused
-        try:
-            response = await self._http.get(
-                f"{self._upstream}/models", headers=dict(headers), timeout=self._timeout
-            )
-        except Exception:  # the request itself reports an unreachable upstream
+        try:  # the whole question within ``timeout``, and at most `_REFUSAL_BYTES` read
+            async with asyncio.timeout(self._timeout):
+                status, content = await self._question(headers)
+        except Exception:  # the request itself reports an unreachable or stuck upstream
             return None
-        if 200 <= response.status_code < 300:
+        if 200 <= status < 300:
             self.known.accept(key)
-        elif response.status_code in (401, 403):
-            answer = response.content if _is_json(response.content) else None
+        elif status in (401, 403):
+            answer = content if _is_json(content) else None
             if answer is None:
                 error = {"message": "the upstream refused the API key", "type": "upstream_error"}
                 answer = json.dumps({"error": error}).encode()
-            self.known.refuse(key, response.status_code, answer[:65536])
-            return response.status_code, answer[:65536]
+            self.known.refuse(key, status, answer[:_REFUSAL_BYTES])
+            return status, answer[:_REFUSAL_BYTES]
         return None
+
+    async def _question(self, headers: Mapping[str, str]) -> tuple[int, bytes]:
+        """``GET {upstream}/models``: its status, and for a 401 or 403 the start of its body
+        (nothing else of an answer is read)."""
+        request = self._http.build_request(
+            "GET", f"{self._upstream}/models", headers=dict(headers), timeout=self._timeout
+        )
+        response = await self._http.send(request, stream=True)
+        try:
+            content = b""
+            if response.status_code in (401, 403):
+                async for chunk in response.aiter_bytes():
+                    content += chunk
+                    if len(content) > _REFUSAL_BYTES:
+                        break
+            return response.status_code, content
+        finally:
+            await response.aclose()
 
     async def many_tools(self, request: Request) -> bool:
         """Whether to go on with a request whose tool-search dialect names many tools (a

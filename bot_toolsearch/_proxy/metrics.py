@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -42,6 +43,27 @@ def _multiprocess() -> bool:
     return bool(os.environ.get(MULTIPROCESS_ENV))
 
 
+_CHILDREN = 4096
+"""Most label sets a metric keeps found (its labels are closed sets: routes, status classes,
+APIs, refusal reasons, the configured clients' names)."""
+
+
+def _child(
+    metric: Any, children: dict[tuple[tuple[str, str], ...], Any], labels: dict[str, str]
+) -> Any:
+    """``metric.labels(**labels)`` (``metric`` itself without labels), found once per label
+    set: the library's lookup validates and locks on every call."""
+    if not labels:
+        return metric
+    key = tuple(labels.items())
+    child = children.get(key)
+    if child is None:
+        child = metric.labels(**labels)
+        if len(children) < _CHILDREN:
+            children[key] = child
+    return child
+
+
 class _Counter:
     """A labelled counter: ``inc(amount, **labels)``."""
 
@@ -50,9 +72,10 @@ class _Counter:
     ) -> None:
         self.name = name
         self._metric = Counter(name, help_text, labels, registry=registry)
+        self._children: dict[tuple[tuple[str, str], ...], Any] = {}
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
-        (self._metric.labels(**labels) if labels else self._metric).inc(amount)
+        _child(self._metric, self._children, labels).inc(amount)
 
     def value(self, **labels: str) -> float:
         """This process's count (for the tests)."""
@@ -76,9 +99,10 @@ class _Histogram:
     ) -> None:
         self.name = name
         self._metric = Histogram(name, help_text, labels, registry=registry, buckets=buckets)
+        self._children: dict[tuple[tuple[str, str], ...], Any] = {}
 
     def observe(self, value: float, **labels: str) -> None:
-        (self._metric.labels(**labels) if labels else self._metric).observe(value)
+        _child(self._metric, self._children, labels).observe(value)
 
     def count(self, **labels: str) -> int:
         """This process's number of observations (for the tests)."""

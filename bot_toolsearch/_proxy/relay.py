@@ -74,7 +74,7 @@ _CALLS: contextvars.ContextVar[_Calls | None] = contextvars.ContextVar(
 )
 
 
-async def count_request(_: object) -> None:
+def count_request(_: object) -> None:
     """The HTTP client's request hook: one more request sent upstream for this call."""
     calls = _CALLS.get()
     if calls is not None:

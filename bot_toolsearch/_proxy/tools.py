@@ -43,7 +43,7 @@ _ACCEPT: contextvars.ContextVar[Callable[[], object] | None] = contextvars.Conte
 """What to call when the upstream answers 2xx to this request (its tool list is accepted)."""
 
 
-async def accept_on_2xx(response: Any) -> None:
+def accept_on_2xx(response: Any) -> None:
     """The HTTP client's response hook: headers are in, and a 2xx accepts the request's tool
     list (its index build starts now, in parallel with the model's answer)."""
     accept = _ACCEPT.get()

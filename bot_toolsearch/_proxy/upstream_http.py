@@ -18,12 +18,19 @@ from __future__ import annotations
 
 import http.cookiejar
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import openai
 
-__all__ = ["MAX_ANSWER_BYTES", "AnswerTooLarge", "bound_answer", "failure_text", "upstream_http"]
+__all__ = [
+    "MAX_ANSWER_BYTES",
+    "AnswerTooLarge",
+    "bound_answer",
+    "failure_text",
+    "upstream_http",
+    "without_platform_headers",
+]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """The largest answer to a model call the proxy reads (bytes): 128 choices of a long answer
@@ -64,6 +71,22 @@ class _Bounded(_HTTP.AsyncByteStream):  # type: ignore[misc]
         await self._inner.aclose()
 
 
+_SDK_TELEMETRY = ("X-Stainless-Async",)
+"""The SDK's telemetry headers besides its platform's (`without_platform_headers`); its
+``X-Stainless-Retry-Count`` and ``X-Stainless-Read-Timeout`` stay (the SDK adds them to
+each request unless the call itself removes them, which would take the direct path away)."""
+
+
+def without_platform_headers(client: openai.AsyncOpenAI) -> openai.AsyncOpenAI:
+    """A copy of ``client`` that sends none of the SDK's platform headers (the OS, the CPU,
+    the Python and SDK versions) nor its async flag: sent by the proxy,
+    they describe the proxy's host, not the client, to every upstream request (and each costs the
+    proxy a few µs a request to send)."""
+    names = [*client.platform_headers(), *_SDK_TELEMETRY]
+    omitted: dict[str, Any] = {name: openai.Omit() for name in names}
+    return client.with_options(default_headers=omitted)
+
+
 def failure_text(exc: BaseException) -> str:
     """What a client is told of a failed upstream exchange: the bound it passed, else the
     failure's kind (never its text, which may quote the upstream or a key)."""
@@ -92,16 +115,24 @@ _NO_COOKIES = http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
 
 
 def upstream_http(
-    on_request: Callable[[Any], Awaitable[None]], on_response: Callable[[Any], Awaitable[None]]
+    on_request: Sequence[Callable[[Any], None]], on_response: Sequence[Callable[[Any], None]]
 ) -> Any:
-    """The client, with ``on_request``/``on_response`` as its event hooks (after which the
-    answer's bound is set, `bound_answer`)."""
+    """The client, calling each of ``on_request`` with every request it sends and each of
+    ``on_response`` with every response as its headers arrive (then the answer's bound is
+    set, `bound_answer`): one event hook each way, however many callables."""
+    requested, answered = tuple(on_request), tuple(on_response)
 
-    async def bounded(response: Any) -> None:
+    async def request_hook(request: Any) -> None:
+        for call in requested:
+            call(request)
+
+    async def response_hook(response: Any) -> None:
+        for call in answered:
+            call(response)
         bound_answer(response)
 
     client = openai.DefaultAsyncHttpxClient(
-        event_hooks={"request": [on_request], "response": [on_response, bounded]},
+        event_hooks={"request": [request_hook], "response": [response_hook]},
         follow_redirects=False,
     )
     client.cookies.jar.set_policy(_NO_COOKIES)

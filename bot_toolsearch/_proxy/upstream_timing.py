@@ -1,7 +1,7 @@
 """The latency of each upstream HTTP request, by API: from sending it to its response headers.
 
-Event hooks on the proxy's own HTTP client (the SDK's ``httpx`` class), so every request is
-timed, hidden rounds and retries included; a request that never gets an answer is not.
+Hooks on the proxy's own HTTP client (the SDK's ``httpx`` class), so every request is timed,
+hidden rounds and retries included; a request that never gets an answer is not.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["api_of", "time_upstream"]
+__all__ = ["UpstreamTimer", "api_of"]
 
 
 def api_of(path: str) -> str:
@@ -23,21 +23,22 @@ def api_of(path: str) -> str:
     return "other"
 
 
-def time_upstream(http: Any, observe: Callable[[str, float], None]) -> None:
-    """Call ``observe(api, seconds)`` for each request ``http`` (an httpx-style async client)
-    sends, when its response headers arrive."""
-    sent: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+class UpstreamTimer:
+    """Calls ``observe(api, seconds)`` for each request the proxy's HTTP client sends, when its
+    response headers arrive: `sent` and `answered` are the client's request and response
+    hooks (`bot_toolsearch._proxy.upstream_http`)."""
 
-    async def on_request(request: Any) -> None:
-        sent[request] = time.perf_counter()
+    __slots__ = ("_observe", "_sent")
 
-    async def on_response(response: Any) -> None:
+    def __init__(self, observe: Callable[[str, float], None]) -> None:
+        self._observe = observe
+        self._sent: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+    def sent(self, request: Any) -> None:
+        self._sent[request] = time.perf_counter()
+
+    def answered(self, response: Any) -> None:
         request = response.request
-        started = sent.pop(request, None)
+        started = self._sent.pop(request, None)
         if started is not None:
-            observe(api_of(request.url.path), time.perf_counter() - started)
-
-    hooks = dict(http.event_hooks)
-    hooks["request"] = [*hooks.get("request", ()), on_request]
-    hooks["response"] = [*hooks.get("response", ()), on_response]
-    http.event_hooks = hooks
+            self._observe(api_of(request.url.path), time.perf_counter() - started)

@@ -25,6 +25,7 @@ from bot_toolsearch._protocol.calls import CallRequest, CallResult, history_call
 from bot_toolsearch._protocol.loading import search_messages
 from bot_toolsearch._transports.wire import wire_message, wire_own_message
 
+from .encoded import encoded_text
 from .observe import RoundHook, Rounds
 from .plan import Setup, UsageSum, ask_start, given, read_calls
 
@@ -44,7 +45,8 @@ DROPPED_CALLS = (
 
 
 def insert_directory(messages: list[Any], directory: str) -> list[Any]:
-    """``messages`` with the directory as a system message after the leading system ones."""
+    """``messages`` with the directory as a system message after the leading system ones (its
+    JSON encoded once per text, `bot_toolsearch._wrap.encoded`)."""
     at = 0
     while (
         at < len(messages)
@@ -52,7 +54,8 @@ def insert_directory(messages: list[Any], directory: str) -> list[Any]:
         and messages[at].get("role") in _SYSTEM_ROLES
     ):
         at += 1
-    return [*messages[:at], {"role": "system", "content": directory}, *messages[at:]]
+    message = {"role": "system", "content": encoded_text(directory)}
+    return [*messages[:at], message, *messages[at:]]
 
 
 def _plain(message: Any) -> Any:

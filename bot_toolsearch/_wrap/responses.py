@@ -38,6 +38,7 @@ from bot_toolsearch._transports.chain import (
 )
 from bot_toolsearch._transports.wire import wire_item
 
+from .encoded import encoded_text, joined
 from .native import NativeRequest
 from .observe import RoundHook, Rounds
 from .plan import Setup, UsageSum, ask_start, given, mapping_get, read_calls
@@ -196,11 +197,13 @@ class ResponsesPlan:
         directory = setup.projection.directory
         if native is not None:
             directory = native.directory(directory)
+        if directory is not None:
+            directory = encoded_text(directory)  # its JSON made once (`encoded`)
         instructions = kwargs.get("instructions")
         self._instructions: object = (
             instructions
             if directory is None
-            else f"{instructions}\n\n{directory}"
+            else joined(f"{instructions}\n\n", directory)
             if given(instructions) and isinstance(instructions, str) and instructions
             else directory
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch._proxy.keys import ClientKeys, read_keys
 from tests.wrap._tools import chat_tools
 
-from ._raw import Upstream, answer, hang, parse, post, request, served
+from ._raw import Upstream, answer, drip, hang, parse, post, request, served
 from .test_limits import COMPLETION, USER, _until
 
 OPERATOR = BotSettings.model_validate({"model": {"api_key": "sk-operator"}})
@@ -312,3 +313,29 @@ def test_a_keyless_small_messages_body_naming_many_deferred_tools_waits_for_the_
     finally:
         upstream.close()
     assert upstream.paths == ["/models", "/models", "/messages"]
+
+
+def test_a_key_probe_the_upstream_answers_without_end_gives_up_at_the_timeout() -> None:
+    """The key probe is an outbound call too: an upstream that drips its ``GET /models``
+    answer (each read within any per-read timeout) holds the request only until
+    ``timeout``; then the request goes on, as after any answer other than 401/403."""
+    stop = threading.Event()
+    upstream: Upstream
+
+    def routed(conn: socket.socket, body: bytes) -> None:
+        if upstream.received[-1].startswith(b"GET "):
+            drip(stop, every=0.1)(conn, body)
+        else:
+            answer(COMPLETION)(conn, body)
+
+    upstream = Upstream(routed)
+    long = {"role": "user", "content": "word " * 250_000}  # more than a megabyte of JSON
+    payload = {"model": "m", "messages": [long], "tools": chat_tools(70)}
+    try:
+        with served(ProxyApp(upstream.url, timeout=1.0)) as port:
+            reply = post(port, "/v1/chat/completions", payload, extra=_auth("sk-new"))
+        assert reply.status == 200
+        assert upstream.paths == ["/models", "/chat/completions"]
+    finally:
+        stop.set()
+        upstream.close()

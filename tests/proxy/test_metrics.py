@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import openai
+import pytest
 
 from bot_toolsearch._proxy.metrics import ProxyMetrics
 from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, text
@@ -124,3 +125,23 @@ def test_with_several_workers_any_worker_reports_the_whole_server(tmp_path: Path
     finally:
         stop_serve(proc)
     assert set(counts) == {12}
+
+
+def test_a_label_set_found_once_counts_every_time_in_its_own_series(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bot_toolsearch._proxy import metrics as module
+
+    monkeypatch.setattr(module, "_CHILDREN", 2)  # past it, series are looked up each time
+    metrics = ProxyMetrics(lambda: 0, lambda: 0)
+    for _ in range(3):
+        metrics.refusals.inc(api="chat", reason="not_loaded")
+        metrics.refusals.inc(reason="not_loaded", api="chat")  # the same series
+        metrics.refusals.inc(api="responses", reason="not_loaded")
+        metrics.refusals.inc(api="chat", reason="denied")
+    assert metrics.refusals.value(api="chat", reason="not_loaded") == 6
+    assert metrics.refusals.value(api="responses", reason="not_loaded") == 3
+    assert metrics.refusals.value(api="chat", reason="denied") == 3
+    metrics.upstream.observe(0.5, api="chat")
+    metrics.upstream.observe(0.25, api="chat")
+    assert metrics.upstream.count(api="chat") == 2

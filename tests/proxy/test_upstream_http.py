@@ -13,7 +13,8 @@ import pytest
 
 from bot_toolsearch._proxy import upstream_http
 from bot_toolsearch._proxy.app import ProxyApp
-from tests.proxy._raw import Handler, Upstream, post, request, served
+from tests.proxy._raw import Handler, Upstream, answer, post, request, served, sse
+from tests.proxy.test_limits import COMPLETION
 
 CAP = 256 * 1024
 USER = {"role": "user", "content": "hi"}
@@ -135,4 +136,30 @@ def test_a_pass_through_path_is_not_bounded() -> None:
         reply = request(port, b"GET /v1/files/file-1/content HTTP/1.1\r\nHost: x")
     assert reply.status == 200
     assert reply.body == content
+    upstream.close()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_sdks_platform_headers_never_go_upstream(stream: bool) -> None:
+    """What the SDK would say of the proxy's host (OS, CPU, Python and SDK versions) is not
+    sent: the direct path and the SDK's own ``post`` (a stream) alike."""
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    events = [
+        b"data: "
+        + json.dumps(
+            {**chunk, "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": None}]}
+        ).encode(),
+        b"data: [DONE]",
+    ]
+    upstream = Upstream(sse(events) if stream else answer(COMPLETION))
+    with served(ProxyApp(f"{upstream.url}/v1")) as port:
+        reply = post(port, "/v1/chat/completions", _chat(stream))
+    assert reply.status == 200
+    head = upstream.received[0].partition(b"\r\n\r\n")[0].decode().lower()
+    names = {line.partition(":")[0] for line in head.split("\r\n")[1:]}
+    sent = {name for name in names if name.startswith("x-stainless-")}
+    kept = {"x-stainless-retry-count", "x-stainless-read-timeout", "x-stainless-raw-response"}
+    assert sent <= kept, sent
+    assert "x-stainless-retry-count" in sent
+    assert "authorization" in names
     upstream.close()

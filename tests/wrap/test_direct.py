@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import httpx
+import httpx2
 import openai
 import pytest
 
@@ -256,3 +258,44 @@ async def test_a_client_with_hooks_of_its_own_takes_the_sdks_post() -> None:
         script.upstream.close()
     assert client not in direct._TEMPLATES
     assert b"/openai/deployments/m/chat/completions" in script.upstream.received[1]
+
+
+@pytest.mark.parametrize("library", [httpx, httpx2], ids=["httpx", "httpx2"])
+async def test_the_first_attempt_is_the_request_build_request_makes(library: Any) -> None:
+    # Made from headers built once (`direct._request`): the same request in every part.
+    script = Script(answer(OK))
+    http = library.AsyncClient(headers={"X-Own": "1"})
+    client = openai.AsyncOpenAI(
+        base_url=f"{script.upstream.url}/v1",
+        api_key="k",
+        default_headers={"X-Team": "a"},
+        http_client=http,
+    )
+    try:
+        await client.chat.completions.create(**REQUEST)  # type: ignore[call-overload]
+        template = direct._template(client, "/chat/completions")
+        assert template is not None
+        assert template.first is not None
+        for content in (b'{"a":"\xc3\xa9"}', b"{}", b"x" * 70_000):
+            made = direct._request(http, template, content)
+            built = http.build_request(
+                "POST",
+                template.url,
+                headers=[*template.headers, ("x-stainless-retry-count", "0")],
+                content=content,
+                extensions=template.extensions,
+            )
+            assert (made.method, made.url, made.extensions) == (
+                built.method,
+                built.url,
+                built.extensions,
+            )
+            assert made.headers.raw == built.headers.raw
+            assert made.headers.encoding == built.headers.encoding
+            assert made.content == built.content == content
+            assert [part async for part in made.stream] == [content]
+            assert type(made.stream) is type(built.stream)
+        assert template.first.raw == made.headers.raw[:-1]  # each request has its own copy
+    finally:
+        await client.close()
+        script.upstream.close()
