@@ -185,6 +185,36 @@ class ToolSearchSession:
         self._deferred: tuple[str, ...] | None = None
         self._catalog_names: tuple[str, ...] | None = None
 
+    def fork(self) -> ToolSearchSession:
+        """A fresh session of this one's catalog and arguments, as this one started: only
+        the always-loaded tools loaded, nothing searched. What this session derived from its
+        arguments (the deferred names, the directory, ...) is shared, not computed again, so
+        a fork costs time proportional to the always-loaded tools only: a host keeps one
+        session per catalog and settings and forks it per ask."""
+        fork = object.__new__(ToolSearchSession)
+        fork._budget = self._budget
+        fork._catalog = self._catalog
+        fork._catalog_names = self._catalog_names
+        fork._decode = self._decode
+        fork._deferred = self._deferred
+        fork._described = self._described
+        fork._directory = self._directory
+        fork._excluded = self._excluded
+        fork._excluded_docs = self._excluded_docs
+        fork._hidden = self._hidden
+        fork._max_results = self._max_results
+        fork._namespaces = self._namespaces
+        fork._no_match_floor = self._no_match_floor
+        fork._semantic = self._semantic
+        fork._spelling = self._spelling
+        initial = fork._initial = self._initial
+        fork._loaded = set(initial)
+        fork._search_loaded = []
+        fork._exposed = frozenset((*initial, TOOL_SEARCH_NAME))
+        rank = self._catalog.rank
+        fork._loaded_docs = {rank(name) for name in initial}
+        return fork
+
     # -- read-only views ------------------------------------------------------------------
 
     @property

@@ -136,6 +136,7 @@ class ToolSearchProtocol:
         "_declared",
         "_deferred",
         "_max_searches",
+        "_wanted",
         "api",
         "catalog",
         "dialect",
@@ -191,7 +192,32 @@ class ToolSearchProtocol:
         )
         self._deferred = frozenset(self.session.deferred_tool_names)
         self._declared: set[str] = set()
-        self.mode = self._mode(skills.tool_search_loading, forced, report)
+        self._wanted: ToolSearchLoading = skills.tool_search_loading
+        self.mode = self._mode(self._wanted, forced, report)
+
+    def fork(self, *, forced: str | None = None, report: Report = _log) -> ToolSearchProtocol:
+        """A fresh ask under this protocol's catalog, settings and permissions: its session
+        forked (`ToolSearchSession.fork`: as it started), nothing declared, the mode chosen
+        again for ``forced`` (as the constructor does). Costs nothing proportional to the
+        catalog: a host that makes many asks of one catalog and settings builds the protocol
+        once, never uses it for an ask, and forks it per ask.
+
+        Fork a protocol no ask has used (its session is forked as it started, but what it
+        declared is not carried over either way)."""
+        fork = object.__new__(ToolSearchProtocol)
+        fork.catalog = self.catalog
+        fork.api = self.api
+        fork.names = self.names
+        fork.permitted = self.permitted
+        fork.dialect = self.dialect
+        fork._blind_call = self._blind_call
+        fork._max_searches = self._max_searches
+        fork.session = self.session.fork()
+        fork._deferred = self._deferred
+        fork._declared = set()
+        fork._wanted = self._wanted
+        fork.mode = fork._mode(self._wanted, forced, report)
+        return fork
 
     def _mode(
         self, wanted: ToolSearchLoading, forced: str | None, report: Report

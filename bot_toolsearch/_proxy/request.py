@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
@@ -144,7 +144,7 @@ class Request:
     """The parsed body (`tools`)."""
     chat: bool = True
     """Chat Completions, else the Responses API."""
-    tools: list[Any] | None = None
+    tools: Sequence[Any] | None = None
     """The body's ``tools`` (`tools`)."""
     known: bool = False
     """``tools`` is a cached list found by its bytes, not parsed (`tools`)."""

@@ -130,7 +130,7 @@ class ToolStage:
 
     def _check(
         self, body: dict[str, Any], chat: bool, cached: tuple[Any, ...] | None
-    ) -> list[Any] | None:
+    ) -> Sequence[Any] | None:
         """The request's tool list after the checks the proxy makes before calling upstream
         (``cached``: the cache's own entries it was found as, `_parse_known`)."""
         if "stream" in body and not isinstance(body["stream"], bool | None):
@@ -138,7 +138,7 @@ class ToolStage:
         if chat and not isinstance(body.get("messages"), list):
             raise Refused(400, "'messages' must be an array", param="messages")
         tools = body.get("tools")
-        if tools is not None and not isinstance(tools, list):
+        if tools is not None and not isinstance(tools, list) and tools is not cached:
             raise Refused(400, "'tools' must be an array", param="tools")
         api: Api = "chat" if chat else "responses"
         listed, resent = self.facts.named(body, api, remember=cached is not None, tools=cached)
@@ -153,7 +153,7 @@ class ToolStage:
             )
         return tools
 
-    def _remember_native(self, tools: list[Any], raw: bytes) -> None:
+    def _remember_native(self, tools: Sequence[Any], raw: bytes) -> None:
         """The upstream took a request whose list is in the tool-search dialect: remember
         the bytes it was parsed from, so the next request with them skips parsing and
         reading it (`NativeCache`, `_parse_known`)."""
@@ -173,8 +173,9 @@ class ToolStage:
 
         When the body's top-level ``tools`` bytes are byte for byte a tool list parsed before
         (and still cached), only the rest of the body is parsed and ``tools`` is the cached
-        list: the very objects the cache holds, so its lookup costs one comparison per tool.
-        Anything else parses the whole body, exactly as `json` reads it.
+        list: the cache's own tuple (immutable, so every lookup of it on the way, the
+        engine's plan included, is one identity test, whatever the list's length). Anything
+        else parses the whole body, exactly as `json` reads it.
         """
         span = tools_span(raw, self._lengths, known_only=True) if self._lengths else None
         if span is not None:
@@ -189,7 +190,7 @@ class ToolStage:
                 except (ValueError, RecursionError):
                     body = None
                 if isinstance(body, dict) and "tools" in body and body["tools"] is None:
-                    body["tools"] = list(elements)
+                    body["tools"] = elements
                     return body, elements
         return parse_body(raw), None
 
@@ -214,7 +215,7 @@ class ToolStage:
             return None
         return self._cache.lookup(tools, api, settings.tools.dot_delimiter)
 
-    async def _index(self, tools: list[Any], api: Api, raw: bytes | None) -> CallerTools | None:
+    async def _index(self, tools: Sequence[Any], api: Api, raw: bytes | None) -> CallerTools | None:
         """The catalog of ``tools`` (built in the ``index`` pool unless cached: what the first
         round needs; the search index waits for the upstream's 2xx); ``raw``, the body they
         were parsed from in full, to remember their bytes by (`_parse_known`).
@@ -238,7 +239,7 @@ class ToolStage:
 
     async def _build(
         self,
-        tools: list[Any],
+        tools: Sequence[Any],
         api: Api,
         delimiter: str,
         raw: bytes | None,

@@ -136,6 +136,7 @@ class CallerTools:
     _noted: set[str] = field(default_factory=set, repr=False)
     _warmed: set[EmbeddingsSettings] = field(default_factory=set, repr=False)
     _directories: set[Hashable] = field(default_factory=set, repr=False)
+    _memo: dict[Hashable, object] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _acceptance: list[concurrent.futures.Future[None] | None] = field(
         default_factory=list, repr=False
@@ -263,6 +264,20 @@ class CallerTools:
             if len(self._directories) >= _CACHE_SIZE:
                 self._directories.clear()
             self._directories.add(key)
+
+    def memo_get(self, key: Hashable) -> object | None:
+        """What `memo_put` kept under ``key`` for this list, or ``None``."""
+        return self._memo.get(key)
+
+    def memo_put(self, key: Hashable, value: object) -> None:
+        """Keep ``value``, derived from this list and ``key`` (what a call under some
+        settings shares with every other call of this list under them, `Projection`): freed
+        with the list, at most `_CACHE_SIZE` values, the oldest out first."""
+        with self._lock:
+            self._memo.pop(key, None)
+            if len(self._memo) >= _CACHE_SIZE:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[key] = value
 
     def note_once(self, text: str) -> None:
         """Log a warning about this tool list once (every call with it would repeat it)."""
@@ -395,16 +410,23 @@ class ToolsCache:
                 and len(entry.elements) == len(elements)
             ]
         for entry in candidates:
-            if _equal(entry.elements, elements):
+            cached = entry.elements
+            # The very objects (a list found by its bytes, a caller resending its list) need
+            # no comparison of values; another list fails this at its first other object.
+            same = _same_objects(cached, elements)
+            if same or _equal(cached, elements):
                 with self._lock:
-                    # The newest equal tuple: the next call's identity shortcuts hit sooner.
-                    if not _same_objects(entry.elements, elements):
+                    if entry.elements is not cached:  # another call's tuple meanwhile
+                        same = _same_objects(entry.elements, elements)
+                    if not same:
                         # Equal values, other objects: the bytes no longer name these.
                         entry.sources.clear()
+                    # The newest equal tuple: the next call's identity shortcuts hit sooner.
                     entry.elements = elements
-                    if entry in self._entries:
-                        self._entries.remove(entry)
-                    self._entries.insert(0, entry)
+                    if not self._entries or self._entries[0] is not entry:
+                        if entry in self._entries:
+                            self._entries.remove(entry)
+                        self._entries.insert(0, entry)
                 return entry.tools
         return None
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot_toolsearch._config.reload import ConfigReloader
-from bot_toolsearch._config.settings import BotSettings, SkillsSettings, ToolsSettings
+from bot_toolsearch._config.settings import BotSettings, SkillsSettings
 from bot_toolsearch._services.client_policy import scoped
 from bot_toolsearch._services.threads import SharedWork
 
@@ -88,8 +88,33 @@ class Engine:
         assert self._fixed is not None
         return scoped(self._fixed)
 
+    def _known(
+        self, kwargs: Mapping[str, Any], api: Api, settings: BotSettings
+    ) -> CallerTools | None:
+        """The cached indexed form of the call's tool list, if any (cheap: nothing is built)."""
+        tools = kwargs.get("tools")
+        if not isinstance(tools, list | tuple) or not tools:
+            return None
+        return self.cache.lookup(tools, api, settings.tools.dot_delimiter)
+
+    def _enforce(
+        self, given: dict[str, Any], settings: BotSettings, known: CallerTools | None
+    ) -> CallerTools | None:
+        """`enforce` ``[tools] allow``/``deny`` on ``given``; ``known`` (its list's cached form)
+        again, or ``None`` when enforcing changed the list. A cached list with no tool but
+        function tools is not walked: only other tools are left out there."""
+        before = given.get("tools")
+        enforce(given, settings.tools, functions_only=known is not None and not known.others)
+        return known if given.get("tools") is before else None
+
     def _native(
-        self, kwargs: Mapping[str, Any], api: Api, *, build: bool = True
+        self,
+        kwargs: Mapping[str, Any],
+        api: Api,
+        settings: BotSettings,
+        known: CallerTools | None,
+        *,
+        build: bool = True,
     ) -> tuple[BotSettings, NativeRequest | None, CallerTools | None] | Pending | None:
         """The call's settings, and its request in OpenAI's tool-search dialect made ordinary
         (``None`` when it does not speak it); ``None`` for a request in the dialect under
@@ -101,19 +126,13 @@ class Engine:
         A client's explicit request is honoured whatever ``tool_search_enabled`` says, and
         its namespace descriptions join the configured ones (the client's own win). A tool
         list indexed before is ordinary (only ordinary lists are indexed): found in the cache
-        (returned, so it is looked up once), it is not scanned again. A list in the dialect
+        (``known``, looked up once per call), it is not scanned again. A list in the dialect
         is read once (`NativeCache`).
 
         Raises:
             CatalogError: two tools under one name, one a namespace member.
         """
-        settings = self.snapshot()
         tools = kwargs.get("tools")
-        known = (
-            self.cache.lookup(tools, api, settings.tools.dot_delimiter)
-            if isinstance(tools, list | tuple) and tools
-            else None
-        )
         if not speaks_dialect(kwargs, api, plain_tools=known is not None):
             return settings, None, known
         if settings.proxy.native_tool_search == "pass":
@@ -144,13 +163,13 @@ class Engine:
             ToolNotPermittedError: ``tool_choice``/``function_call`` names a denied tool.
         """
         given = kwargs
-        permissions = self.snapshot().tools
-        enforce(given, permissions)
+        settings = self.snapshot()
+        known = self._enforce(given, settings, self._known(given, "chat", settings))
         messages = kwargs.get("messages")
         if not isinstance(messages, list | tuple):
-            filter_function_tools(given, permissions)
+            filter_function_tools(given, settings.tools)
             return None
-        found, kwargs, _ = self._setup(given, permissions, "chat", build)
+        found, kwargs, _ = self._setup(given, settings, known, "chat", build)
         return ChatPlan(found, kwargs, self.on_round) if isinstance(found, Setup) else found
 
     def responses_plan(
@@ -163,9 +182,9 @@ class Engine:
             ToolNotPermittedError: ``tool_choice`` names a denied tool (see `chat_plan`).
         """
         given = kwargs
-        permissions = self.snapshot().tools
-        enforce(given, permissions)
-        found, kwargs, native = self._setup(given, permissions, "responses", build)
+        settings = self.snapshot()
+        known = self._enforce(given, settings, self._known(given, "responses", settings))
+        found, kwargs, native = self._setup(given, settings, known, "responses", build)
         if not isinstance(found, Setup):
             return found
         return ResponsesPlan(
@@ -173,11 +192,18 @@ class Engine:
         )
 
     def _setup(
-        self, given: dict[str, Any], permissions: ToolsSettings, api: Api, build: bool
+        self,
+        given: dict[str, Any],
+        settings: BotSettings,
+        known: CallerTools | None,
+        api: Api,
+        build: bool,
     ) -> tuple[Setup | Pending | None, dict[str, Any], NativeRequest | None]:
-        """A call's `setup` (``None``: pass it through, its tools held to allow/deny), the
-        arguments it plans from (a dialect request's made ordinary) and the dialect request."""
-        read = self._native(given, api, build=build)
+        """A call's `setup` under ``settings`` (``None``: pass it through, its tools held to
+        allow/deny), the arguments it plans from (a dialect request's made ordinary) and the
+        dialect request; ``known``: its tool list's cached form, if looked up already."""
+        permissions = settings.tools
+        read = self._native(given, api, settings, known, build=build)
         if read is None or isinstance(read, Pending):
             return read, given, None
         settings, native, known = read

@@ -35,8 +35,10 @@ _MAX_DEPTH = 8
 """How deep a ``tool_choice`` value is walked for names (real ones nest three levels)."""
 
 
-def enforce(kwargs: dict[str, Any], tools: ToolsSettings) -> None:
+def enforce(kwargs: dict[str, Any], tools: ToolsSettings, *, functions_only: bool = False) -> None:
     """Hold ``kwargs`` (one ``create`` call's, changed in place) to ``tools.allow``/``deny``.
+    ``functions_only``: ``kwargs["tools"]`` is known to hold function tools only (a cached
+    list, `CallerTools.others` empty), so it is not walked: only other tools are left out here.
 
     Raises:
         ToolNotPermittedError: ``tool_choice`` or ``function_call`` names a tool not permitted.
@@ -49,7 +51,7 @@ def enforce(kwargs: dict[str, Any], tools: ToolsSettings) -> None:
             if not permits(name, allow, deny):
                 raise ToolNotPermittedError(name, param)
     given = kwargs.get("tools")
-    if isinstance(given, list | tuple):
+    if isinstance(given, list | tuple) and not functions_only:
         kept = _filter_others(given, allow, deny)
         if kept is not given:
             kwargs["tools"] = kept

@@ -21,7 +21,7 @@ from bot_toolsearch._transports.text_calls import recover_text_calls
 from bot_toolsearch._transports.wire import canonical_calls
 
 from .caller_tools import Api, CallerTools, ToolsCache
-from .projection import Projection, requested_tool
+from .projection import Projection, requested_tool, shared_part
 
 __all__ = [
     "Pending",
@@ -67,9 +67,12 @@ def busy(reply: object) -> bool:
     return False
 
 
+_UNGIVEN = (openai.NotGiven, openai.Omit)
+
+
 def given(value: object) -> bool:
     """Whether an SDK argument was given (not ``None``, ``NOT_GIVEN`` or ``omit``)."""
-    return value is not None and not isinstance(value, openai.NotGiven | openai.Omit)
+    return value is not None and not isinstance(value, _UNGIVEN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,19 +165,24 @@ def setup(
         return Pending()
     if indexed.catalog is None:
         return None
-    key = (_directory_key(settings), dialect)
+    # A list projected under this very snapshot before has its directory made.
+    shared = shared_part(indexed, settings, dialect)
+    key = None if shared is not None else (_directory_key(settings), dialect)
     searching = settings.skills.tool_search_enabled or dialect is not None
     if indexed.accepted and not indexed.prepared(settings):
         if not build:
-            return Pending((indexed, key))
+            return Pending((indexed, key or (_directory_key(settings), dialect)))
         indexed.prepare(settings)
-    if not build and searching and not indexed.directory_built(key):
+    if not build and searching and key is not None and not indexed.directory_built(key):
         return Pending((indexed, key))
     forced = requested_tool(tool_choice, api)
     # The first projection of a list under these settings builds its directory (token counts
     # of every name, the tokenizer loaded once): in a worker thread for an async door.
-    projection = Projection(indexed, settings, forced=forced, dialect=dialect or CONFIG)
-    indexed.add_directory(key)
+    projection = Projection(
+        indexed, settings, forced=forced, dialect=dialect or CONFIG, shared=shared
+    )
+    if key is not None:
+        indexed.add_directory(key)
     if dialect is None and not projection.active and not projection.filtering:
         return None
     return Setup(settings, indexed, projection)

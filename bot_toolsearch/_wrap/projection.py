@@ -1,8 +1,10 @@
 """The one place the wrapper uses the protocol: a caller's request projected onto tool search.
 
-Per ``create`` call it builds the `ToolSearchProtocol` the `Bot` uses (over the cached catalog
-of the caller's tools, ``[tools] allow``/``deny`` hiding what is not permitted, wire names over
-the permitted tools only) and maps its canonical schemas onto the caller's own entries. The
+It builds the `ToolSearchProtocol` the `Bot` uses (over the cached catalog of the caller's
+tools, ``[tools] allow``/``deny`` hiding what is not permitted, wire names over the permitted
+tools only) once per cached list and settings snapshot, kept on the list, and forks it per
+``create`` call (`ToolSearchProtocol.fork`), so a call pays for its own state only; it maps
+the protocol's canonical schemas onto the caller's own entries. The
 plans replay the loaded set from the history the caller resent (`load_called`: the tools
 called since the last user message, or the whole conversation's under
 ``tool_search_keep_loaded = "conversation"``, in first-call order). Per response the protocol
@@ -18,6 +20,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from bot_toolsearch._config.settings import BotSettings
@@ -26,7 +29,7 @@ from bot_toolsearch._core.prompt import CALL_TOOL_NAME
 from bot_toolsearch._core.result import ToolSearchResult
 from bot_toolsearch._protocol.calls import CallRequest, CallResult, parse_arguments
 from bot_toolsearch._protocol.dialect import CONFIG, Dialect
-from bot_toolsearch._protocol.engine import Answer, ToolSearchProtocol
+from bot_toolsearch._protocol.engine import Answer, Report, ToolSearchProtocol
 from bot_toolsearch._protocol.messages import no_such_tool
 from bot_toolsearch._services.arguments import invalid_arguments, rejected_arguments
 from bot_toolsearch._services.semantic import semantic_ranker
@@ -35,7 +38,7 @@ from bot_toolsearch._transports.responses import declaration_item, flat_tool
 
 from .caller_tools import Api, CallerTools, CallerView
 
-__all__ = ["Answer", "Projection", "requested_tool"]
+__all__ = ["Answer", "Projection", "requested_tool", "shared_part"]
 
 logger = logging.getLogger("bot_toolsearch")
 
@@ -51,6 +54,8 @@ class Projection:
             ``tools``, so a fixed-tools mode falls back to ``append`` for this call when the
             tool is deferred).
         dialect: how the caller speaks tool search (`Dialect`; the config's by default).
+        shared: what `shared_part` found for ``tools``, ``settings`` and ``dialect``, if the
+            caller asked already (else it is looked up, or made, here).
     """
 
     __slots__ = (
@@ -72,40 +77,25 @@ class Projection:
         *,
         forced: str | None = None,
         dialect: Dialect = CONFIG,
+        shared: _Shared | None = None,
     ) -> None:
         assert tools.catalog is not None
-        skills = settings.skills
+        if shared is None or shared.settings is not settings or shared.protocol.dialect != dialect:
+            shared = _shared(tools, settings, dialect)
         self._tools = tools
-        self.view: CallerView = tools.view(settings.tools.allow, settings.tools.deny)
+        self.view: CallerView = shared.view
         """The permitted tools and their wire names (over the permitted tools only)."""
-        self.permitted = self.view.permitted
-
-        def report(level: int, text: str) -> None:
-            del level  # every call with this tool list would repeat it: once per list
-            tools.note_once(text)
-
-        # The wrapper cannot run prefetch tools (the caller runs every tool): they are loaded
-        # from round 1, as the `Bot` loads a prefetched tool it does not hide.
-        self.protocol = ToolSearchProtocol(
-            tools.catalog,
-            settings,
-            api="responses" if tools.api == "responses" else "chat_completions",
-            names=self.view.names,
-            permitted=self.permitted,
-            hidden=self.view.hidden,
-            namespaces=settings.tools.namespaces,
-            always_loaded=skills.prefetch_tools,
-            forced=forced,
-            report=report,
-            semantic=semantic_ranker(settings, tools.catalog),
-            dialect=dialect,
-        )
-        self.keep_conversation = skills.tool_search_keep_loaded == "conversation"
+        self.permitted = shared.view.permitted
+        self.protocol = shared.protocol.fork(forced=forced, report=_reporter(tools))
+        self.keep_conversation = shared.keep_conversation
         """Tools called before this ask's user message stay loaded (else only this ask's)."""
         self._forced = forced
-        on = skills.tool_search_enabled and self.protocol.active
-        self.directory: str | None = str(self.protocol.directory["content"]) if on else None
-        if on and TOOL_SEARCH_NAME in self.view.unsearched_names:
+        directory = shared.directory
+        if directory is not None and self.protocol.mode != shared.protocol.mode:
+            # ``tool_choice`` forces a deferred tool: the rules of the mode it falls back to.
+            directory = str(self.protocol.directory["content"])
+        self.directory: str | None = directory
+        if directory is not None and shared.reserved:
             tools.reserved.warn()  # the virtual tool takes the name of the caller's own
         """The directory and the rules, or ``None`` when tool search is off for this call
         (off in the settings, or nothing deferred): then the permitted tools are all sent."""
@@ -255,3 +245,92 @@ def requested_tool(tool_choice: object, api: Api) -> str | None:
     else:
         name = tool_choice.get("name")
     return name if isinstance(name, str) else None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Shared:
+    """What every `Projection` of one cached list under one settings snapshot and dialect
+    shares, made once (`_shared`) and kept on the list (`CallerTools.memo_put`), so it is
+    freed and bounded with it: a call forks `protocol` and reads the rest."""
+
+    settings: BotSettings
+    """The snapshot it was made for (held, so the ``id`` that keys it is never reused)."""
+    view: CallerView
+    protocol: ToolSearchProtocol
+    """Never used for an ask: each call forks it (`ToolSearchProtocol.fork`). Nothing here
+    refers to the list that keeps it (no reference cycle: an evicted list is freed at once)."""
+    keep_conversation: bool
+    directory: str | None
+    """The directory text under ``protocol.mode``, or ``None`` when tool search is off."""
+    reserved: bool
+    """The caller's own ``tool_search`` is permitted (the virtual tool takes its name)."""
+
+
+def _shared(tools: CallerTools, settings: BotSettings, dialect: Dialect) -> _Shared:
+    """The `_Shared` part of the projections of ``tools`` under ``settings`` (this very
+    snapshot: a reloaded or client-scoped one is another object, so it never finds the
+    values of an older one) and ``dialect``. The config's dialect only: a client's own
+    deferred set comes with every request, so its projection is made whole each time."""
+    if dialect is not CONFIG:
+        return _make_shared(tools, settings, dialect)
+    key = ("projection", id(settings))
+    found = tools.memo_get(key)
+    if isinstance(found, _Shared) and found.settings is settings:
+        return found
+    made = _make_shared(tools, settings, dialect)
+    tools.memo_put(key, made)
+    return made
+
+
+def shared_part(
+    tools: CallerTools, settings: BotSettings, dialect: Dialect | None
+) -> _Shared | None:
+    """What a `Projection` of ``tools`` under ``settings`` and ``dialect`` (``None``: the
+    config's) shares with the calls before it, when made already (`_shared`), else ``None``:
+    the projection makes it (its directory, maybe a tokenizer's work)."""
+    if dialect is not None and dialect is not CONFIG:
+        return None
+    found = tools.memo_get(("projection", id(settings)))
+    return found if isinstance(found, _Shared) and found.settings is settings else None
+
+
+def _make_shared(tools: CallerTools, settings: BotSettings, dialect: Dialect) -> _Shared:
+    assert tools.catalog is not None
+    skills = settings.skills
+    view = tools.view(settings.tools.allow, settings.tools.deny)
+    # The wrapper cannot run prefetch tools (the caller runs every tool): they are loaded
+    # from round 1, as the `Bot` loads a prefetched tool it does not hide.
+    protocol = ToolSearchProtocol(
+        tools.catalog,
+        settings,
+        api="responses" if tools.api == "responses" else "chat_completions",
+        names=view.names,
+        permitted=view.permitted,
+        hidden=view.hidden,
+        namespaces=settings.tools.namespaces,
+        always_loaded=skills.prefetch_tools,
+        report=_reporter(tools),
+        semantic=semantic_ranker(settings, tools.catalog),
+        dialect=dialect,
+    )
+    on = skills.tool_search_enabled and protocol.active
+    directory = str(protocol.directory["content"]) if on else None
+    return _Shared(
+        settings,
+        view,
+        protocol,
+        skills.tool_search_keep_loaded == "conversation",
+        directory,
+        TOOL_SEARCH_NAME in view.unsearched_names,
+    )
+
+
+def _reporter(tools: CallerTools) -> Report:
+    """How a projection of ``tools`` reports a mode fallback: once per list (every call with
+    it would repeat it)."""
+
+    def report(level: int, text: str) -> None:
+        del level
+        tools.note_once(text)
+
+    return report

@@ -603,3 +603,24 @@ def test_one_word_names_and_hidden_tools_are_not_promoted() -> None:
     session = ToolSearchSession(_crowded(), max_results=1, hidden=["secret_tool"])
     assert session.search("list the notes").loaded == ("notes.list_notes",)
     assert session.search("weather report secret_tool").loaded == ("weather_report_today",)
+
+
+def test_a_fork_starts_as_its_session_started_and_shares_what_it_derived(
+    weather: ToolCatalog,
+) -> None:
+    session = ToolSearchSession(weather, always_loaded=["end"], hidden=["news_digest"])
+    directory = session.directory
+    searched = session.fork()
+    searched.search("select:weather_current,weather_forecast")
+    assert names_of(searched.request_tools())[-2:] == ["weather_current", "weather_forecast"]
+    fork = session.fork()
+    for slot in ToolSearchSession.__slots__:
+        getattr(fork, slot)  # every slot is set
+    assert fork.loaded_tool_names == {"end"}
+    assert names_of(fork.request_tools()) == ["end", TOOL_SEARCH_NAME]
+    assert fork.exposed_tool_names() == {"end", TOOL_SEARCH_NAME}
+    assert fork.directory is directory
+    assert not fork.has_tool("news_digest")
+    assert fork.search("weather_current").loaded == ("weather_current",)
+    assert session.loaded_tool_names == {"end"}
+    assert searched.loaded_tool_names == {"end", "weather_current", "weather_forecast"}

@@ -154,3 +154,31 @@ def test_searches_beyond_the_cap_get_a_short_error_and_blind_loads_count() -> No
     first = blind.answer([_call(0, TOOL_SEARCH_NAME, query="mail"), _call(1, "weather.alerts")])
     assert first.blind_call_loads == 0
     assert first.results[1].reason == "not_loaded"
+
+
+def test_a_fork_is_a_fresh_ask_under_the_same_settings() -> None:
+    template = protocol("bridge", deny=("mail.send",))
+    used = template.fork()
+    used.replay(["weather.forecast"])
+    used.round_tools()
+    used.answer([_call(0, TOOL_SEARCH_NAME, query="select:weather.alerts")])
+    assert {"weather.forecast", "weather.alerts"} <= used.session.loaded_tool_names
+    fresh = template.fork()
+    assert fresh.mode == "bridge"
+    assert fresh.session.loaded_tool_names == {"send_message", "end"}
+    assert fresh.directory == template.directory
+    assert fresh.is_deferred("weather.alerts")
+    assert not fresh.is_deferred("mail.send")  # still denied
+    assert [n for n, _ in fresh.replay(["weather.forecast"])] == ["weather.forecast"]
+    assert template.session.loaded_tool_names == {"send_message", "end"}
+
+
+def test_a_fork_forcing_a_deferred_tool_falls_back_to_append_alone() -> None:
+    template = protocol("bridge")
+    assert template.fork(forced="weather.forecast").mode == "append"
+    assert template.fork(forced="end").mode == "bridge"  # always loaded: nothing to force
+    assert template.fork().mode == "bridge"
+    reports: list[tuple[int, str]] = []
+    chat = protocol("additional_tools", reports=reports)
+    chat.fork(report=lambda level, text: reports.append((level, text)))
+    assert [level for level, _ in reports] == [logging.WARNING, logging.WARNING]

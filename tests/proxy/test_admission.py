@@ -300,3 +300,43 @@ def test_a_client_dripping_a_body_holds_no_place_of_its_own() -> None:
     assert "team-a" in error["message"]
     assert "key-a" not in busy.body.decode()
     assert len(upstream.received) == 1
+
+
+def test_clients_on_one_cached_list_get_their_own_directories(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With tool search on, what a plan shares across calls of one list (its directory, its
+    deferred set) is the client's own: the list is parsed once and then found by its bytes
+    for both clients, and neither sees the other's tools listed, nor a forced one missing."""
+    monkeypatch.setenv("TEAM_B_UPSTREAM_KEY", "sk-team-b")
+    many = [*TOOLS, *(tool(f"files_item_{i:02d}") for i in range(20))]
+    on = settings().model_copy(
+        update={"skills": settings().skills.model_copy(update={"tool_search_enabled": True})}
+    )
+    upstream = Upstream(answer(COMPLETION))
+    payload = {"model": "m", "messages": [USER], "tools": many}
+    forced = {**payload, "tool_choice": {"type": "function", "function": {"name": "admin_wipe"}}}
+    try:
+        with served(ProxyApp(upstream.url, settings=on)) as port:
+            for _ in range(3):
+                for key in ("key-a", "key-b"):
+                    reply = post(port, "/v1/chat/completions", payload, extra=auth(key))
+                    assert reply.status == 200
+            assert post(port, "/v1/chat/completions", forced, extra=auth("key-b")).status == 200
+    finally:
+        upstream.close()
+
+    def directory(raw: bytes) -> str:
+        body = json.loads(raw.partition(b"\r\n\r\n")[2])
+        return " ".join(m["content"] for m in body["messages"] if m["role"] == "system")
+
+    *pairs, last = upstream.received
+    for raw in pairs[0::2]:  # team-a: deny admin_*
+        assert "weather_now" in directory(raw)
+        assert "admin_wipe" not in directory(raw)
+        assert "admin_wipe" not in sent_tools(raw)
+    for raw in pairs[1::2]:  # team-b: allow files_*, admin_*
+        assert "admin_wipe" in directory(raw)
+        assert "weather_now" not in directory(raw)
+    assert "admin_wipe" in sent_tools(last)
+    assert "weather_now" not in directory(last)

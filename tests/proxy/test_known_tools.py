@@ -5,6 +5,7 @@ string or deeper, nesting the scan does not follow) is read exactly as `json` re
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -295,3 +296,42 @@ def test_a_known_list_is_never_walked_again() -> None:
             server.script(text("ok"))
             assert _post(port, _plain(B)).status == 200  # another list is walked
             assert app._facts.walks > walked
+
+
+def test_a_known_list_reaches_the_plan_as_the_caches_own_tuple(tmp_path: Path) -> None:
+    """A list found by its bytes is handed on as the cache's own (immutable) tuple, so the
+    engine's plan finds its catalog by one identity test instead of one per tool; a reload
+    that turns tool search off passes the same request through with that tuple as its list."""
+    config = tmp_path / "config.toml"
+    config.write_text("[bot]\nhot_reload = false\n[skills]\ntool_search_enabled = true\n")
+    with ScriptedOpenAIServer() as server:
+        app = ProxyApp(server.base_url, config=config)
+        engine = app._engine
+        seen: list[object] = []
+        plan = engine.chat_plan
+
+        def spy(kwargs: dict[str, Any], **options: Any) -> Any:
+            seen.append(kwargs.get("tools"))
+            return plan(kwargs, **options)
+
+        engine.chat_plan = spy  # type: ignore[method-assign]
+        with served(app) as port:
+            for _ in range(3):
+                server.script(text("ok"))
+                assert _post(port, _plain(A)).status == 200
+            body = _plain(A)
+            span = tools_span(body)
+            assert span is not None
+            cached = app._cache.by_source(body, *span)
+            assert isinstance(cached, tuple)
+            assert isinstance(seen[0], list)  # parsed the first time
+            assert seen[-1] is cached
+            assert "get_weather" in _listed(server.requests[-1])
+            config.write_text("[bot]\nhot_reload = false\n[skills]\ntool_search_enabled = false\n")
+            assert engine._reloader is not None
+            assert engine._reloader.reload()
+            server.script(text("ok"))
+            assert _post(port, body).status == 200
+        passed = server.requests[-1].body
+    assert passed["tools"] == json.loads(A)
+    assert seen[-1] is cached

@@ -14,6 +14,8 @@ import openai
 import pytest
 
 from bot_toolsearch import BotSettings, ToolNotPermittedError, wrap_openai
+from bot_toolsearch._services.client_policy import CURRENT, ClientPolicy
+from bot_toolsearch._wrap.engine import Engine
 
 from ._raw_upstream import RawUpstream
 from ._tools import chat_tools, responses_tools
@@ -200,3 +202,34 @@ def test_permitted_choices_pass_unchanged() -> None:
         )
         sent = json.loads(_sent(upstream))
     assert sent["tool_choice"] == choice
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_denied_other_tool_is_left_out_of_a_list_another_client_cached(api: str) -> None:
+    """A list found cached skips the walk for other tools only when it has none
+    (`CallerTools.others`): a list another client cached whole, with a custom tool this
+    client may not use, still loses it."""
+    engine = Engine(settings=BotSettings.model_validate({"skills": {"tool_search_enabled": True}}))
+    if api == "chat":
+        tools = [*chat_tools(), {"type": "custom", "custom": {"name": "admin.wipe"}}]
+        plan = engine.chat_plan
+        base: dict[str, Any] = {"model": "m", "messages": USER}
+    else:
+        tools = [*responses_tools(), {"type": "custom", "name": "admin.wipe"}]
+        plan = engine.responses_plan
+        base = {"model": "m", "input": "hi"}
+    first = plan({**base, "tools": tools})  # no client policy: the whole list is cached
+    assert first is not None
+    assert "admin.wipe" in json.dumps(first._setup.projection.round_tools())
+    token = CURRENT.set(ClientPolicy("ops", allow=None, deny=("admin.*",)))
+    try:
+        for _ in range(2):
+            kwargs = {**base, "tools": list(tools)}
+            held = plan(kwargs)
+            assert held is not None
+            sent = json.dumps(held._setup.projection.round_tools())
+            assert "admin.wipe" not in sent
+            assert "tool_search" in sent
+            assert "admin.wipe" not in json.dumps(kwargs["tools"])
+    finally:
+        CURRENT.reset(token)

@@ -12,6 +12,7 @@ import itertools
 import json
 import logging
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -19,6 +20,10 @@ import pytest
 
 from bot_toolsearch import BotSettings, wrap_openai
 from bot_toolsearch._core.prompt import CALL_TOOL_NAME, TOOL_SEARCH_RULES_BRIDGE
+from bot_toolsearch._services.client_policy import CURRENT, ClientPolicy
+from bot_toolsearch._wrap.caller_tools import ToolsCache
+from bot_toolsearch._wrap.chat import ChatPlan
+from bot_toolsearch._wrap.engine import Engine
 from bot_toolsearch.testing import PromptCacheModel, ScriptedOpenAIServer, call, text
 
 from ._tools import chat_tools, loaded, responses_tools
@@ -314,3 +319,150 @@ async def test_auto_picks_bridge_for_chat_and_additional_tools_for_responses(
     assert responses.tool_names == ["tool_search"]
     assert TOOL_SEARCH_RULES_BRIDGE in chat.system_texts[-1]
     assert TOOL_SEARCH_RULES_BRIDGE not in str(responses.body.get("instructions"))
+
+
+# -- what the projections of one cached list share ------------------------------------------
+# A plan on a cached list reuses what its tool list and settings snapshot decide (the
+# permitted view, the deferred set, the directory); these tests fail if any of it is served
+# to a call whose settings, client or ``tool_choice`` differ, or if one call's loads leak.
+
+
+def _plan(engine: Engine, tools: list[dict[str, Any]], **kwargs: Any) -> ChatPlan:
+    made = engine.chat_plan({"model": "m", "messages": [USER], "tools": tools, **kwargs})
+    assert isinstance(made, ChatPlan)
+    return made
+
+
+def _directory(plan: ChatPlan) -> str:
+    content = plan.messages[0]["content"]
+    assert isinstance(content, str)
+    assert "<available_deferred_tools>" in content
+    return content
+
+
+def _sent(plan: ChatPlan) -> list[str]:
+    return [t["function"]["name"] for t in plan.request()["tools"]]
+
+
+def test_a_reloaded_setting_changes_the_next_plan_on_the_same_list(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "[bot]\nhot_reload = false\n"
+        '[skills]\ntool_search_enabled = true\ntool_search_loading = "append"\n'
+    )
+    engine = Engine(config=config)
+    try:
+        tools = chat_tools()
+        before = _plan(engine, tools)
+        assert "get_weather" in _directory(before)
+        assert "get_weather" not in _sent(before)
+        config.write_text(
+            "[bot]\nhot_reload = false\n[skills]\ntool_search_enabled = true\n"
+            'tool_search_loading = "append"\ntool_search_always_loaded = ["get_weather"]\n'
+        )
+        assert engine._reloader is not None
+        assert engine._reloader.reload()
+        after = _plan(engine, tools)
+        assert "get_weather" not in _directory(after)
+        assert _sent(after) == ["get_weather", "tool_search"]
+        config.write_text("[bot]\nhot_reload = false\n[skills]\ntool_search_enabled = false\n")
+        assert engine._reloader.reload()
+        assert engine.chat_plan({"model": "m", "messages": [USER], "tools": tools}) is None
+    finally:
+        engine.close()
+
+
+def test_two_clients_on_one_list_get_their_own_directories() -> None:
+    engine = Engine(settings=_settings("append"))
+    tools = chat_tools()
+    plans: dict[str, ChatPlan] = {}
+    for _ in range(2):  # the second round finds what the first made
+        for policy in (
+            ClientPolicy("weather", allow=("get_weather", "inventory_*"), deny=()),
+            ClientPolicy("mail", allow=None, deny=("get_weather",)),
+            None,
+        ):
+            token = CURRENT.set(policy)
+            try:
+                plans[policy.name if policy else "all"] = _plan(engine, tools)
+            finally:
+                CURRENT.reset(token)
+        weather, mail, everyone = (_directory(plans[k]) for k in ("weather", "mail", "all"))
+        assert "get_weather" in weather
+        assert "send_email" not in weather
+        assert "get_weather" not in mail
+        assert "send_email" in mail
+        assert "get_weather" in everyone
+        assert "send_email" in everyone
+
+
+def test_a_forced_deferred_tool_is_appended_on_a_list_planned_before() -> None:
+    engine = Engine(settings=_settings("bridge"))
+    tools = chat_tools()
+    plain = _plan(engine, tools)
+    assert plain._setup.projection.mode == "bridge"
+    forced = _plan(
+        engine, tools, tool_choice={"type": "function", "function": {"name": "get_weather"}}
+    )
+    assert forced._setup.projection.mode == "append"
+    assert _sent(forced) == ["tool_search", "get_weather"]
+    assert TOOL_SEARCH_RULES_BRIDGE not in _directory(forced)
+    again = _plan(engine, tools)  # the next call is back under bridge, nothing loaded
+    assert again._setup.projection.mode == "bridge"
+    assert _sent(again) == ["tool_search", CALL_TOOL_NAME]
+    assert _directory(again) == _directory(plain)
+    assert TOOL_SEARCH_RULES_BRIDGE in _directory(plain)
+
+
+def test_one_calls_loads_never_reach_the_next_call_on_the_same_list() -> None:
+    engine = Engine(settings=_settings("append"))
+    tools = chat_tools()
+    history = [
+        USER,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "Sunny."},
+    ]
+    for _ in range(2):  # each replay loads the tool in its own call
+        replayed = engine.chat_plan({"model": "m", "messages": history, "tools": tools})
+        assert isinstance(replayed, ChatPlan)
+        assert _sent(replayed) == ["tool_search", "get_weather"]
+        assert _sent(_plan(engine, tools)) == ["tool_search"]
+
+
+def test_keep_loaded_follows_the_settings_of_each_call_on_one_list() -> None:
+    tools = chat_tools()
+    history = [
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "Sunny."},
+        USER,
+    ]
+    sent: dict[str, list[str]] = {}
+    cache = ToolsCache()
+    for keep in ("ask", "conversation", "ask"):
+        engine = Engine(settings=_settings("append", tool_search_keep_loaded=keep))
+        engine.cache = cache  # one cached list, two settings
+        plan = engine.chat_plan({"model": "m", "messages": history, "tools": tools})
+        assert isinstance(plan, ChatPlan)
+        sent[keep] = _sent(plan)
+    assert sent == {"ask": ["tool_search"], "conversation": ["tool_search", "get_weather"]}
