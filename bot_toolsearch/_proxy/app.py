@@ -36,8 +36,8 @@ import functools
 import gc
 import logging
 import os
-from collections.abc import Callable, MutableMapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 from urllib.parse import unquote, urlsplit
 
 import openai
@@ -291,26 +291,20 @@ class ProxyApp:
             return
         if scope["type"] != "http":
             return
-        if self._upstream_keys:
-            send = functools.partial(masked, send, self._upstream_keys)
-        started = False
-        status = 0
+        keys = self._upstream_keys
         exchange = self._observer.begin(scope["method"], redact_query(_target(scope)))
-        observed = self._observer.sender(exchange, send)
+        # One send wrapper: the tool-search headers, the status, the keys masked.
+        observed = self._observer.sender(exchange, send, keys.mask if keys else None)
+        if keys:  # what the proxy sends of its own below, the operator's keys masked too
+            send = functools.partial(masked, send, keys)
         reading = Reading(receive, self.read_timeout, self._in_flight, self._body_bytes)
-
-        async def tracked(message: MutableMapping[str, Any]) -> None:
-            nonlocal started, status
-            if message["type"] == "http.response.start":
-                started, status = True, message["status"]
-            await observed(message)
-
+        refused = 0
         try:
-            await self._route(scope, reading, tracked)
+            await self._route(scope, reading, observed)
         except Disconnected:
             return
         except asyncio.CancelledError:  # the server stops: what still runs is cancelled
-            if not started:
+            if not exchange.status:
                 await send_error(
                     send,
                     503,
@@ -321,17 +315,18 @@ class ProxyApp:
                 )
             return  # the request's own task ends here: no traceback for a stop
         except Refused as exc:
-            if not started:
+            if not exchange.status:
                 await send_refusal(send, exc)
-                status = exc.status
+                refused = exc.status
         except Exception as exc:  # the last resort: never a text/plain 500 or a traceback
             logger.error("proxy: internal error: %s", type(exc).__name__)
-            if not started:
+            if not exchange.status:
                 await send_error(send, 500, "internal error in the proxy", "server_error")
             else:
                 await send({"type": "http.response.body", "body": b""})
         finally:
             reading.leave()
+            status = refused or exchange.status
             self._observer.finish(exchange)
             if self._freeze_heap and not 200 <= status < 400:
                 self._leftovers.refused(reading.size)
