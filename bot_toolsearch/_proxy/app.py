@@ -36,8 +36,8 @@ import functools
 import gc
 import logging
 import os
-from collections.abc import Callable, MutableMapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 from urllib.parse import unquote, urlsplit
 
 import openai
@@ -135,6 +135,9 @@ answers; with 50 requests in flight, every full collection walked millions of th
 (1,000 tools, one worker: 29 requests/s before, 43 after, profiled). Cyclic garbage waits
 longer to be freed; reference counting frees everything else at once."""
 _TOOL_SEARCH_PATHS = frozenset({"/chat/completions", "/responses"})
+_PLAIN_PATH_BREAKERS = (b"%", b"\\", b"/.", b"//")
+"""What a path needs `_normalised_path`'s full reading for: without these bytes (and in
+ASCII) no segment is encoded, empty, ``.`` or ``..``."""
 
 
 class ProxyApp:
@@ -291,26 +294,20 @@ class ProxyApp:
             return
         if scope["type"] != "http":
             return
-        if self._upstream_keys:
-            send = functools.partial(masked, send, self._upstream_keys)
-        started = False
-        status = 0
+        keys = self._upstream_keys
         exchange = self._observer.begin(scope["method"], redact_query(_target(scope)))
-        observed = self._observer.sender(exchange, send)
+        # One send wrapper: the tool-search headers, the status, the keys masked.
+        observed = self._observer.sender(exchange, send, keys.mask if keys else None)
+        if keys:  # what the proxy sends of its own below, the operator's keys masked too
+            send = functools.partial(masked, send, keys)
         reading = Reading(receive, self.read_timeout, self._in_flight, self._body_bytes)
-
-        async def tracked(message: MutableMapping[str, Any]) -> None:
-            nonlocal started, status
-            if message["type"] == "http.response.start":
-                started, status = True, message["status"]
-            await observed(message)
-
+        refused = 0
         try:
-            await self._route(scope, reading, tracked)
+            await self._route(scope, reading, observed)
         except Disconnected:
             return
         except asyncio.CancelledError:  # the server stops: what still runs is cancelled
-            if not started:
+            if not exchange.status:
                 await send_error(
                     send,
                     503,
@@ -321,27 +318,31 @@ class ProxyApp:
                 )
             return  # the request's own task ends here: no traceback for a stop
         except Refused as exc:
-            if not started:
+            if not exchange.status:
                 await send_refusal(send, exc)
-                status = exc.status
+                refused = exc.status
         except Exception as exc:  # the last resort: never a text/plain 500 or a traceback
             logger.error("proxy: internal error: %s", type(exc).__name__)
-            if not started:
+            if not exchange.status:
                 await send_error(send, 500, "internal error in the proxy", "server_error")
             else:
                 await send({"type": "http.response.body", "body": b""})
         finally:
             reading.leave()
+            status = refused or exchange.status
             self._observer.finish(exchange)
             if self._freeze_heap and not 200 <= status < 400:
                 self._leftovers.refused(reading.size)
 
     async def _route(self, scope: Scope, receive: Reading, send: Send) -> None:
         """The request made a `Request` and passed down its route's stages."""
-        framing = framing_problem(scope["headers"])
+        raw_headers = scope["headers"]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
+        # The edge's checks, run on the headers that can fail them (names are in ``headers``).
+        framing = framing_problem(raw_headers) if "transfer-encoding" in headers else None
         if framing is not None:
             raise Refused(400, framing, code="invalid_framing", close=True)
-        if is_websocket_upgrade(scope["headers"]):
+        if "upgrade" in headers and is_websocket_upgrade(raw_headers):
             raise Refused(426, WEBSOCKET_REFUSED, code="websocket_not_supported")
         path = _normalised_path(scope)
         if path == "/healthz":
@@ -357,7 +358,6 @@ class ProxyApp:
             note_route("metrics")
             await send_raw(send, 200, self.metrics.render(), CONTENT_TYPE)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         request = Request(scope, receive, send, path, headers)
         rest, post = request.rest, request.method == "POST"
         try:
@@ -407,6 +407,10 @@ def _normalised_path(scope: Scope) -> str:
     raw: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
     if not raw.startswith(b"/"):
         raise Refused(400, "the request target must be a path starting with '/'")
+    if raw.isascii() and not any(part in raw for part in _PLAIN_PATH_BREAKERS):
+        # Nothing encoded, no dot or empty segment: the path as sent, less a trailing slash.
+        plain = raw.decode("ascii")
+        return plain[:-1] if len(plain) > 1 and plain.endswith("/") else plain
     lowered = raw.lower()
     if b"%2f" in lowered or b"%5c" in lowered or b"\\" in raw or b"%00" in lowered:
         raise Refused(400, "the request path encodes '/', '\\' or NUL")

@@ -206,9 +206,12 @@ class Observer:
             for call in trace.refusals:
                 metrics.refusals.inc(api=api, reason=call.reason or call.outcome)
 
-    def sender(self, exchange: Exchange, send: _Send) -> _Send:
-        """``send`` that adds the tool-search headers (or a stream's closing comment) and
-        notes the status."""
+    def sender(
+        self, exchange: Exchange, send: _Send, mask: Callable[[bytes], bytes] | None = None
+    ) -> _Send:
+        """``send`` that adds the tool-search headers (or a stream's closing comment), notes
+        the status on ``exchange``, and applies ``mask`` to each body (the operator's keys,
+        `bot_toolsearch._proxy.keys.UpstreamKeys`): one wrapper, not one per concern."""
 
         async def observed(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -223,6 +226,10 @@ class Observer:
             ):
                 body = bytes(message.get("body", b""))
                 message = {**message, "body": exchange.comment() + body}
+            if mask is not None:
+                data = message.get("body")
+                if data:
+                    message = {**message, "body": mask(data)}
             await send(message)
 
         return observed

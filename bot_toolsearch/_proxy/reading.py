@@ -72,6 +72,7 @@ class Reading:
         "_gates",
         "_held",
         "_inside",
+        "_loop",
         "_receive",
         "_since",
         "_taken",
@@ -91,6 +92,7 @@ class Reading:
         self._since = 0.0
         self._inside = False
         self._expired = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
         self._cancelling = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -125,39 +127,49 @@ class Reading:
             return await self._receive()
         if self._expired:
             raise BodyTimeout
-        loop = asyncio.get_running_loop()
-        task = self._task = asyncio.current_task()
-        self._cancelling = 0 if task is None else task.cancelling()
-        self._since = loop.time()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        task = self._task = asyncio.current_task(loop)
+        cancelling = self._cancelling = 0 if task is None else task.cancelling()
+        since = self._since = loop.time()
         if self._timer is None:
-            self._timer = loop.call_at(self._since + self._timeout - self._waited, self._fire)
+            self._timer = loop.call_at(since + self._timeout - self._waited, self._fire)
         self._inside = True
         try:
             message = await self._receive()
         except asyncio.CancelledError:
-            if self._expired and task is not None and task.uncancel() <= self._cancelling:
+            if self._expired and task is not None and task.uncancel() <= cancelling:
                 raise BodyTimeout from None
             raise
         finally:
             self._inside = False
             self._task = None
-            self._waited += loop.time() - self._since
+            self._waited += loop.time() - since
         if message["type"] == "http.request":
             size = len(message.get("body", b""))
-            if not self._held.take(size):
+            if size and not self._held.take(size):
                 raise BodiesFull
             self._taken += size
             self.size += size
             if not message.get("more_body", False):
-                self.whole = True
-                self._stop_timer()
-                try:
-                    for gate in self._gates:
-                        self._enter(gate)
-                except InFlightFull:
-                    self._uncount()
-                    raise
+                self._whole()
         return message
+
+    def _whole(self) -> None:
+        """The body is whole: its deadline stops, and the request is counted.
+
+        Raises:
+            InFlightFull: an in-flight bound is reached (nothing counted).
+        """
+        self.whole = True
+        self._stop_timer()
+        try:
+            for gate in self._gates:
+                self._enter(gate)
+        except InFlightFull:
+            self._uncount()
+            raise
 
     def _fire(self) -> None:
         """The deadline's timer: moved on by the time not spent waiting, or spent."""

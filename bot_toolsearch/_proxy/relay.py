@@ -38,7 +38,7 @@ from bot_toolsearch._wrap.verbatim import VERBATIM, Verbatim
 
 from .client_copies import ClientCopies
 from .keys import UpstreamKeys
-from .request import Disconnected, Refused, Request, Send, busy, until_disconnect, within
+from .request import Disconnected, Refused, Request, Send, busy, until_disconnect
 from .upstream_http import AnswerTooLarge, failure_text
 
 __all__ = [
@@ -154,7 +154,7 @@ class Relay:
         method = client.chat.completions.create if chat else client.responses.create
         receive = request.receive
         try:
-            result = await until_disconnect(receive, within(self._timeout, method(**kwargs)))
+            result = await until_disconnect(receive, method(**kwargs), self._timeout)
             stream = body.get("stream") is True
             raw = None if stream or verbatim is None else verbatim.body_of(result)
             dump = not stream and raw is None

@@ -168,42 +168,57 @@ class Request:
         return path[3:] or "/" if path == "/v1" or path.startswith("/v1/") else path
 
 
-async def until_disconnect(receive: Receive, work: Awaitable[_T]) -> _T:
+async def until_disconnect(
+    receive: Receive, work: Awaitable[_T], seconds: float | None = None
+) -> _T:
     """``work``'s result; cancelled, raising `Disconnected`, when the client leaves first (or
-    what reading on raised: a body deadline of `bot_toolsearch._proxy.reading`). Shared by
-    every route, the Messages one included.
+    what reading on raised: a body deadline of `bot_toolsearch._proxy.reading`); with
+    ``seconds``, cancelled too, raising `TimeoutError`, once they have passed (as `within`
+    does, without its own timeout context). Shared by every route, the Messages one included.
 
     ``work`` runs in the caller's own task; one watcher task reads on meanwhile and cancels
     it when the client leaves (a task for the work too, and a wait on both, cost the proxy
-    about 40 µs a request, issue 44)."""
+    about 40 µs a request, issue 44). Whichever of the client leaving and the deadline comes
+    first cancels the work; the other then does nothing."""
     task = asyncio.current_task()
     assert task is not None, "until_disconnect runs in a task"
     watch = _Watch(task)
     watcher = asyncio.ensure_future(watch.run(receive))
+    timer = None if seconds is None else task.get_loop().call_later(seconds, watch.expire)
     cancelling = task.cancelling()
+    counted = False  # the deadline's cancel taken back
     try:
         return await work
     except asyncio.CancelledError:
-        if watch.fired and task.uncancel() <= cancelling:  # the watcher's cancel, not another's
-            failure = watch.failure
-            watch.failure = None  # no cycle (the exception, its traceback, this frame)
-            raise failure if failure is not None else Disconnected() from None
+        if watch.fired or watch.expired:
+            counted = True
+            if task.uncancel() <= cancelling:  # the cancel was ours, not another's
+                if watch.expired:
+                    raise TimeoutError from None
+                failure = watch.failure
+                watch.failure = None  # no cycle (the exception, its traceback, this frame)
+                raise failure if failure is not None else Disconnected() from None
         raise
     finally:
         watch.over = True
         watcher.cancel()
+        if timer is not None:
+            timer.cancel()
+            if watch.expired and not counted:  # the work swallowed it: as `asyncio.timeout`
+                task.uncancel()
         del watcher, watch
 
 
 class _Watch:
     """The watcher of `until_disconnect`: reads on until the client leaves (or reading
-    fails), then cancels ``task``, unless the work is over by then."""
+    fails), then cancels ``task``, unless the work is over by then; or its deadline does."""
 
-    __slots__ = ("failure", "fired", "over", "task")
+    __slots__ = ("expired", "failure", "fired", "over", "task")
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task: asyncio.Task[Any] | None = task
         self.fired = False
+        self.expired = False
         self.over = False
         self.failure: BaseException | None = None
 
@@ -218,6 +233,14 @@ class _Watch:
             self.failure = None
             return
         self.fired = True
+        task.cancel()
+
+    def expire(self) -> None:
+        """The deadline passed: the work is cancelled, unless it is over or cancelled."""
+        task, self.task = self.task, None
+        if self.over or task is None:
+            return
+        self.expired = True
         task.cancel()
 
 

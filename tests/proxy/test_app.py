@@ -60,3 +60,28 @@ async def test_a_request_the_server_cancels_gets_503_and_ends_quietly() -> None:
         assert error["code"] == "server_shutting_down"
     finally:
         await app.aclose()
+
+
+def test_request_paths_normalise_the_same_on_the_plain_and_the_full_reading() -> None:
+    from bot_toolsearch._proxy.app import _normalised_path
+    from bot_toolsearch._proxy.request import Refused
+
+    def normalised(raw: bytes) -> str | int:
+        try:
+            return _normalised_path({"raw_path": raw, "path": ""})
+        except Refused as exc:
+            return exc.status
+
+    assert normalised(b"/v1/chat/completions") == "/v1/chat/completions"
+    assert normalised(b"/v1/chat/completions/") == "/v1/chat/completions"
+    assert normalised(b"/") == "/"
+    assert normalised(b"/v1/a.b/.c") == "/v1/a.b/.c"
+    assert normalised(b"/v1//chat/./completions") == "/v1/chat/completions"
+    assert normalised(b"/v1/models/../chat/completions") == "/v1/chat/completions"
+    assert normalised(b"/%761/models") == "/v1/models"
+    assert normalised(b"/v1/..") == "/"
+    assert normalised(b"/..") == 404
+    assert normalised(b"/v1/%2Fchat") == 400
+    assert normalised(b"/v1\\chat") == 400
+    assert normalised(b"/v1/\xc3\xa9") == 400  # a raw non-ASCII target
+    assert normalised(b"v1/chat") == 400

@@ -339,3 +339,35 @@ def test_a_key_probe_the_upstream_answers_without_end_gives_up_at_the_timeout() 
     finally:
         stop.set()
         upstream.close()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_tool_searched_reply_naming_the_operators_key_is_masked(stream: bool) -> None:
+    """The masking is in the one send wrapper a tool-searched reply goes through (issue 44):
+    a whole reply and each event of a stream have the key masked."""
+    secret = "sk-operator-secret-2"
+    settings = BotSettings.model_validate({"model": {"api_key": secret}})
+    message = {"role": "assistant", "content": f"your key is {secret}"}
+    said = {**COMPLETION, "choices": [{"index": 0, "finish_reason": "stop", "message": message}]}
+    if stream:
+        chunk = {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"content": f"key {secret}"}, "finish_reason": None}],
+        }
+        events = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+        upstream = Upstream(answer(events, content_type="text/event-stream"))
+    else:
+        upstream = Upstream(answer(said))
+    try:
+        with served(ProxyApp(upstream.url, settings=settings, api_keys=["k-one"])) as port:
+            payload = {"model": "m", "messages": [USER], "stream": stream}
+            reply = post(port, "/v1/chat/completions", payload, extra=_auth("k-one"))
+    finally:
+        upstream.close()
+    assert reply.status == 200
+    assert upstream.received  # the upstream was called, and named the key
+    assert secret.encode() not in reply.body
+    assert b"*" * len(secret) in reply.body

@@ -108,3 +108,48 @@ async def test_the_works_own_failure_passes_through() -> None:
 
     with pytest.raises(ValueError, match="upstream"):
         await until_disconnect(client.receive, work())
+
+
+async def test_the_deadline_cancels_the_work_with_a_timeout() -> None:
+    client = _Client()
+    ended: list[str] = []
+
+    async def work() -> int:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            ended.append("cancelled")
+            raise
+        return 1
+
+    with pytest.raises(TimeoutError):
+        await until_disconnect(client.receive, work(), 0.05)
+    assert ended == ["cancelled"]
+    assert not asyncio.current_task().cancelling()  # type: ignore[union-attr]
+    await asyncio.sleep(0)
+    assert client.reads == 1  # the watcher stopped: nothing reads on
+
+
+async def test_a_client_leaving_before_the_deadline_is_a_disconnect() -> None:
+    client = _Client()
+    asyncio.get_running_loop().call_later(0.02, client.leave)
+    with pytest.raises(Disconnected):
+        await until_disconnect(client.receive, asyncio.sleep(60), 0.2)
+    await asyncio.sleep(0.3)  # the deadline passes: its timer was cancelled, nothing cancelled
+    assert not asyncio.current_task().cancelling()  # type: ignore[union-attr]
+
+
+async def test_work_done_within_the_deadline_is_its_result() -> None:
+    client = _Client()
+    assert await until_disconnect(client.receive, asyncio.sleep(0.01, "ok"), 5.0) == "ok"
+    await asyncio.sleep(0)
+    assert not asyncio.current_task().cancelling()  # type: ignore[union-attr]
+
+
+async def test_a_cancellation_from_elsewhere_under_a_deadline_stays_a_cancellation() -> None:
+    client = _Client()
+    running = asyncio.ensure_future(until_disconnect(client.receive, asyncio.sleep(60), 30.0))
+    await asyncio.sleep(0.05)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
