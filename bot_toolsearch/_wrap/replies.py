@@ -355,20 +355,26 @@ def guard_async(
         raw = await post_async(resource, api, kwargs)
         if accepted is not None:
             accepted()
-        request = raw.http_response.request
-        stream = kwargs.get("stream") is True
-        sink = VERBATIM.get() if api == "chat" and not stream else None
+        if kwargs.get("stream") is True:
+            try:
+                return raw.parse()
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise _not_json(exc, raw.http_response.request) from None
+        http = raw.http_response
+        sink = VERBATIM.get() if api == "chat" else None
+        strict = sink is not None
         try:
             # A large reply (thousands of calls) is turned into SDK objects in a worker thread.
-            parse = functools.partial(_parse, raw, api, stream, strict=sink is not None)
-            parsed, exact = await asyncio.to_thread(parse) if _large(raw, stream) else parse()
+            if _large(http):
+                parse = functools.partial(_parse, raw, api, False, strict=strict)
+                parsed, exact = await asyncio.to_thread(parse)
+            else:
+                parsed, exact = _parse(raw, api, False, strict=strict)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise _not_json(exc, request) from None
-        if stream:
-            return parsed
-        checked, changed = _check(parsed, api, request)
+            raise _not_json(exc, http.request) from None
+        checked, changed = _check(parsed, api, http.request)
         if sink is not None:
-            sink.offer(checked, raw.http_response.content if exact and not changed else None)
+            sink.offer(checked, http.content if exact and not changed else None)
         return checked
 
     return guarded
@@ -395,16 +401,17 @@ def _parse(raw: Any, api: Api, stream: bool, *, strict: bool = False) -> tuple[A
             parsed = model.model_validate_json(content)
     except Exception:  # not JSON, or fields of the wrong type: the SDK's lenient way
         return raw.parse(), False
-    parsed._request_id = raw.http_response.headers.get("x-request-id")
+    # As the SDK's ``add_request_id`` sets it (not a field: pydantic's ``__setattr__`` only
+    # stores it in the instance's ``__dict__``, at five times the cost).
+    object.__setattr__(parsed, "_request_id", raw.http_response.headers.get("x-request-id"))
     return parsed, exact
 
 
-def _large(raw: Any, stream: bool) -> bool:
-    """Whether a non-streamed reply's body is over `INLINE_REPLY_BYTES`."""
-    if stream:
-        return False
+def _large(http: Any) -> bool:
+    """Whether a non-streamed reply's body (``http``, its ``httpx.Response``) is over
+    `INLINE_REPLY_BYTES`."""
     try:
-        return len(raw.http_response.content) > INLINE_REPLY_BYTES
+        return len(http.content) > INLINE_REPLY_BYTES
     except Exception:  # a body not read: small enough
         return False
 
