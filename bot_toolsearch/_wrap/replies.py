@@ -59,6 +59,14 @@ INLINE_REPLY_BYTES = 256 * 1024
 
 _CHAT_USAGE = ("prompt_tokens", "completion_tokens", "total_tokens")
 _RESPONSES_USAGE = ("input_tokens", "output_tokens", "total_tokens")
+_CHAT_DETAILS = (
+    ("prompt_tokens_details", "cached_tokens"),
+    ("completion_tokens_details", "reasoning_tokens"),
+)
+_RESPONSES_DETAILS = (
+    ("input_tokens_details", "cached_tokens"),
+    ("output_tokens_details", "reasoning_tokens"),
+)
 
 
 def _excerpt(value: object) -> str:
@@ -95,7 +103,7 @@ def _text(reply: object, value: object, where: str) -> None:
         raise _error(reply, f"{where} is {_kind(value)}, not text")
 
 
-def _usage(reply: Any, fields: tuple[str, ...], details: tuple[str, ...]) -> bool:
+def _usage(reply: Any, fields: tuple[str, ...], details: tuple[tuple[str, str], ...]) -> bool:
     """The token counts the wrapper sums, made usable in place as the `Bot` reads them: a count
     that is no non-negative number counts as 0 and a ``usage`` (or details) block that is no
     object as absent, each logged; the reply itself is kept (its text and calls are fine).
@@ -108,7 +116,7 @@ def _usage(reply: Any, fields: tuple[str, ...], details: tuple[str, ...]) -> boo
         reply.usage = None
         return True
     changed = _counts(usage, fields)
-    for name, count in zip(details[::2], details[1::2], strict=True):
+    for name, count in details:
         detail = getattr(usage, name, None)
         if detail is None:
             continue
@@ -125,7 +133,9 @@ def _counts(holder: pydantic.BaseModel, fields: tuple[str, ...]) -> bool:
     changed = False
     for name in fields:
         value = getattr(holder, name, None)
-        if value is not None and token_count(value) != value:  # logged by `token_count`
+        if value is None or (type(value) is int and value >= 0):  # as `token_count` keeps it
+            continue
+        if token_count(value) != value:  # logged by `token_count`
             setattr(holder, name, 0)
             changed = True
     return changed
@@ -160,12 +170,7 @@ def _chat_completion(reply: object) -> tuple[ChatCompletion, bool]:
     changed = _usage(
         reply,
         _CHAT_USAGE,
-        (
-            "prompt_tokens_details",
-            "cached_tokens",
-            "completion_tokens_details",
-            "reasoning_tokens",
-        ),
+        _CHAT_DETAILS,
     )
     choices: object = reply.choices
     if choices is None:
@@ -221,12 +226,7 @@ def _chunk_fields(chunk: ChatCompletionChunk) -> None:
     _usage(
         chunk,
         _CHAT_USAGE,
-        (
-            "prompt_tokens_details",
-            "cached_tokens",
-            "completion_tokens_details",
-            "reasoning_tokens",
-        ),
+        _CHAT_DETAILS,
     )
     choices: object = chunk.choices
     if choices is None or choices == []:
@@ -281,7 +281,7 @@ def _response(reply: object) -> Response:
     _usage(
         reply,
         _RESPONSES_USAGE,
-        ("input_tokens_details", "cached_tokens", "output_tokens_details", "reasoning_tokens"),
+        _RESPONSES_DETAILS,
     )
     output: object = reply.output
     if output is None:

@@ -224,6 +224,7 @@ BAD_USAGE: dict[str, tuple[dict[str, Any], str]] = {
         "-5",
     ),
     "not finite": ({"prompt_tokens": 1e999, "completion_tokens": 1, "total_tokens": 2}, "inf"),
+    "negative": ({"prompt_tokens": -3, "completion_tokens": 1, "total_tokens": 2}, "-3"),
 }
 
 
