@@ -79,15 +79,17 @@ class Exchange:
 
     def add(self, trace: RoundTrace) -> tuple[int, int]:
         """Count one round; its searches and refusals."""
-        searches = sum(call.name == TOOL_SEARCH_NAME for call in trace.calls)
-        refusals = sum(call.outcome in ("refused", "invalid") for call in trace.calls)
         self.rounds += 1
         self.hidden_rounds += trace.hidden
+        self.input_tokens += trace.prompt_tokens
+        self.output_tokens += trace.output_tokens
+        if not trace.calls and not trace.loaded:  # a plain answer: nothing else to count
+            return 0, 0
+        searches = sum(call.name == TOOL_SEARCH_NAME for call in trace.calls)
+        refusals = sum(call.outcome in ("refused", "invalid") for call in trace.calls)
         self.searches += searches
         self.loaded.update(dict.fromkeys(trace.loaded))
         self.refusals += refusals
-        self.input_tokens += trace.prompt_tokens
-        self.output_tokens += trace.output_tokens
         return searches, refusals
 
     def summary(self) -> dict[str, Any]:

@@ -195,6 +195,13 @@ class CallerTools:
         build what searches under ``settings`` use (`prepare`) in the ``index`` pool, once.
         Cheap when it is built or being built; never raises (with the pool full, the first
         search builds the index). Returns the build started or under way, if any."""
+        # Every request after the first finds it all built: said without the lock (what
+        # the locked check below answers then), as each request's reply calls this.
+        acceptance = self._acceptance
+        if acceptance:
+            done = acceptance[0]
+            if (done is None or done.done()) and self.prepared(settings) and self._warm(settings):
+                return None
         with self._lock:
             running = self._acceptance[0] if self._acceptance else None
             if running is not None and not running.done():

@@ -180,16 +180,13 @@ class ChatPlan:
             return self._finish(completion)
         choice = completion.choices[0]
         message = choice.message
-        native = [
-            (c.id, c.function.name or "", c.function.arguments or "")
-            for c in message.tool_calls or ()
-            if isinstance(c, ChatCompletionMessageFunctionToolCall)
-        ]
-        others = [
-            c
-            for c in message.tool_calls or ()
-            if not isinstance(c, ChatCompletionMessageFunctionToolCall)
-        ]
+        native: list[tuple[str, str, str]] = []
+        others: list[Any] = []
+        for c in message.tool_calls or ():
+            if isinstance(c, ChatCompletionMessageFunctionToolCall):
+                native.append((c.id, c.function.name or "", c.function.arguments or ""))
+            else:
+                others.append(c)
         calls, recovered = read_calls(
             native, message.content, projection.view.names, projection.permitted
         )

@@ -92,7 +92,8 @@ class Rounds:
             except Exception:
                 logger.warning("the on_round hook failed for round %d", index, exc_info=True)
             else:
-                if inspect.iscoroutine(done):  # never awaited here: say so, leak no warning
+                # A coroutine is never awaited here: say so, leak no warning.
+                if done is not None and inspect.iscoroutine(done):
                     done.close()
                     logger.warning(ASYNC_HOOK)
         return trace

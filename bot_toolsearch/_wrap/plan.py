@@ -224,13 +224,15 @@ def read_calls(
     ``native`` holds ``(id, wire_name, arguments)`` per native call. Without native calls, a
     text that is a tool-call envelope gives the calls (as the `Bot` recovers them).
     """
-    calls = from_native(canonical_calls(native, names), permitted)
+    calls = from_native(canonical_calls(native, names), permitted) if native else []
     recovered = False
     if not calls and text and text.strip():
         found = recover_text_calls(text)
         if found:
             calls = from_text(found, names, permitted)
             recovered = True
+    if not calls:  # a plain answer (the most common round): nothing to rename
+        return calls, recovered
     calls, renamed = unique_ids(calls)
     if renamed:
         logger.warning("the model repeated a tool-call id in one response; renamed the repeats")

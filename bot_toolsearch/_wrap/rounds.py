@@ -44,8 +44,10 @@ async def drive(
     the event loop when the plan says so, or when ``busy(reply)`` finds it large."""
     while True:
         reply = await send(plan.request())
-        slow = plan.offload or (busy is not None and busy(reply))
-        done = await off_loop(slow, plan.feed, reply)
+        if plan.offload or (busy is not None and busy(reply)):
+            done = await off_loop(True, plan.feed, reply)
+        else:
+            done = plan.feed(reply)
         if done is not None:
             return done
 

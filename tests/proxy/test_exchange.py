@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import openai
 
-from bot_toolsearch._protocol.trace import RoundTrace
+from bot_toolsearch._protocol.trace import CallTrace, RoundTrace
 from bot_toolsearch._proxy.exchange import Exchange
 from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, text
 from tests.wrap._tools import chat_tools, responses_tools
@@ -117,3 +117,21 @@ def test_the_loaded_header_is_ascii_and_bounded() -> None:
     shown = value.split(",")[:-1]
     assert value.split(",")[-1] == f"...+{len(names) - len(shown)}"
     assert len(shown) > 10
+
+
+def test_a_plain_round_counts_its_tokens_and_nothing_else() -> None:
+    exchange = Exchange("POST", "/v1/chat/completions", route="chat_completions")
+    assert exchange.add(RoundTrace(1, ("a",), (), "hi", 7, 2, output_tokens=3)) == (0, 0)
+    searched = CallTrace("c1", "tool_search", "{}", "answered", None, "r")
+    refused = CallTrace("c2", "nope", "{}", "refused", "unknown", "no")
+    round_two = RoundTrace(2, (), (searched, refused), None, 5, loaded=("x",), hidden=True)
+    assert exchange.add(round_two) == (1, 1)
+    assert exchange.summary() == {
+        "rounds": 2,
+        "hidden_rounds": 1,
+        "searches": 1,
+        "loaded": ["x"],
+        "refusals": 1,
+        "input_tokens": 12,
+        "output_tokens": 3,
+    }

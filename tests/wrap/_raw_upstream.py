@@ -33,10 +33,11 @@ class RawUpstream:
         host, port = self._sock.getsockname()[:2]
         return f"http://{host}:{port}/v1"
 
-    def json(self, body: object, kind: str = "application/json") -> None:
-        """Queue a whole reply: ``body`` (bytes as they are, anything else as JSON)."""
+    def json(self, body: object, kind: str = "application/json", *, headers: bytes = b"") -> None:
+        """Queue a whole reply: ``body`` (bytes as they are, anything else as JSON), after
+        the extra header lines ``headers`` (each ending ``\\r\\n``)."""
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        head = b"HTTP/1.1 200 OK\r\ncontent-type: " + kind.encode() + b"\r\n"
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: " + kind.encode() + b"\r\n" + headers
         head += b"content-length: " + str(len(raw)).encode() + b"\r\nconnection: close\r\n\r\n"
         self._replies.append((head + raw, None, b""))
 

@@ -112,3 +112,20 @@ def test_the_cache_counts_what_a_list_holds_index_included() -> None:
     first.prepare(settings)
     small.get(chat_tools(71), "chat", "-_-")  # over the bound: the older list leaves
     assert small.lookup(tools, "chat", "-_-") is None
+
+
+def test_accepting_a_built_list_again_starts_nothing_until_its_index_is_gone() -> None:
+    settings = BotSettings.model_validate({"skills": {"tool_search_enabled": True}})
+    found = ToolsCache().get(chat_tools(), "chat", "-_-")
+    assert found.catalog is not None
+    first = found.accept(settings)
+    assert first is not None
+    first.result(timeout=30)
+    assert found.prepared(settings)
+    assert found.accept(settings) is None  # built: nothing to start, nothing under way
+    found.catalog._index = None  # the index dropped (as a cache would)
+    again = found.accept(settings)
+    assert again is not None
+    assert again is not first
+    again.result(timeout=30)
+    assert found.prepared(settings)

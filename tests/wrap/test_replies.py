@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from bot_toolsearch import BotSettings, ModelReplyError, wrap_openai
+from bot_toolsearch._wrap.verbatim import VERBATIM, Verbatim
 
 from ._raw_upstream import RawUpstream
 from ._tools import chat_tools, responses_tools
@@ -132,6 +133,38 @@ def test_a_call_without_an_id_gets_a_fresh_one() -> None:
     assert len(call.id) > len("call_")
 
 
+@pytest.mark.parametrize("strict", [False, True])
+async def test_a_checked_reply_carries_the_upstream_request_id(strict: bool) -> None:
+    """As the SDK's own reply: ``_request_id`` from ``x-request-id``, not a model field (the
+    strict read is the proxy's, with `VERBATIM` set)."""
+    sink = Verbatim() if strict else None
+    with RawUpstream() as upstream:
+        upstream.json(completion(TEXT), headers=b"x-request-id: req_abc\r\n")
+        upstream.json(completion(TEXT))
+        client = wrap_openai(
+            openai.AsyncOpenAI(base_url=upstream.base_url, api_key="k", max_retries=0),
+            settings=SETTINGS,
+        )
+        token = VERBATIM.set(sink)
+        try:
+            first = await client.chat.completions.create(
+                model="m", messages=USER, tools=chat_tools()
+            )
+            second = await client.chat.completions.create(
+                model="m", messages=USER, tools=chat_tools()
+            )
+        finally:
+            VERBATIM.reset(token)
+        await client.close()
+    assert first._request_id == "req_abc"
+    assert second._request_id is None
+    assert "_request_id" not in first.model_dump()
+    assert "req_abc" not in first.model_dump_json()
+    assert first.model_fields_set == second.model_fields_set
+    if sink is not None:
+        assert sink.body_of(second) == json.dumps(completion(TEXT)).encode()
+
+
 UNUSABLE_RESPONSES: dict[str, tuple[object, str, str]] = {
     "html": (b"<html>oops</html>", "text/html", "the body is a str"),
     "output not a list": (
@@ -191,6 +224,7 @@ BAD_USAGE: dict[str, tuple[dict[str, Any], str]] = {
         "-5",
     ),
     "not finite": ({"prompt_tokens": 1e999, "completion_tokens": 1, "total_tokens": 2}, "inf"),
+    "negative": ({"prompt_tokens": -3, "completion_tokens": 1, "total_tokens": 2}, "-3"),
 }
 
 
