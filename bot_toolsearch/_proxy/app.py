@@ -316,15 +316,17 @@ class ProxyApp:
                     code="server_shutting_down",
                     close=True,
                 )
+                exchange.status = 503
             return  # the request's own task ends here: no traceback for a stop
         except Refused as exc:
             if not exchange.status:
                 await send_refusal(send, exc)
-                refused = exc.status
+                refused = exchange.status = exc.status  # the access log's and metrics' status
         except Exception as exc:  # the last resort: never a text/plain 500 or a traceback
             logger.error("proxy: internal error: %s", type(exc).__name__)
             if not exchange.status:
                 await send_error(send, 500, "internal error in the proxy", "server_error")
+                exchange.status = 500
             else:
                 await send({"type": "http.response.body", "body": b""})
         finally:

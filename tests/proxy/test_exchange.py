@@ -3,12 +3,17 @@ and a stream's closing SSE comment, read with the real openai SDK over HTTP."""
 
 from __future__ import annotations
 
+import logging
+
 import httpx
 import openai
+import pytest
 
 from bot_toolsearch._protocol.trace import CallTrace, RoundTrace
+from bot_toolsearch._proxy.app import ProxyApp
 from bot_toolsearch._proxy.exchange import Exchange
 from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, text
+from tests.proxy._raw import Upstream, answer, post, request, served
 from tests.wrap._tools import chat_tools, responses_tools
 
 USER = {"role": "user", "content": "Weather in Oslo?"}
@@ -135,3 +140,26 @@ def test_a_plain_round_counts_its_tokens_and_nothing_else() -> None:
         "input_tokens": 12,
         "output_tokens": 3,
     }
+
+
+def test_a_request_the_proxy_refuses_is_logged_and_counted_with_its_status(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The proxy's own refusals (415, 413) are logged and counted as what was sent, not as a
+    client that left (499)."""
+    upstream = Upstream(answer({"data": []}))
+    app = ProxyApp(f"{upstream.url}/v1", max_body=64)
+    caplog.set_level(logging.INFO, logger="bot_toolsearch.access")
+    with served(app) as port:
+        not_json = request(
+            port,
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+            b"Content-Length: 2",
+            b"hi",
+        )
+        too_large = post(port, "/v1/chat/completions", {"messages": ["x" * 100]})
+    assert (not_json.status, too_large.status) == (415, 413)
+    logged = [r.access["status"] for r in caplog.records if hasattr(r, "access")]
+    assert logged == [415, 413]
+    assert app.metrics.requests.value(route="chat_completions", code="4xx") == 2
+    upstream.close()
