@@ -210,6 +210,15 @@ class Relay:
 
     def _failure(self, exc: Exception, calls: _Calls) -> Refused:
         """The answer to a ``create`` call that failed other than with an upstream status."""
+        too_large = exc if isinstance(exc, AnswerTooLarge) else exc.__cause__
+        if isinstance(too_large, AnswerTooLarge):  # raw (direct path), or as the SDK's cause
+            logger.warning("proxy: %s", too_large)
+            return Refused(
+                502,
+                f"upstream failed: {too_large}",
+                "upstream_error",
+                code="upstream_answer_too_large",
+            )
         if isinstance(exc, openai.APIError):  # connection errors, timeouts, unreadable answers
             return _upstream_failed(exc)
         if isinstance(exc, TimeoutError):
@@ -224,11 +233,6 @@ class Relay:
             return Refused(403, str(exc), code="tool_not_permitted", param=exc.param)
         if isinstance(exc, PoolBusy):
             return busy(str(exc), "serve --index-builds")
-        if isinstance(exc, AnswerTooLarge):
-            logger.warning("proxy: %s", exc)
-            return Refused(
-                502, f"upstream failed: {exc}", "upstream_error", code="upstream_answer_too_large"
-            )
         logger.warning("proxy: request failed: %s", type(exc).__name__)
         if calls.count:  # the upstream answered something the wrapper cannot use
             return Refused(
