@@ -21,6 +21,7 @@ from bot_toolsearch._wrap.engine import Engine
 from .body import read_body
 from .passthrough import refusal
 from .request import Disconnected, Refused, Request, until_disconnect, within
+from .upstream_http import AnswerTooLarge, failure_text
 
 __all__ = ["Forward"]
 
@@ -97,9 +98,10 @@ class Forward:
                 code="upstream_timeout",
             ) from None
         except Exception as exc:  # any transport failure of the SDK's HTTP library
-            logger.warning("proxy: upstream request failed: %s", type(exc).__name__)
-            failed = f"upstream failed: {type(exc).__name__}"
-            raise Refused(502, failed, "upstream_error") from None
+            logger.warning("proxy: upstream request failed: %s", failure_text(exc))
+            failed = f"upstream failed: {failure_text(exc)}"
+            code = "upstream_answer_too_large" if isinstance(exc, AnswerTooLarge) else None
+            raise Refused(502, failed, "upstream_error", code=code) from None
         if response.status_code >= 500:
             raise Refused(502, f"upstream failed: {response.text[:2000]}", "upstream_error")
         out = [(b"content-length", str(len(response.content)).encode())]

@@ -10,8 +10,9 @@ And the answer to a model call (Chat Completions, Responses, Messages; streamed 
 bounded by its size, `MAX_ANSWER_BYTES`: the proxy reads it whole (or relays it as it comes),
 and an upstream that sends without end would otherwise fill the proxy's memory within the
 call's deadline. Past the bound the read fails with `AnswerTooLarge` (the client gets 502,
-or a stream's error event). Other paths are not bounded by size (a file's content may be
-large), only by the exchange's deadline (`bot_toolsearch._proxy.forward`).
+or a stream's error event). An answer on any other path (passed through whole,
+`bot_toolsearch._proxy.forward`) has a larger bound, `MAX_PASS_THROUGH_BYTES`, since a
+file's content may be large.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import openai
 
 __all__ = [
     "MAX_ANSWER_BYTES",
+    "MAX_PASS_THROUGH_BYTES",
     "AnswerTooLarge",
     "bound_answer",
     "failure_text",
@@ -35,6 +37,10 @@ __all__ = [
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """The largest answer to a model call the proxy reads (bytes): 128 choices of a long answer
 fit; an endless one does not."""
+
+MAX_PASS_THROUGH_BYTES = 1024 * 1024 * 1024
+"""The largest answer on any other path the proxy reads (bytes): a file's content fits
+(OpenAI's files are at most 512 MB); an endless answer does not."""
 
 _MODEL_CALLS = ("/chat/completions", "/responses", "/messages")
 
@@ -95,15 +101,15 @@ def failure_text(exc: BaseException) -> str:
 
 def bound_answer(response: Any, cap: int | None = None) -> None:
     """Bound the body of ``response`` (its headers in, its body unread) by ``cap`` bytes
-    (default `MAX_ANSWER_BYTES`) when it answers a model call: at once when its
-    ``Content-Length`` says more, else as it is read.
+    (default `MAX_ANSWER_BYTES` for a model call, else `MAX_PASS_THROUGH_BYTES`): at once
+    when its ``Content-Length`` says more, else as it is read.
 
     Raises:
         AnswerTooLarge: ``Content-Length`` is larger than ``cap``.
     """
-    if not response.request.url.path.endswith(_MODEL_CALLS):
-        return
-    cap = MAX_ANSWER_BYTES if cap is None else cap
+    if cap is None:
+        model = response.request.url.path.endswith(_MODEL_CALLS)
+        cap = MAX_ANSWER_BYTES if model else MAX_PASS_THROUGH_BYTES
     length = response.headers.get("content-length", "").strip()
     if length.isdigit() and int(length) > cap:
         raise AnswerTooLarge(cap)

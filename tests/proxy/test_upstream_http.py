@@ -1,7 +1,7 @@
 """The proxy's HTTP client to its upstream (`bot_toolsearch._proxy.upstream_http`), against
 hostile upstreams on raw sockets: the answer to a model call is bounded by its size, on every
-route, streamed or not, and a pass-through path is not. (Redirects and cookies:
-`tests/proxy/test_edges.py`.)"""
+route, streamed or not, and a pass-through path by a larger bound of its own. (Redirects and
+cookies: `tests/proxy/test_edges.py`.)"""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def test_an_ordinary_messages_stream_past_the_bound_ends_with_an_error_event() -
     upstream.close()
 
 
-def test_a_pass_through_path_is_not_bounded() -> None:
+def test_a_pass_through_path_has_its_own_larger_bound() -> None:
     content = b"z" * (3 * CAP)
 
     def handle(conn: socket.socket, _: bytes) -> None:
@@ -167,4 +167,20 @@ def test_the_sdks_platform_headers_never_go_upstream(stream: bool) -> None:
     assert sent <= kept, sent
     assert "x-stainless-retry-count" in sent
     assert "authorization" in names
+    upstream.close()
+
+
+@pytest.mark.parametrize("announced", [True, False])
+def test_a_pass_through_answer_past_its_bound_is_a_502(
+    monkeypatch: pytest.MonkeyPatch, announced: bool
+) -> None:
+    monkeypatch.setattr(upstream_http, "MAX_PASS_THROUGH_BYTES", 2 * CAP)
+    handler = _announced if announced else _endless("application/octet-stream")
+    upstream = Upstream(handler)
+    with served(ProxyApp(f"{upstream.url}/v1")) as port:
+        reply = request(port, b"GET /v1/files/file-1/content HTTP/1.1\r\nHost: x")
+    assert reply.status == 502
+    error = reply.json()["error"]
+    assert error["code"] == "upstream_answer_too_large"
+    assert f"larger than {2 * CAP} bytes" in error["message"]
     upstream.close()
