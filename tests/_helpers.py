@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,3 +52,26 @@ def served(app: Any) -> Iterator[str]:
     finally:
         running.request_exit()
         thread.join(30)
+
+
+_SPARE_PORTS = (20_000, 32_000)
+"""Where `spare_port` looks: below Linux's ephemeral range (32768-60999), which every server
+bound to port 0 (the scripted upstreams, uvicorn in a thread) draws from."""
+
+
+def spare_port() -> int:
+    """A free port of 127.0.0.1 for a server started as a subprocess. A port found by binding
+    port 0 is free only until another test (in another xdist worker) binds port 0 and gets
+    it: the subprocess then fails to start, and its readiness probe hits that test's server.
+    A port outside the ephemeral range is never handed out by port 0."""
+    rng = random.Random()
+    for _ in range(1000):
+        port = rng.randrange(*_SPARE_PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    low, high = _SPARE_PORTS
+    raise RuntimeError(f"no spare port between {low} and {high}")

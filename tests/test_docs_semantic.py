@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import socket
 import struct
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from bot_toolsearch._demo.catalog import demo_schemas
 from bot_toolsearch._services.semantic import _identity
 from bot_toolsearch.config import load_settings
 from tests._cli_runner import clean_env, run_cli
+from tests._helpers import spare_port
 from tests.test_readme import python_blocks
 
 OFFLINE = "docs/core.md: ### Try it offline"
@@ -27,9 +27,7 @@ REAL = "docs/core.md: ### A real endpoint"
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return spare_port()
 
 
 def blocks(language: str, heading: str) -> list[str]:

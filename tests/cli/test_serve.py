@@ -15,15 +15,13 @@ import openai
 
 from bot_toolsearch.offline import demo_tools
 from tests._cli_runner import clean_env, run_cli
+from tests._helpers import spare_port
 
 TIMEOUT = 120
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+    return spare_port()
 
 
 def start_serve(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 import httpx
 
 from tests._cli_runner import clean_env
+from tests._helpers import spare_port
 
 SERVE_START = 120
 """Seconds ``serve`` may take to start or stop (a loaded 2-core machine)."""
@@ -34,9 +34,7 @@ def serving(upstream: str, folder: Path, *options: str) -> Iterator[Served]:
     """``bot-toolsearch serve --upstream=<upstream> <options>`` started in ``folder`` (no config
     file unless ``options`` names one), yielded once it answers ``/healthz``; stopped with
     SIGINT on exit."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = spare_port()
     command = [sys.executable, "-m", "bot_toolsearch", "serve", f"--upstream={upstream}"]
     log = folder / "serve.log"
     with log.open("w") as err:

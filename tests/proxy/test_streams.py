@@ -16,6 +16,7 @@ import pytest
 
 from bot_toolsearch._config.settings import BotSettings, ModelSettings, SkillsSettings
 from bot_toolsearch._proxy.app import ProxyApp
+from tests._helpers import spare_port
 from tests.proxy._raw import Upstream, hang, parse, post, request, served, sse
 from tests.wrap._tools import chat_tools
 
@@ -153,10 +154,7 @@ def test_the_timeout_holds_and_a_body_cannot_override_it(source: str) -> None:
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+    return spare_port()
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM is POSIX")

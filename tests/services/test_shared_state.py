@@ -25,6 +25,7 @@ from bot_toolsearch._services.shared_state import (
 )
 from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, call, text
 from tests._cli_runner import clean_env
+from tests._helpers import spare_port
 from tests.wrap._tools import responses_tools
 
 ENV = "BOT_TOOLSEARCH_TEST_REDIS"
@@ -39,9 +40,7 @@ def redis_url() -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return spare_port()
 
 
 @pytest.fixture
