@@ -148,9 +148,6 @@ class Request:
     """The body's ``tools`` (`tools`)."""
     known: bool = False
     """``tools`` is a cached list found by its bytes, not parsed (`tools`)."""
-    cached: tuple[Any, ...] = ()
-    """For a ``known`` list, the cache's own tuple of its entries: what the facts and the
-    catalog of the list are found by in one test, rather than one per tool (`tools`)."""
     native: bool = False
     """``tools`` speaks the client's own tool-search dialect (`tools`)."""
     builds: int = 0

@@ -95,7 +95,7 @@ class ToolStage:
         raw = request.raw
         body, cached = self._parse_known(raw)
         known = cached is not None
-        request.body, request.known, request.cached = body, known, cached or ()
+        request.body, request.known = body, known
         tools = request.tools = self._check(body, request.chat, cached)
         api: Api = "chat" if request.chat else "responses"
         request.native = (
@@ -112,9 +112,9 @@ class ToolStage:
         tools, raw = request.tools, None if request.known else request.raw
         _ACCEPT.set(None)
         api: Api = "chat" if request.chat else "responses"
-        if not tools or self.facts.of(request.cached or tools, api, remember=raw is None).native:
+        if not tools or self.facts.of(tools, api, remember=raw is None).native:
             return
-        found = self._cached(request.cached or tools, api, raw)
+        found = self._cached(tools, api, raw)
         if found is None:
             found = await until_disconnect(request.receive, self._index(tools, api, raw))
         if found is not None:
@@ -141,7 +141,7 @@ class ToolStage:
         if tools is not None and not isinstance(tools, list) and tools is not cached:
             raise Refused(400, "'tools' must be an array", param="tools")
         api: Api = "chat" if chat else "responses"
-        listed, resent = self.facts.named(body, api, remember=cached is not None, tools=cached)
+        listed, resent = self.facts.named(body, api, remember=cached is not None)
         if listed + resent > self._max_tools:
             raise Refused(
                 400,

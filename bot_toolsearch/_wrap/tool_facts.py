@@ -67,17 +67,9 @@ class ToolFacts:
             del self._entries[self._size :]
         return facts
 
-    def named(
-        self,
-        body: Mapping[str, Any],
-        api: Api,
-        *,
-        remember: bool,
-        tools: Sequence[Any] | None = None,
-    ) -> tuple[int, int]:
-        """`count_named` of a request body, its ``tools`` count taken from `of` (of ``tools``
-        when given: the same entries as the body's, held in a sequence `of` may know)."""
-        tools = body.get("tools") if tools is None else tools
+    def named(self, body: Mapping[str, Any], api: Api, *, remember: bool) -> tuple[int, int]:
+        """`count_named` of a request body, its ``tools`` count taken from `of`."""
+        tools = body.get("tools")
         listed = (
             self.of(tools, api, remember=remember).named if isinstance(tools, list | tuple) else 0
         )

@@ -14,6 +14,7 @@ from bot_toolsearch._proxy.app import ProxyApp, redact_query
 from bot_toolsearch._wrap import caller_tools
 from bot_toolsearch.testing import ScriptedOpenAIServer, text
 from tests.proxy._raw import Upstream, answer, post, request, served, status
+from tests.proxy.test_limits import COMPLETION
 from tests.wrap._tools import chat_tools
 
 USER = {"role": "user", "content": "hi"}
@@ -344,20 +345,7 @@ def test_a_cookie_the_upstream_sets_is_never_sent_with_another_clients_request(
 ) -> None:
     """The proxy's HTTP client is shared by every client: a cookie the upstream set in its
     answer to one client must not ride along with the next client's request."""
-    completion = {
-        "id": "c",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": "ok"},
-            }
-        ],
-    }
-    upstream = Upstream(status(200, completion, "Set-Cookie: session=alice; Path=/\r\n"))
+    upstream = Upstream(status(200, COMPLETION, "Set-Cookie: session=alice; Path=/\r\n"))
     with served(ProxyApp(f"{upstream.url}/v1")) as port:
         for key in ("alice", "bob"):
             auth = f"\r\nAuthorization: Bearer {key}"

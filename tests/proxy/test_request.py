@@ -4,6 +4,7 @@ a client that leaves cancels the work, which the caller sees as `Disconnected`."
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -35,6 +36,16 @@ class _Client:
         return {"type": "http.disconnect"}
 
 
+async def _until_cancelled(ended: list[str]) -> int:
+    """Work that waits a minute, noting in ``ended`` that it was cancelled."""
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        ended.append("cancelled")
+        raise
+    return 1
+
+
 async def test_the_works_result_and_no_watcher_left_running() -> None:
     client = _Client()
 
@@ -52,14 +63,7 @@ async def test_the_works_result_and_no_watcher_left_running() -> None:
 async def test_a_client_that_leaves_cancels_the_work() -> None:
     client = _Client()
     ended: list[str] = []
-
-    async def work() -> int:
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            ended.append("cancelled")
-            raise
-        return 1
+    work = functools.partial(_until_cancelled, ended)
 
     asyncio.get_running_loop().call_later(0.05, client.leave)
     with pytest.raises(Disconnected):
@@ -113,14 +117,7 @@ async def test_the_works_own_failure_passes_through() -> None:
 async def test_the_deadline_cancels_the_work_with_a_timeout() -> None:
     client = _Client()
     ended: list[str] = []
-
-    async def work() -> int:
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            ended.append("cancelled")
-            raise
-        return 1
+    work = functools.partial(_until_cancelled, ended)
 
     with pytest.raises(TimeoutError):
         await until_disconnect(client.receive, work(), 0.05)
