@@ -321,6 +321,14 @@ class ToolSearchSession:
         self._exposed = frozenset((*self._initial, TOOL_SEARCH_NAME, *self._search_loaded))
         return tools
 
+    def request_tool_names(self) -> tuple[str, ...]:
+        """The names of the tools :meth:`request_tools` lists, in its order, and freeze that
+        round's exposure as it does; for a host that sends schemas of its own for them (no
+        schema is copied)."""
+        names = (*self._initial, TOOL_SEARCH_NAME, *self._search_loaded)
+        self._exposed = frozenset(names)
+        return names
+
     # -- searching ------------------------------------------------------------------------
 
     def _resolve_real(self, name: str) -> str | None:

@@ -44,6 +44,7 @@ from .loading import (
     bridge_search_result,
     effective_loading,
     fell_back,
+    request_names,
     request_tools,
     schema_note,
     unwrap_calls,
@@ -263,6 +264,12 @@ class ToolSearchProtocol:
     def round_tools(self) -> list[dict[str, Any]]:
         """The canonical tool schemas of the next round, and freeze that round's exposure."""
         return request_tools(self.session.request_tools(), self.mode)
+
+    def round_names(self) -> tuple[str, ...]:
+        """The names of the tools `round_tools` lists, in its order, and freeze that round's
+        exposure as it does; for a host that sends its own entries for them (no schema is
+        copied: the virtual tools' are `tool_search_schema` and `call_tool_schema`)."""
+        return request_names(self.session.request_tool_names(), self.mode)
 
     # -- names, schemas, replay ------------------------------------------------------------
 

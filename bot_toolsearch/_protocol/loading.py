@@ -43,6 +43,7 @@ __all__ = [
     "bridge_search_result",
     "effective_loading",
     "fell_back",
+    "request_names",
     "request_tools",
     "schema_entry",
     "schema_note",
@@ -104,6 +105,20 @@ def request_tools(
     if mode == "bridge":
         fixed.append(call_tool_schema())
     return fixed
+
+
+def request_names(session_names: Sequence[str], mode: ToolSearchLoading) -> tuple[str, ...]:
+    """The names of the tools `request_tools` makes of the session's list whose names are
+    ``session_names`` (`ToolSearchSession.request_tool_names`), in its order."""
+    if mode == "append":
+        return tuple(session_names)
+    cut = (
+        session_names.index(TOOL_SEARCH_NAME) + 1
+        if TOOL_SEARCH_NAME in session_names
+        else len(session_names)
+    )
+    fixed = tuple(session_names[:cut])
+    return (*fixed, CALL_TOOL_NAME) if mode == "bridge" else fixed
 
 
 def schema_entry(schema: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import Any
 
 from bot_toolsearch._config.settings import BotSettings
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
-from bot_toolsearch._core.prompt import CALL_TOOL_NAME
+from bot_toolsearch._core.prompt import CALL_TOOL_NAME, call_tool_schema
 from bot_toolsearch._core.result import ToolSearchResult
 from bot_toolsearch._protocol.calls import CallRequest, CallResult, parse_arguments
 from bot_toolsearch._protocol.dialect import CONFIG, Dialect
@@ -61,6 +61,7 @@ class Projection:
     __slots__ = (
         "_forced",
         "_tools",
+        "_virtual",
         "directory",
         "exposed",
         "keep_conversation",
@@ -83,6 +84,7 @@ class Projection:
         if shared is None or shared.settings is not settings or shared.protocol.dialect != dialect:
             shared = _shared(tools, settings, dialect)
         self._tools = tools
+        self._virtual = shared.virtual
         self.view: CallerView = shared.view
         """The permitted tools and their wire names (over the permitted tools only)."""
         self.permitted = shared.view.permitted
@@ -184,16 +186,25 @@ class Projection:
             self.sent = self.view.unsearched_names
             self.exposed = frozenset(self.sent)
             return out
-        sent: list[str] = []
-        for schema in self.protocol.round_tools():
-            name = schema["function"]["name"]
-            sent.append(name)
-            if name in (TOOL_SEARCH_NAME, CALL_TOOL_NAME):
-                out.append(schema if tools.api == "chat" else flat_tool(schema))
+        protocol = self.protocol
+        names = protocol.round_names()
+        entries = self.view.entries
+        last = len(names) - 1
+        for at, name in enumerate(names):
+            if name == TOOL_SEARCH_NAME:
+                out.append(self._virtual[TOOL_SEARCH_NAME])
+            elif name == CALL_TOOL_NAME:
+                # The protocol's ``call_tool`` ends a ``bridge`` round; anywhere else the name
+                # is a catalog tool's, sent as its canonical schema.
+                if protocol.mode == "bridge" and at == last:
+                    out.append(self._virtual[CALL_TOOL_NAME])
+                else:
+                    schema = protocol.catalog.schemas((name,))[0]
+                    out.append(schema if tools.api == "chat" else flat_tool(schema))
             else:
-                out.append(self.view.entries[name])
-        self.exposed = self.protocol.exposed
-        self.sent = tuple(sent)
+                out.append(entries[name])
+        self.exposed = protocol.exposed
+        self.sent = names
         return out
 
     def answer(self, calls: Sequence[CallRequest]) -> Answer:
@@ -264,6 +275,10 @@ class _Shared:
     """The directory text under ``protocol.mode``, or ``None`` when tool search is off."""
     reserved: bool
     """The caller's own ``tool_search`` is permitted (the virtual tool takes its name)."""
+    virtual: Mapping[str, dict[str, Any]]
+    """The schemas of the virtual ``tool_search`` and ``call_tool`` in the list's API shape,
+    made once and sent as they are in every round of every call (never changed: what a round
+    sends is only serialized, as the caller's own cached entries it sends beside them)."""
 
 
 def _shared(tools: CallerTools, settings: BotSettings, dialect: Dialect) -> _Shared:
@@ -322,7 +337,17 @@ def _make_shared(tools: CallerTools, settings: BotSettings, dialect: Dialect) ->
         skills.tool_search_keep_loaded == "conversation",
         directory,
         TOOL_SEARCH_NAME in view.unsearched_names,
+        _virtual_schemas(protocol, tools.api),
     )
+
+
+def _virtual_schemas(protocol: ToolSearchProtocol, api: Api) -> dict[str, dict[str, Any]]:
+    """The virtual tools' schemas as a round of ``api`` sends them (`Projection.round_tools`)."""
+    schemas = {
+        TOOL_SEARCH_NAME: protocol.session.tool_search_schema,
+        CALL_TOOL_NAME: call_tool_schema(),
+    }
+    return schemas if api == "chat" else {n: flat_tool(s) for n, s in schemas.items()}
 
 
 def _reporter(tools: CallerTools) -> Report:

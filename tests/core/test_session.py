@@ -127,6 +127,22 @@ def test_request_tools_order_extends_the_previous_round() -> None:
     assert second == [*first, "b", "weather.lookup", "a"]
 
 
+def test_request_tool_names_are_the_names_of_request_tools_and_freeze_the_same_round() -> None:
+    tools = [fn("weather.lookup"), fn("end"), fn("send_message"), fn("a"), fn("b")]
+    by_name, by_schema = (
+        ToolSearchSession(tools, always_loaded=["send_message", "end"]) for _ in range(2)
+    )
+    for query in (None, "select:b", "select:weather.lookup,a"):
+        if query is not None:
+            by_name.search(query)
+            by_schema.search(query)
+            assert by_name.exposed_tool_names() == by_schema.exposed_tool_names()
+        names = by_name.request_tool_names()
+        assert list(names) == names_of(by_schema.request_tools())
+        assert by_name.exposed_tool_names() == by_schema.exposed_tool_names()
+    assert names[-2:] == ("weather.lookup", "a")
+
+
 def test_loaded_tools_are_exposed_only_from_the_next_round(weather: ToolCatalog) -> None:
     session = ToolSearchSession(weather, always_loaded=["end"])
     session.request_tools()

@@ -6,6 +6,8 @@ import json
 import logging
 from typing import Any
 
+import pytest
+
 from bot_toolsearch import BotSettings
 from bot_toolsearch._core.catalog import ToolCatalog
 from bot_toolsearch._core.prompt import CALL_TOOL_NAME, TOOL_SEARCH_NAME
@@ -80,6 +82,24 @@ def test_round_tools_are_fixed_in_bridge_mode() -> None:
     p.answer([_call(0, TOOL_SEARCH_NAME, query="select:weather.forecast")])
     assert _tool_names(p.round_tools()) == first
     assert "weather.forecast" in p.exposed
+
+
+@pytest.mark.parametrize("mode", ["append", "bridge", "additional_tools"])
+@pytest.mark.parametrize("forced", [None, "mail.send"])
+def test_round_names_are_the_names_of_round_tools(mode: str, forced: str | None) -> None:
+    api = "responses" if mode == "additional_tools" else "chat_completions"
+    base = protocol(mode, api=api, tool_search_always_loaded=["end"])
+    by_name, by_schema = base.fork(forced=forced), base.fork(forced=forced)
+    assert by_name.mode == by_schema.mode
+    for query in (None, "select:weather.forecast", "select:mail.send,send_message"):
+        if query is not None:
+            by_name.answer([_call(0, TOOL_SEARCH_NAME, query=query)])
+            by_schema.answer([_call(0, TOOL_SEARCH_NAME, query=query)])
+        names = by_name.round_names()
+        assert list(names) == _tool_names(by_schema.round_tools())
+        assert by_name.exposed == by_schema.exposed
+        assert names[0] == "end"
+    assert ("weather.forecast" in names) == (by_name.mode == "append")
 
 
 def test_searches_go_first_so_a_target_before_its_search_is_loaded_this_round() -> None:

@@ -19,11 +19,21 @@ import openai
 import pytest
 
 from bot_toolsearch import BotSettings, wrap_openai
-from bot_toolsearch._core.prompt import CALL_TOOL_NAME, TOOL_SEARCH_RULES_BRIDGE
+from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
+from bot_toolsearch._core.prompt import (
+    CALL_TOOL_NAME,
+    TOOL_SEARCH_RULES_BRIDGE,
+    call_tool_schema,
+    tool_search_schema,
+)
+from bot_toolsearch._protocol.calls import CallRequest
 from bot_toolsearch._services.client_policy import CURRENT, ClientPolicy
+from bot_toolsearch._transports.responses import flat_tool
 from bot_toolsearch._wrap.caller_tools import ToolsCache
 from bot_toolsearch._wrap.chat import ChatPlan
 from bot_toolsearch._wrap.engine import Engine
+from bot_toolsearch._wrap.plan import Pending
+from bot_toolsearch._wrap.projection import Projection
 from bot_toolsearch.testing import PromptCacheModel, ScriptedOpenAIServer, call, text
 
 from ._tools import chat_tools, loaded, responses_tools
@@ -466,3 +476,117 @@ def test_keep_loaded_follows_the_settings_of_each_call_on_one_list() -> None:
         assert isinstance(plan, ChatPlan)
         sent[keep] = _sent(plan)
     assert sent == {"ask": ["tool_search"], "conversation": ["tool_search", "get_weather"]}
+
+
+# -- a round's tools by name (the schemas the protocol would copy are never made) ----------
+
+
+def _general(projection: Projection) -> tuple[list[Any], tuple[str, ...], frozenset[str]]:
+    """A round's tools as `Projection.round_tools` made them from the protocol's copied
+    schemas (`ToolSearchProtocol.round_tools`), each one's name read from it."""
+    tools = projection._tools
+    out: list[Any] = list(tools.others)
+    sent: list[str] = []
+    for schema in projection.protocol.round_tools():
+        name = schema["function"]["name"]
+        sent.append(name)
+        if name in (TOOL_SEARCH_NAME, CALL_TOOL_NAME):
+            out.append(schema if tools.api == "chat" else flat_tool(schema))
+        else:
+            out.append(projection.view.entries[name])
+    return out, tuple(sent), projection.protocol.exposed
+
+
+def _search(projection: Projection, query: str) -> None:
+    arguments = json.dumps({"query": query})
+    call = CallRequest(0, "ts1", TOOL_SEARCH_NAME, arguments, json.loads(arguments))
+    assert projection.answer([call]).loaded
+
+
+_ROUND_CASES = [
+    (api, mode, forced)
+    for api in ("chat", "responses")
+    for mode in ("append", "additional_tools", "bridge")
+    for forced in (None, "play_music")
+    if not (api == "chat" and mode == "additional_tools")
+]
+
+
+@pytest.mark.parametrize(("api", "mode", "forced"), _ROUND_CASES)
+def test_round_tools_by_name_equal_the_protocols_copied_schemas(
+    api: str, mode: str, forced: str | None
+) -> None:
+    engine = Engine(settings=_settings(mode, tool_search_always_loaded=["send_email"]))
+    history: list[Any] = [
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "Sunny."},
+    ]
+    extra: dict[str, Any] = {}
+    if api == "chat":
+        if forced is not None:
+            extra["tool_choice"] = {"type": "function", "function": {"name": forced}}
+        made = engine.chat_plan({"model": "m", "messages": history, "tools": chat_tools(), **extra})
+    else:
+        if forced is not None:
+            extra["tool_choice"] = {"type": "function", "name": forced}
+        items = [
+            history[0],
+            {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+        ]
+        items.append({"type": "function_call_output", "call_id": "c1", "output": "Sunny."})
+        made = engine.responses_plan(
+            {"model": "m", "input": items, "tools": responses_tools(), **extra}
+        )
+    assert made is not None
+    assert not isinstance(made, Pending)
+    projection = made._setup.projection
+    assert projection.active
+    for query in (None, "select:convert_currency", "select:create_event"):
+        if query is not None:
+            _search(projection, query)  # the next round sends what it loaded (append)
+        fast = projection.round_tools()
+        sent, exposed = projection.sent, projection.exposed
+        assert (fast, sent, exposed) == _general(projection)
+        assert "send_email" in sent
+        assert TOOL_SEARCH_NAME in sent
+    assert ("create_event" in projection.sent) == (projection.mode == "append")
+
+
+def test_a_catalog_tool_named_call_tool_is_sent_as_the_protocol_sent_it() -> None:
+    engine = Engine(settings=_settings("append", tool_search_always_loaded=[CALL_TOOL_NAME]))
+    tools = [*chat_tools(), _tool(CALL_TOOL_NAME)]
+    plan = _plan(engine, tools)
+    projection = plan._setup.projection
+    assert projection.mode == "append"
+    fast = projection.round_tools()
+    assert CALL_TOOL_NAME in projection.sent
+    assert (fast, projection.sent, projection.exposed) == _general(projection)
+
+
+async def test_the_shared_virtual_schemas_are_never_changed_by_a_round(
+    cache_server: ScriptedOpenAIServer, clients: dict[str, Any]
+) -> None:
+    # One schema object per list is sent in every round of every call (`_Shared.virtual`):
+    # had a round changed it, a later request would show it.
+    cache_server.script(
+        call("tool_search", query="select:get_weather"), text("a"), text("b"), text("c")
+    )
+    client = clients["make"]("bridge", tool_search_max_results=7)
+    await client.chat.completions.create(model="m", messages=[USER], tools=chat_tools())
+    await client.chat.completions.create(model="m", messages=[USER], tools=chat_tools())
+    await client.responses.create(model="m", input="hi", tools=responses_tools())
+    chat = [tool_search_schema(7), call_tool_schema()]
+    bodies = [r.body["tools"] for r in cache_server.requests]
+    assert bodies[:3] == [chat] * 3
+    assert bodies[3] == [flat_tool(schema) for schema in chat]
