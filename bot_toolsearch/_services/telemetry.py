@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import time
 from typing import Any
 
@@ -32,7 +33,29 @@ _UNSET: tuple[type, ...] = (
     () if otel_trace is None else (otel_trace.ProxyTracerProvider, otel_trace.NoOpTracerProvider)
 )
 """The tracer providers that record nothing: OpenTelemetry's stand-in before the application
-sets one (it follows the one set later, so this is asked per round) and the no-op one."""
+sets one (it follows the one set later, so `_provider_set` asks per round) and the no-op one."""
+
+_FROM_ENVIRONMENT = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+"""Whether the environment names a tracer provider, as OpenTelemetry reads it (here once: it
+is the process's start-up configuration)."""
+
+_PROVIDER = "_TRACER_PROVIDER"
+"""The global OpenTelemetry sets the provider in, once (`set_tracer_provider`)."""
+
+
+def _provider_set() -> bool:
+    """Whether a tracer provider that records is set, as ``get_tracer_provider`` says, but
+    without its environment lookup per round while none is set: the global it reads is looked
+    at each time, so a provider set after import (once, as OpenTelemetry allows) is used from
+    the next round on."""
+    assert otel_trace is not None
+    provider = getattr(otel_trace, _PROVIDER, _UNSET)
+    if provider is None and not _FROM_ENVIRONMENT:
+        return False
+    if provider is None or provider is _UNSET:  # the environment's, or another API version
+        provider = otel_trace.get_tracer_provider()
+    return not isinstance(provider, _UNSET)
+
 
 TRACER_NAME = "bot_toolsearch"
 """The instrumentation scope of every span."""
@@ -43,7 +66,7 @@ def round_spans(
 ) -> None:
     """Record ``trace`` as a finished ``chat`` span (from ``start_ns`` to ``end_ns``, default
     now) under the current span, with an ``execute_tool tool_search`` child per search."""
-    if otel_trace is None or isinstance(otel_trace.get_tracer_provider(), _UNSET):
+    if otel_trace is None or not _provider_set():
         return  # no tracer provider set: every span would be a no-op, so none is made
     tracer = _tracer()
     end = time.time_ns() if end_ns is None else end_ns

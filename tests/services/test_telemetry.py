@@ -3,6 +3,9 @@ the OpenTelemetry SDK's in-memory exporter."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -113,3 +116,55 @@ def test_no_span_is_started_before_an_application_sets_a_tracer_provider() -> No
         [sys.executable, "-c", script], check=False, capture_output=True, timeout=60
     )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+
+# -- a provider set after the first rounds (a fresh process each: OpenTelemetry sets it once) --
+
+_ROUNDS = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from bot_toolsearch._protocol.trace import RoundTrace
+from bot_toolsearch._services.telemetry import _tracer, round_spans
+
+def rounds(n):
+    for i in range(n):
+        round_spans(RoundTrace(i + 1, ("a",), (), "ok"), api="chat", model="m", start_ns=0)
+
+rounds(3)
+print(type(PROVIDER).__name__, _tracer.cache_info().currsize)
+"""
+
+_LATER = """
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+rounds(2)
+print([span.attributes["bot_toolsearch.round"] for span in exporter.get_finished_spans()])
+"""
+
+
+def _run(code: str, **env: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout.splitlines()
+
+
+def test_a_provider_set_after_the_first_rounds_records_the_next_ones() -> None:
+    code = _ROUNDS.replace("PROVIDER", "trace.get_tracer_provider()") + _LATER
+    assert _run(code) == ["ProxyTracerProvider 0", "[1, 2]"]
+
+
+def test_a_provider_the_environment_names_is_loaded_by_the_first_round() -> None:
+    # As ``get_tracer_provider`` loads it (the SDK's entry point): the rounds set it up.
+    probe = _ROUNDS.replace("PROVIDER", "trace._TRACER_PROVIDER")
+    assert _run(probe, OTEL_PYTHON_TRACER_PROVIDER="sdk_tracer_provider") == ["TracerProvider 1"]
+    assert _run(probe) == ["NoneType 0"]
