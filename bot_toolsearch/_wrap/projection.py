@@ -4,7 +4,8 @@ It builds the `ToolSearchProtocol` the `Bot` uses (over the cached catalog of th
 tools, ``[tools] allow``/``deny`` hiding what is not permitted, wire names over the permitted
 tools only) once per cached list and settings snapshot, kept on the list, and forks it per
 ``create`` call (`ToolSearchProtocol.fork`), so a call pays for its own state only; it maps
-the protocol's canonical schemas onto the caller's own entries. The
+the names of each round's tools (`ToolSearchProtocol.round_names`) onto the caller's own
+entries (the virtual tools' schemas made once per list, no schema copied per round). The
 plans replay the loaded set from the history the caller resent (`load_called`: the tools
 called since the last user message, or the whole conversation's under
 ``tool_search_keep_loaded = "conversation"``, in first-call order). Per response the protocol
