@@ -139,6 +139,11 @@ class ChatPlan:
         start = 0 if projection.keep_conversation else ask_start(messages)
         out: list[Any] = []
         for at, original in enumerate(messages):
+            if type(original) is dict and "tool_calls" not in original:
+                # Most of a history: no call to load, rename or rewrite (what the steps below
+                # make of such a message is the message itself).
+                out.append(original)
+                continue
             message = _plain(original)
             calls = _calls(message) if at >= start else []
             if calls:

@@ -12,7 +12,9 @@ import pytest
 
 from bot_toolsearch import BotSettings, wrap_openai
 from bot_toolsearch._protocol.messages import LOADED_THIS_ROUND, NOT_LOADED_YET, no_such_tool
-from bot_toolsearch._wrap.chat import HIDDEN_CALLS_KEPT
+from bot_toolsearch._transports.wire import wire_message
+from bot_toolsearch._wrap.chat import HIDDEN_CALLS_KEPT, ChatPlan, _calls, _plain
+from bot_toolsearch._wrap.engine import Engine
 from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, error, text
 
 from ._tools import chat_tools, directory_for, loaded
@@ -449,3 +451,50 @@ async def test_a_reply_of_thousands_of_refused_calls_logs_one_summary_line(
         "refused 1501 call(s) to unknown or unloaded tools (1 not_loaded, 1500 unknown): "
         "get_weather, no_such_0, no_such_1 and 1498 more"
     ]
+
+
+def _dotted(name: str) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": name, "description": "A dotted tool.", "parameters": {}},
+    }
+
+
+def test_history_messages_without_calls_are_sent_as_the_general_path_makes_them() -> None:
+    engine = Engine(settings=SETTINGS)
+    tools = [*chat_tools(), _dotted("weather.forecast")]
+    call_message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "weather.forecast", "arguments": "{}"},
+            }
+        ],
+    }
+    no_calls = [SYSTEM, USER, {"role": "assistant", "content": "Which city?"}, USER]
+    empty_calls = {"role": "assistant", "content": "Hm.", "tool_calls": []}
+    history = [
+        *no_calls,
+        empty_calls,
+        call_message,
+        {"role": "tool", "tool_call_id": "c1", "content": "Sunny."},
+    ]
+    plan = engine.chat_plan({"model": "m", "messages": history, "tools": tools})
+    assert isinstance(plan, ChatPlan)
+    view = plan._setup.projection.view
+    assert not view.plain  # the general path renames calls: ``weather.forecast`` is spelled
+    sent = [m for m in plan.messages if m is not plan.messages[1]]  # the directory left out
+    assert len(sent) == len(history)
+    for original, out in zip(history, sent, strict=True):
+        general = wire_message(_plain(original), view.names, view.entries)
+        assert out == general
+        if original in no_calls or original.get("role") == "tool":
+            assert out is original  # the general path hands the very message on, too
+            assert general is original
+            assert _calls(_plain(original)) == []
+    assert sent[4] is not empty_calls  # a ``tool_calls`` key takes the general path
+    assert sent[5]["tool_calls"][0]["function"]["name"] != "weather.forecast"
+    assert plan._setup.projection.protocol.session.loaded_tool_names == {"weather.forecast"}
