@@ -408,6 +408,13 @@ class ToolsCache:
         """The indexed form of ``tools`` when an equal list is cached, else ``None`` (cheap:
         nothing is indexed)."""
         elements = tuple(tools)
+        newest = self._entries[:1]  # one atomic read: another thread may be reordering
+        if newest and newest[0].elements is elements:
+            entry = newest[0]
+            if entry.api == api and entry.dot_delimiter == dot_delimiter:
+                # The list the newest entry holds, as a server sends it (`by_source`): what
+                # the general path below would find first and leave as it is.
+                return entry.tools
         with self._lock:
             candidates = [
                 entry

@@ -129,3 +129,26 @@ def test_accepting_a_built_list_again_starts_nothing_until_its_index_is_gone() -
     assert again is not first
     again.result(timeout=30)
     assert found.prepared(settings)
+
+
+def test_the_newest_lists_own_tuple_is_found_as_the_general_path_finds_it() -> None:
+    # The newest entry's very tuple is answered without the lock; any other key takes the
+    # general path, which answers the same and moves what it finds to the front.
+    cache = ToolsCache()
+    tools = chat_tools()
+    first = cache.get(tools, "chat", "-_-")
+    first.pin()
+    (entry,) = cache._entries
+    held = entry.elements
+    assert cache.lookup(held, "chat", "-_-") is first
+    assert cache.lookup(held, "responses", "-_-") is None  # the same objects, another key
+    assert cache.lookup(held, "chat", "__") is None
+    other = cache.get(chat_tools(71), "chat", "-_-")
+    other.pin()
+    assert cache._entries[0].tools is other
+    assert cache.lookup(held, "chat", "-_-") is first  # not the newest: the general path
+    assert cache._entries[0].tools is first
+    assert cache._entries[0].elements is held
+    assert cache.lookup(held, "chat", "-_-") is first  # the newest again
+    assert cache.lookup(list(held), "chat", "-_-") is first  # equal objects, a new tuple
+    assert cache._entries[0].elements is not held  # the general path keeps the newest tuple
