@@ -73,6 +73,7 @@ class Rounds:
         calls = () if answer is None else _calls(answer)
         loaded = () if answer is None else tuple(dict.fromkeys(answer.loaded))
         prompt, cached, output = usage
+        # Positional (the fields' order): cheaper than keywords, once per round.
         trace = RoundTrace(
             index,
             tuple(sent),
@@ -80,9 +81,9 @@ class Rounds:
             text if not calls else None,
             prompt,
             cached,
-            loaded=loaded,
-            output_tokens=output,
-            hidden=hidden,
+            loaded,
+            output,
+            hidden,
         )
         _log(trace, self._api, self._model)
         round_spans(trace, api=self._api, model=self._model, start_ns=self._started)

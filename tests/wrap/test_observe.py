@@ -10,6 +10,10 @@ import openai
 import pytest
 
 from bot_toolsearch import BotSettings, RoundTrace, wrap_openai
+from bot_toolsearch._protocol.calls import CallRequest, CallResult
+from bot_toolsearch._protocol.engine import Answer
+from bot_toolsearch._protocol.trace import CallTrace
+from bot_toolsearch._wrap.observe import Rounds
 from bot_toolsearch.testing import ScriptedOpenAIServer, ToolCallsTurn, Usage, call, text
 from tests.wrap._tools import chat_tools, responses_tools
 
@@ -170,3 +174,27 @@ async def test_the_sdk_stream_helper_reports_its_rounds_too(server: ScriptedOpen
             pass
     _check_search_then_call(rounds)
     await client.close()
+
+
+def test_a_rounds_trace_holds_each_fact_in_its_own_field() -> None:
+    # `Rounds.report` builds the trace positionally: each fact must land in its field.
+    seen: list[RoundTrace] = []
+    rounds = Rounds(seen.append, "chat", "m")
+    call = CallRequest(0, "c1", "tool_search", '{"query": "x"}', {"query": "x"})
+    result = CallResult("c1", "tool_search", "{}", "answered")
+    answer = Answer([call], {0: result}, loaded=["a", "b", "a"])
+    trace = rounds.report(3, ["tool_search", "a"], answer, (11, 7, 5), hidden=True, text="t")
+    assert seen == [trace]
+    assert trace == RoundTrace(
+        index=3,
+        tool_names=("tool_search", "a"),
+        calls=(CallTrace("c1", "tool_search", '{"query": "x"}', "answered", None, "{}"),),
+        text=None,
+        prompt_tokens=11,
+        cached_tokens=7,
+        loaded=("a", "b"),
+        output_tokens=5,
+        hidden=True,
+    )
+    plain = rounds.report(4, ("tool_search",), None, (1, 0, 2), hidden=False, text="ok")
+    assert plain == RoundTrace(4, ("tool_search",), (), "ok", 1, 0, output_tokens=2)
