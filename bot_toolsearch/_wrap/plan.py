@@ -320,6 +320,8 @@ def ask_start(items: Sequence[Any]) -> int:
 
 def mapping_get(item: object, key: str) -> Any:
     """``item[key]`` for a mapping, ``item.key`` for an SDK object, else ``None``."""
+    if type(item) is dict:  # most items: a plain dict, without the ABC's instance check
+        return item.get(key)
     if isinstance(item, Mapping):
         return item.get(key)
     return getattr(item, key, None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
+from types import MappingProxyType
 from typing import Any
 
 import openai
@@ -11,6 +12,7 @@ import pytest
 
 from bot_toolsearch import BotSettings, wrap_openai
 from bot_toolsearch._protocol.messages import no_such_tool
+from bot_toolsearch._wrap.plan import mapping_get
 from bot_toolsearch.testing import ScriptedOpenAIServer, call, text
 
 from ._tools import chat_tools, responses_tools
@@ -109,3 +111,30 @@ async def test_a_malformed_tool_calls_value_goes_upstream_as_written(
     (request,) = server.requests
     assert request.messages[-1]["tool_calls"] == value
     assert request.tool_names[0] == "tool_search"  # the plan ran: tool search applied
+
+
+class _Items(dict[str, Any]):
+    """A dict subclass whose ``get`` differs: only a plain dict takes the fast path."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return f"own {key}"
+
+
+class _Item:
+    role = "assistant"
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [
+        ({"role": "user"}, "user"),
+        ({}, None),
+        (_Items(role="user"), "own role"),  # its own ``get``, as the general path calls it
+        (MappingProxyType({"role": "tool"}), "tool"),
+        (_Item(), "assistant"),
+        ("role", None),
+        (None, None),
+    ],
+)
+def test_mapping_get_reads_a_plain_dict_as_any_mapping(item: object, expected: object) -> None:
+    assert mapping_get(item, "role") == expected
