@@ -384,7 +384,7 @@ class ProxyApp:
         answer = await self._relay.call(request)
         if answer is None:
             return
-        self._body.probe.known.accept(request.key)
+        self._body.probe.known.accept(request.key_digest)
         self._tools.taken(request)
         await self._relay.answer(request, answer)
 
