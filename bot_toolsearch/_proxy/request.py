@@ -190,9 +190,10 @@ async def until_disconnect(
     first cancels the work; the other then does nothing."""
     task = asyncio.current_task()
     assert task is not None, "until_disconnect runs in a task"
+    loop = task.get_loop()  # not asked again (each time a system call, issue 44)
     watch = _Watch(task)
-    watcher = asyncio.ensure_future(watch.run(receive))
-    timer = None if seconds is None else task.get_loop().call_later(seconds, watch.expire)
+    watcher = loop.create_task(watch.run(receive))
+    timer = None if seconds is None else loop.call_later(seconds, watch.expire)
     cancelling = task.cancelling()
     counted = False  # the deadline's cancel taken back
     try:
