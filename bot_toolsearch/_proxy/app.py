@@ -231,7 +231,7 @@ class ProxyApp:
         self.metrics = ProxyMetrics(lambda: len(self._cache), lambda: self._cache.cached_bytes)
         """The counters ``GET /metrics`` exposes."""
         self._observer = Observer(self.metrics)
-        timer = UpstreamTimer(lambda api, seconds: self.metrics.upstream.observe(seconds, api=api))
+        timer = UpstreamTimer(lambda api, seconds: self.metrics.upstream.at(api).observe(seconds))
         self._http = upstream_http((count_request, timer.sent), (accept_on_2xx, timer.answered))
         # One retry: a pooled keep-alive connection the upstream closed meanwhile fails once.
         # The whole call stays within ``timeout`` (`bot_toolsearch._proxy.relay`).

@@ -197,13 +197,13 @@ class Observer:
         searches, refusals = exchange.add(trace)
         api = exchange.api or "chat"
         metrics = self.metrics
-        metrics.rounds.inc(api=api)
+        metrics.rounds.at(api).inc()
         if trace.hidden:
-            metrics.hidden_rounds.inc(api=api)
+            metrics.hidden_rounds.at(api).inc()
         if searches:
-            metrics.searches.inc(searches, api=api)
+            metrics.searches.at(api).inc(searches)
         if trace.loaded:
-            metrics.loads.inc(len(trace.loaded), api=api)
+            metrics.loads.at(api).inc(len(trace.loaded))
         if refusals:
             for call in trace.refusals:
                 metrics.refusals.inc(api=api, reason=call.reason or call.outcome)
@@ -242,13 +242,15 @@ class Observer:
             _CURRENT.reset(exchange.token)
             exchange.token = None
         status = exchange.status or 499  # the client left before any answer
-        seconds = time.perf_counter() - exchange.started
-        self.metrics.requests.inc(route=exchange.route, code=f"{status // 100}xx")
-        self.metrics.refresh()
+        code = f"{status // 100}xx"
+        metrics = self.metrics
+        metrics.requests.at(code, exchange.route).inc()  # labels: code, route
+        metrics.refresh()
         if exchange.client is not None:
-            self.metrics.client_requests.inc(client=exchange.client, code=f"{status // 100}xx")
+            metrics.client_requests.at(exchange.client, code).inc()  # labels: client, code
         if not access_log.isEnabledFor(logging.INFO):
             return
+        seconds = time.perf_counter() - exchange.started
         record: dict[str, Any] = {
             "method": exchange.method,
             "path": exchange.path,
