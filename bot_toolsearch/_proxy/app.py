@@ -307,7 +307,7 @@ class ProxyApp:
         if scope["type"] != "http":
             return
         keys = self._upstream_keys
-        exchange = self._observer.begin(scope["method"], redact_query(_target(scope)))
+        exchange = self._observer.begin(scope["method"], scope)
         # One send wrapper: the tool-search headers, the status, the keys masked.
         observed = self._observer.sender(exchange, send, keys.mask if keys else None)
         if keys:  # what the proxy sends of its own below, the operator's keys masked too
@@ -461,14 +461,6 @@ def _read_path(raw: bytes) -> str:
             continue
         segments.append(segment)
     return "/" + "/".join(segments)
-
-
-def _target(scope: Scope) -> str:
-    """The request target as sent (path and query), for the access log."""
-    raw: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
-    query: bytes = scope.get("query_string") or b""
-    target = raw.decode("latin-1")
-    return f"{target}?{query.decode('latin-1')}" if query else target
 
 
 def _env_number(name: str, kind: Callable[[str], _T]) -> _T | None:
