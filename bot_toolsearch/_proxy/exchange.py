@@ -125,7 +125,10 @@ class Exchange:
             (b"x-toolsearch-refusals", b"%d" % self.refusals),
             (b"x-toolsearch-input-tokens", b"%d" % self.input_tokens),
             (b"x-toolsearch-output-tokens", b"%d" % self.output_tokens),
-            (b"x-toolsearch-loaded", _names(list(self.loaded)).encode("ascii")),
+            (
+                b"x-toolsearch-loaded",
+                _names(list(self.loaded)).encode("ascii") if self.loaded else b"",
+            ),
         ]
 
     def comment(self) -> bytes:

@@ -198,3 +198,15 @@ def test_the_target_is_read_only_for_the_access_log(monkeypatch: pytest.MonkeyPa
     assert read == ["x"]
     assert records[0].access["path"] == "/v1/models?api-key=REDACTED&limit=3"  # type: ignore[attr-defined]
     assert records[0].getMessage() == "GET /v1/models?api-key=REDACTED&limit=3 499"
+
+
+def test_nothing_loaded_is_the_empty_list_of_names() -> None:
+    from bot_toolsearch._proxy.exchange import _names
+
+    exchange = Exchange("POST", "/v1/chat/completions", route="chat_completions")
+    exchange.add(RoundTrace(1, ("a",), (), "hi", 7, 2, output_tokens=3))
+    headers = dict(exchange.headers())
+    assert headers[b"x-toolsearch-loaded"] == _names([]).encode("ascii") == b""
+    assert headers[b"x-toolsearch-rounds"] == b"1"
+    exchange.add(RoundTrace(2, (), (), None, 5, loaded=("x", "y"), hidden=True))
+    assert dict(exchange.headers())[b"x-toolsearch-loaded"] == _names(["x", "y"]).encode()
