@@ -351,7 +351,7 @@ class ProxyApp:
     async def _route(self, scope: Scope, receive: Reading, send: Send) -> None:
         """The request made a `Request` and passed down its route's stages."""
         raw_headers = scope["headers"]
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
+        headers = _headers(raw_headers)
         # The edge's checks, run on the headers that can fail them (names are in ``headers``).
         framing = framing_problem(raw_headers) if "transfer-encoding" in headers else None
         if framing is not None:
@@ -409,6 +409,53 @@ class ProxyApp:
                 await self.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+_HEADER_NAMES = {
+    name.encode(): name
+    for name in (
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "anthropic-beta",
+        "anthropic-version",
+        "api-key",
+        "authorization",
+        "connection",
+        "content-length",
+        "content-type",
+        "host",
+        "openai-beta",
+        "openai-organization",
+        "openai-project",
+        "traceparent",
+        "transfer-encoding",
+        "user-agent",
+        "x-api-key",
+        "x-forwarded-for",
+        "x-request-id",
+        "x-stainless-arch",
+        "x-stainless-async",
+        "x-stainless-lang",
+        "x-stainless-os",
+        "x-stainless-package-version",
+        "x-stainless-read-timeout",
+        "x-stainless-retry-count",
+        "x-stainless-runtime",
+        "x-stainless-runtime-version",
+        "x-stainless-timeout",
+    )
+}
+"""Common header names as servers send them (lower case), each its own name: found, not
+decoded and lower-cased again on every request (issue 44)."""
+
+
+def _headers(raw: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The request's headers by name, lower-cased (the last of a repeated name wins)."""
+    names = _HEADER_NAMES
+    return {
+        names[k] if k in names else k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw
+    }
 
 
 def _normalised_path(scope: Scope) -> str:

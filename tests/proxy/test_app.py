@@ -145,3 +145,26 @@ def test_the_routes_own_paths_are_their_normalised_paths() -> None:
     for raw, path in app_module._ROUTE_PATHS.items():
         assert app_module._read_path(raw) == path
         assert app_module._normalised_path({"raw_path": raw, "path": ""}) is path
+
+
+HEADER_SETS: list[list[tuple[bytes, bytes]]] = [
+    [],
+    [(b"host", b"x"), (b"authorization", b"Bearer k"), (b"content-type", b"application/json")],
+    [(b"Content-Type", b"text/plain"), (b"X-Custom", b"\xe9t\xe9"), (b"x-api-key", b"k")],
+    [(b"accept", b"a"), (b"Accept", b"b"), (b"accept", b"c")],  # repeated: the last wins
+    [(b"x-stainless-os", b"Linux"), (b"caf\xe9", b"1"), (b"HOST", b"y"), (b"host", b"z")],
+]
+
+
+@pytest.mark.parametrize("raw", HEADER_SETS)
+def test_headers_by_their_common_names_are_read_as_every_name_is(
+    raw: list[tuple[bytes, bytes]],
+) -> None:
+    from bot_toolsearch._proxy import app as app_module
+
+    full = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+    headers = app_module._headers(raw)
+    assert headers == full
+    assert list(headers) == list(full)
+    for name, spelled in app_module._HEADER_NAMES.items():
+        assert spelled == name.decode("latin-1").lower()  # each is its own name, lower case
