@@ -16,6 +16,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from bot_toolsearch._config.redact import redact_query as _redact_values
@@ -26,6 +27,7 @@ __all__ = [
     "JsonFormatter",
     "configure_logging",
     "json_line",
+    "logged_target",
     "redact_access_log",
     "redact_query",
     "uvicorn_log_config",
@@ -121,6 +123,15 @@ def redact_query(target: str) -> str:
     ``token``, ``secret`` ...) replaced by ``REDACTED``."""
     path, mark, query = target.partition("?")
     return f"{path}?{_redact_values(query)}" if mark else target
+
+
+def logged_target(scope: Mapping[str, Any]) -> str:
+    """The request target of an ASGI ``scope`` as sent (path and query), secret query values
+    redacted (`redact_query`): what the access log writes."""
+    raw: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
+    query: bytes = scope.get("query_string") or b""
+    target = raw.decode("latin-1")
+    return redact_query(f"{target}?{query.decode('latin-1')}" if query else target)
 
 
 class _RedactQuery(logging.Filter):

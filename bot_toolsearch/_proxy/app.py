@@ -138,6 +138,18 @@ _TOOL_SEARCH_PATHS = frozenset({"/chat/completions", "/responses"})
 _PLAIN_PATH_BREAKERS = (b"%", b"\\", b"/.", b"//")
 """What a path needs `_normalised_path`'s full reading for: without these bytes (and in
 ASCII) no segment is encoded, empty, ``.`` or ``..``."""
+_ROUTE_PATHS = {
+    path.encode(): path
+    for path in (
+        "/v1/chat/completions",
+        "/v1/responses",
+        f"/v1{MESSAGES_PATH}",
+        "/healthz",
+        "/metrics",
+    )
+}
+"""The routes' own paths, spelled as they are: each is its normalised path, found without
+reading it (a few bytes searches cost a microsecond, issue 44)."""
 
 
 class ProxyApp:
@@ -219,7 +231,7 @@ class ProxyApp:
         self.metrics = ProxyMetrics(lambda: len(self._cache), lambda: self._cache.cached_bytes)
         """The counters ``GET /metrics`` exposes."""
         self._observer = Observer(self.metrics)
-        timer = UpstreamTimer(lambda api, seconds: self.metrics.upstream.observe(seconds, api=api))
+        timer = UpstreamTimer(lambda api, seconds: self.metrics.upstream.at(api).observe(seconds))
         self._http = upstream_http((count_request, timer.sent), (accept_on_2xx, timer.answered))
         # One retry: a pooled keep-alive connection the upstream closed meanwhile fails once.
         # The whole call stays within ``timeout`` (`bot_toolsearch._proxy.relay`).
@@ -295,7 +307,7 @@ class ProxyApp:
         if scope["type"] != "http":
             return
         keys = self._upstream_keys
-        exchange = self._observer.begin(scope["method"], redact_query(_target(scope)))
+        exchange = self._observer.begin(scope["method"], scope)
         # One send wrapper: the tool-search headers, the status, the keys masked.
         observed = self._observer.sender(exchange, send, keys.mask if keys else None)
         if keys:  # what the proxy sends of its own below, the operator's keys masked too
@@ -339,7 +351,7 @@ class ProxyApp:
     async def _route(self, scope: Scope, receive: Reading, send: Send) -> None:
         """The request made a `Request` and passed down its route's stages."""
         raw_headers = scope["headers"]
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
+        headers = _headers(raw_headers)
         # The edge's checks, run on the headers that can fail them (names are in ``headers``).
         framing = framing_problem(raw_headers) if "transfer-encoding" in headers else None
         if framing is not None:
@@ -384,7 +396,7 @@ class ProxyApp:
         answer = await self._relay.call(request)
         if answer is None:
             return
-        self._body.probe.known.accept(request.key)
+        self._body.probe.known.accept(request.key_digest)
         self._tools.taken(request)
         await self._relay.answer(request, answer)
 
@@ -399,6 +411,53 @@ class ProxyApp:
                 return
 
 
+_HEADER_NAMES = {
+    name.encode(): name
+    for name in (
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "anthropic-beta",
+        "anthropic-version",
+        "api-key",
+        "authorization",
+        "connection",
+        "content-length",
+        "content-type",
+        "host",
+        "openai-beta",
+        "openai-organization",
+        "openai-project",
+        "traceparent",
+        "transfer-encoding",
+        "user-agent",
+        "x-api-key",
+        "x-forwarded-for",
+        "x-request-id",
+        "x-stainless-arch",
+        "x-stainless-async",
+        "x-stainless-lang",
+        "x-stainless-os",
+        "x-stainless-package-version",
+        "x-stainless-read-timeout",
+        "x-stainless-retry-count",
+        "x-stainless-runtime",
+        "x-stainless-runtime-version",
+        "x-stainless-timeout",
+    )
+}
+"""Common header names as servers send them (lower case), each its own name: found, not
+decoded and lower-cased again on every request (issue 44)."""
+
+
+def _headers(raw: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The request's headers by name, lower-cased (the last of a repeated name wins)."""
+    names = _HEADER_NAMES
+    return {
+        names[k] if k in names else k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw
+    }
+
+
 def _normalised_path(scope: Scope) -> str:
     """The request path with dot segments (RFC 3986) and empty segments removed.
 
@@ -407,12 +466,30 @@ def _normalised_path(scope: Scope) -> str:
             percent-encoding, or climbs above the root.
     """
     raw: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
+    known = _ROUTE_PATHS.get(raw)
+    if known is not None:
+        return known
     if not raw.startswith(b"/"):
         raise Refused(400, "the request target must be a path starting with '/'")
-    if raw.isascii() and not any(part in raw for part in _PLAIN_PATH_BREAKERS):
+    if (  # `_PLAIN_PATH_BREAKERS`, spelled out: no generator for the common path
+        raw.isascii()
+        and b"%" not in raw
+        and b"\\" not in raw
+        and b"/." not in raw
+        and b"//" not in raw
+    ):
         # Nothing encoded, no dot or empty segment: the path as sent, less a trailing slash.
         plain = raw.decode("ascii")
         return plain[:-1] if len(plain) > 1 and plain.endswith("/") else plain
+    return _read_path(raw)
+
+
+def _read_path(raw: bytes) -> str:
+    """`_normalised_path`'s full reading of a target that starts with ``/``.
+
+    Raises:
+        Refused: as `_normalised_path`.
+    """
     lowered = raw.lower()
     if b"%2f" in lowered or b"%5c" in lowered or b"\\" in raw or b"%00" in lowered:
         raise Refused(400, "the request path encodes '/', '\\' or NUL")
@@ -431,14 +508,6 @@ def _normalised_path(scope: Scope) -> str:
             continue
         segments.append(segment)
     return "/" + "/".join(segments)
-
-
-def _target(scope: Scope) -> str:
-    """The request target as sent (path and query), for the access log."""
-    raw: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
-    query: bytes = scope.get("query_string") or b""
-    target = raw.decode("latin-1")
-    return f"{target}?{query.decode('latin-1')}" if query else target
 
 
 def _env_number(name: str, kind: Callable[[str], _T]) -> _T | None:

@@ -21,11 +21,11 @@ from bot_toolsearch._wrap.native import count_named
 from .admission import ClientGate
 from .keys import KnownKeys, bearer
 from .limits import RETRY_AFTER, BodyBytes, InFlight
-from .reading import BodiesFull, BodyTimeout, InFlightFull
+from .reading import BodiesFull, BodyTimeout, InFlightFull, Reading
 from .relay import send_json_bytes
 from .request import Disconnected, Receive, Refused, Request, until_disconnect
 
-__all__ = ["KEY_PROBE_BYTES", "BodyStage", "KeyProbe", "drain", "read_body"]
+__all__ = ["KEY_PROBE_BYTES", "BodyStage", "KeyProbe", "drain", "forwarded", "read_body"]
 
 _T = TypeVar("_T")
 
@@ -39,8 +39,16 @@ asked whether the key is good (`KeyProbe.ask`), whatever the body's size: readin
 work."""
 _REFUSAL_BYTES = 65536
 """The most of a refusal's body the key probe reads, keeps and relays."""
-_FORWARDED = ("openai-organization", "openai-project", "openai-beta")
+_FORWARDED = frozenset({"openai-organization", "openai-project", "openai-beta"})
 """Client headers worth passing upstream (organisation, project, beta flags)."""
+
+
+def forwarded(headers: Mapping[str, str]) -> dict[str, str]:
+    """The client headers of `_FORWARDED` in ``headers`` (ASCII values only), in their
+    order; most requests carry none, found without reading each header (issue 44)."""
+    if _FORWARDED.isdisjoint(headers):
+        return {}
+    return {k: v for k, v in headers.items() if k in _FORWARDED and v.isascii()}
 
 
 class KeyProbe:
@@ -57,14 +65,15 @@ class KeyProbe:
         self._http, self._upstream, self._timeout = http, upstream, timeout
         self.known = KnownKeys()
 
-    async def ask(self, key: str | None, headers: Mapping[str, str]) -> tuple[int, bytes] | None:
-        """The upstream's 401 or 403 answer to ``key`` (status, JSON body), remembered a few
-        seconds, else ``None`` (a 2xx, or any other answer: the request itself will tell);
-        ``headers``, the ones that carry ``key`` in the request's dialect.
+    async def ask(self, digest: bytes, headers: Mapping[str, str]) -> tuple[int, bytes] | None:
+        """The upstream's 401 or 403 answer to the key of ``digest`` (`key_digest`: status,
+        JSON body), remembered a few seconds, else ``None`` (a 2xx, or any other answer: the
+        request itself will tell); ``headers``, the ones that carry the key in the request's
+        dialect.
         OpenAI's routes send ``Authorization: Bearer``, Messages ``x-api-key`` and
         ``anthropic-version``.
         """
-        refused = self.known.refused(key)
+        refused = self.known.refused(digest)
         if refused is not None:
             return refused
         try:  # the whole question within ``timeout``, and at most `_REFUSAL_BYTES` read
@@ -73,13 +82,13 @@ class KeyProbe:
         except Exception:  # the request itself reports an unreachable or stuck upstream
             return None
         if 200 <= status < 300:
-            self.known.accept(key)
+            self.known.accept(digest)
         elif status in (401, 403):
             answer = content if _is_json(content) else None
             if answer is None:
                 error = {"message": "the upstream refused the API key", "type": "upstream_error"}
                 answer = json.dumps({"error": error}).encode()
-            self.known.refuse(key, status, answer[:_REFUSAL_BYTES])
+            self.known.refuse(digest, status, answer[:_REFUSAL_BYTES])
             return status, answer[:_REFUSAL_BYTES]
         return None
 
@@ -106,7 +115,7 @@ class KeyProbe:
         ``native`` list not parsed before, tools a resent ``tool_search_output`` loads): past
         `_NATIVE_PROBE_TOOLS` of them under a key not known good, the upstream is asked first;
         ``False`` when it refused the key and its answer was sent."""
-        if self.known.ok(request.key):
+        if self.known.ok(request.key_digest):
             return True
         listed, resent = count_named(request.body, "chat" if request.chat else "responses")
         return await self.naming(request, resent + (listed if request.native else 0))
@@ -116,9 +125,10 @@ class KeyProbe:
         that must be read before its plan exists (every route's rule): past
         `_NATIVE_PROBE_TOOLS` under a key not known good, the upstream is asked first;
         ``False`` when it refused the key and its answer was sent."""
-        if named <= _NATIVE_PROBE_TOOLS or self.known.ok(request.key):
+        if named <= _NATIVE_PROBE_TOOLS or self.known.ok(request.key_digest):
             return True
-        refused = await until_disconnect(request.receive, self.ask(request.key, request.auth))
+        probe = self.ask(request.key_digest, request.auth)
+        refused = await until_disconnect(request.receive, probe)
         if refused is None:
             return True
         await send_json_bytes(request.send, *refused)
@@ -166,8 +176,8 @@ class BodyStage:
         key = request.admitted.upstream_key(bearer(headers))
         if key is not None and not (key.isascii() and key.isprintable()):
             raise Refused(401, "the API key is not printable ASCII", code="invalid_api_key")
-        request.key = key
-        request.extra = {k: v for k, v in headers.items() if k in _FORWARDED and v.isascii()}
+        request.use_key(key)
+        request.extra = forwarded(headers)
         request.auth = {**request.extra, "authorization": f"Bearer {key or 'unset'}"}
         return await self.take(request)
 
@@ -193,11 +203,11 @@ class BodyStage:
         once the body has started (a request that sends none costs no upstream call), and
         while it is asked the proxy reads on, at most `KEY_PROBE_BYTES` more, so a client that
         leaves cancels it."""
-        receive, key, known = request.receive, request.key, self.probe.known
+        receive, digest, known = request.receive, request.key_digest, self.probe.known
         length = request.headers.get("content-length", "").strip()
         announced = int(length) if length.isdigit() else 0
         start: list[bytes] = []
-        if KEY_PROBE_BYTES < announced <= self._max_body and not known.ok(key):
+        if KEY_PROBE_BYTES < announced <= self._max_body and not known.ok(digest):
             ended = False
             while not any(start) and not ended:  # the body has started
                 message = await receive()
@@ -205,7 +215,7 @@ class BodyStage:
                     raise Disconnected
                 start.append(message.get("body", b""))
                 ended = not message.get("more_body", False)
-            probe = self.probe.ask(key, request.auth)
+            probe = self.probe.ask(digest, request.auth)
             refused, more, ended = await _while_reading(receive, probe, KEY_PROBE_BYTES, ended)
             if refused is not None:
                 del start, more
@@ -217,9 +227,9 @@ class BodyStage:
             if ended:
                 start.append(b"")
         raw = await read_body(receive, request.headers, self._max_body, start)
-        if announced or len(raw) <= KEY_PROBE_BYTES or known.ok(key):
+        if announced or len(raw) <= KEY_PROBE_BYTES or known.ok(digest):
             return raw
-        refused = await until_disconnect(receive, self.probe.ask(key, request.auth))
+        refused = await until_disconnect(receive, self.probe.ask(digest, request.auth))
         if refused is not None:
             await send_json_bytes(request.send, *refused)
             return None
@@ -309,6 +319,13 @@ async def read_body(
     if size > limit:
         raise Refused(413, _too_large(limit), code="request_too_large")
     if start and not start[-1]:
+        return b"".join(chunks)
+    if isinstance(receive, Reading) and not receive.whole:  # one loop, not one call a chunk
+        size, left = await receive.read_on(chunks, size, limit)
+        if left:
+            raise Disconnected
+        if size > limit:
+            raise Refused(413, _too_large(limit), code="request_too_large")
         return b"".join(chunks)
     while True:
         message = await receive()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -31,7 +31,7 @@ from urllib.parse import quote
 from bot_toolsearch._core.catalog import TOOL_SEARCH_NAME
 from bot_toolsearch._protocol.trace import RoundTrace
 
-from .access_log import ACCESS_LOGGER
+from .access_log import ACCESS_LOGGER, logged_target
 from .metrics import ProxyMetrics
 
 __all__ = ["Exchange", "Observer", "Route", "current", "note_body", "note_client", "note_route"]
@@ -71,6 +71,14 @@ class Exchange:
     client: str | None = None
     """The ``[[proxy.clients]]`` name the request came from, if any (never its key)."""
     token: contextvars.Token[Exchange | None] | None = field(default=None, repr=False)
+    scope: Mapping[str, Any] | None = field(default=None, repr=False)
+    """The request's ASGI scope: ``path`` read from it only if the access log writes it."""
+
+    def target(self) -> str:
+        """``path``, else the scope's target as the access log writes it (`logged_target`)."""
+        if self.path or self.scope is None:
+            return self.path
+        return logged_target(self.scope)
 
     @property
     def api(self) -> str | None:
@@ -117,7 +125,10 @@ class Exchange:
             (b"x-toolsearch-refusals", b"%d" % self.refusals),
             (b"x-toolsearch-input-tokens", b"%d" % self.input_tokens),
             (b"x-toolsearch-output-tokens", b"%d" % self.output_tokens),
-            (b"x-toolsearch-loaded", _names(list(self.loaded)).encode("ascii")),
+            (
+                b"x-toolsearch-loaded",
+                _names(list(self.loaded)).encode("ascii") if self.loaded else b"",
+            ),
         ]
 
     def comment(self) -> bytes:
@@ -183,9 +194,10 @@ class Observer:
     def __init__(self, metrics: ProxyMetrics) -> None:
         self.metrics = metrics
 
-    def begin(self, method: str, path: str) -> Exchange:
-        """A new exchange, current for the request's tasks and threads."""
-        exchange = Exchange(method, path)
+    def begin(self, method: str, scope: Mapping[str, Any]) -> Exchange:
+        """A new exchange for the request of ``scope``, current for the request's tasks and
+        threads (its target is read from ``scope`` only for the access log)."""
+        exchange = Exchange(method, "", scope=scope)
         exchange.token = _CURRENT.set(exchange)
         return exchange
 
@@ -197,13 +209,13 @@ class Observer:
         searches, refusals = exchange.add(trace)
         api = exchange.api or "chat"
         metrics = self.metrics
-        metrics.rounds.inc(api=api)
+        metrics.rounds.at(api).inc()
         if trace.hidden:
-            metrics.hidden_rounds.inc(api=api)
+            metrics.hidden_rounds.at(api).inc()
         if searches:
-            metrics.searches.inc(searches, api=api)
+            metrics.searches.at(api).inc(searches)
         if trace.loaded:
-            metrics.loads.inc(len(trace.loaded), api=api)
+            metrics.loads.at(api).inc(len(trace.loaded))
         if refusals:
             for call in trace.refusals:
                 metrics.refusals.inc(api=api, reason=call.reason or call.outcome)
@@ -242,16 +254,19 @@ class Observer:
             _CURRENT.reset(exchange.token)
             exchange.token = None
         status = exchange.status or 499  # the client left before any answer
-        seconds = time.perf_counter() - exchange.started
-        self.metrics.requests.inc(route=exchange.route, code=f"{status // 100}xx")
-        self.metrics.refresh()
+        code = f"{status // 100}xx"
+        metrics = self.metrics
+        metrics.requests.at(code, exchange.route).inc()  # labels: code, route
+        metrics.refresh()
         if exchange.client is not None:
-            self.metrics.client_requests.inc(client=exchange.client, code=f"{status // 100}xx")
+            metrics.client_requests.at(exchange.client, code).inc()  # labels: client, code
         if not access_log.isEnabledFor(logging.INFO):
             return
+        seconds = time.perf_counter() - exchange.started
+        path = exchange.target()
         record: dict[str, Any] = {
             "method": exchange.method,
-            "path": exchange.path,
+            "path": path,
             "status": status,
             "duration_ms": round(seconds * 1000, 1),
             "route": exchange.route,
@@ -260,6 +275,4 @@ class Observer:
             record["client"] = exchange.client
         if exchange.api is not None:
             record |= {"model": exchange.model, "stream": exchange.stream, **exchange.summary()}
-        access_log.info(
-            "%s %s %d", exchange.method, exchange.path, status, extra={"access": record}
-        )
+        access_log.info("%s %s %d", exchange.method, path, status, extra={"access": record})

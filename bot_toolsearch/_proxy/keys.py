@@ -29,7 +29,15 @@ from pathlib import Path
 
 from bot_toolsearch._config.settings import BotSettings
 
-__all__ = ["ClientKeys", "KnownKeys", "UpstreamKeys", "bearer", "operator_keys", "read_keys"]
+__all__ = [
+    "ClientKeys",
+    "KnownKeys",
+    "UpstreamKeys",
+    "bearer",
+    "key_digest",
+    "operator_keys",
+    "read_keys",
+]
 
 _SHORTEST_MASKED = 8
 """Shorter keys are not masked: they would mask ordinary words (no real key is that short)."""
@@ -86,14 +94,21 @@ class ClientKeys:
         return f"ClientKeys({len(self._keys)} keys)"  # never the keys themselves
 
 
+def key_digest(key: str | None) -> bytes:
+    """What `KnownKeys` knows ``key`` by: its SHA-256 (``None`` as the empty key). A request
+    computes it once (`bot_toolsearch._proxy.request.Request.key_digest`)."""
+    return hashlib.sha256((key or "").encode("utf-8", "replace")).digest()
+
+
 class KnownKeys:
     """Upstream keys the upstream accepted lately, or refused lately (by SHA-256, never the
-    keys): what the proxy knows before it parses a large body (`ProxyApp`'s key probe).
+    keys: `key_digest`): what the proxy knows before it parses a large body (`ProxyApp`'s
+    key probe).
 
-    >>> known = KnownKeys()
-    >>> known.accept("sk-a"); known.ok("sk-a"), known.ok("sk-b")
+    >>> known, a, b = KnownKeys(), key_digest("sk-a"), key_digest("sk-b")
+    >>> known.accept(a); known.ok(a), known.ok(b)
     (True, False)
-    >>> known.refuse("sk-b", 401, b"{}"); known.refused("sk-b")
+    >>> known.refuse(b, 401, b"{}"); known.refused(b)
     (401, b'{}')
     """
 
@@ -104,34 +119,28 @@ class KnownKeys:
         self._refused: OrderedDict[bytes, tuple[float, int, bytes]] = OrderedDict()
         self._accepted_for, self._refused_for, self._size = accepted_for, refused_for, size
 
-    @staticmethod
-    def _digest(key: str | None) -> bytes:
-        return hashlib.sha256((key or "").encode("utf-8", "replace")).digest()
-
-    def ok(self, key: str | None) -> bool:
-        """Whether the upstream accepted ``key`` lately."""
-        seen = self._accepted.get(self._digest(key))
+    def ok(self, digest: bytes) -> bool:
+        """Whether the upstream accepted the key of ``digest`` (`key_digest`) lately."""
+        seen = self._accepted.get(digest)
         return seen is not None and time.monotonic() - seen < self._accepted_for
 
-    def accept(self, key: str | None) -> None:
-        """The upstream answered 2xx to ``key``."""
-        digest = self._digest(key)
+    def accept(self, digest: bytes) -> None:
+        """The upstream answered 2xx to the key of ``digest``."""
         self._refused.pop(digest, None)
         self._accepted[digest] = time.monotonic()
         self._accepted.move_to_end(digest)
         while len(self._accepted) > self._size:
             self._accepted.popitem(last=False)
 
-    def refused(self, key: str | None) -> tuple[int, bytes] | None:
-        """The upstream's recent refusal of ``key`` (status, body), if any."""
-        found = self._refused.get(self._digest(key))
+    def refused(self, digest: bytes) -> tuple[int, bytes] | None:
+        """The upstream's recent refusal of the key of ``digest`` (status, body), if any."""
+        found = self._refused.get(digest)
         if found is None or time.monotonic() - found[0] >= self._refused_for:
             return None
         return found[1], found[2]
 
-    def refuse(self, key: str | None, status: int, body: bytes) -> None:
-        """The upstream refused ``key`` (401/403) with ``body``."""
-        digest = self._digest(key)
+    def refuse(self, digest: bytes, status: int, body: bytes) -> None:
+        """The upstream refused the key of ``digest`` (401/403) with ``body``."""
         self._refused[digest] = (time.monotonic(), status, body)
         self._refused.move_to_end(digest)
         while len(self._refused) > self._size:

@@ -161,7 +161,7 @@ class MessagesRoute:
             raise _Failed(415, "the body must be JSON (Content-Type: application/json)")
         out_headers = self._headers(headers)
         request.auth = {k: v for k, v in out_headers.items() if k != "content-type"}
-        request.key = out_headers.get("x-api-key") or out_headers.get("authorization")
+        request.use_key(out_headers.get("x-api-key") or out_headers.get("authorization"))
         try:  # a large body waits for the upstream to take the key (the OpenAI routes' rule)
             if not await self._body.take(request):
                 return

@@ -64,8 +64,19 @@ def _child(
     return child
 
 
+def _child_at(metric: Any, children: dict[tuple[str, ...], Any], values: tuple[str, ...]) -> Any:
+    """``metric.labels(*values)``, found once per set of values (as `_child`, without
+    naming the labels: no keyword arguments to pack and sort into a key)."""
+    child = children.get(values)
+    if child is None:
+        child = metric.labels(*values)
+        if len(children) < _CHILDREN:
+            children[values] = child
+    return child
+
+
 class _Counter:
-    """A labelled counter: ``inc(amount, **labels)``."""
+    """A labelled counter: ``inc(amount, **labels)``, or ``at(*values).inc(amount)``."""
 
     def __init__(
         self, registry: CollectorRegistry, name: str, help_text: str, labels: Sequence[str]
@@ -73,9 +84,15 @@ class _Counter:
         self.name = name
         self._metric = Counter(name, help_text, labels, registry=registry)
         self._children: dict[tuple[tuple[str, str], ...], Any] = {}
+        self._at: dict[tuple[str, ...], Any] = {}
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
         _child(self._metric, self._children, labels).inc(amount)
+
+    def at(self, *values: str) -> Any:
+        """The counter of these label values, given in the order of the metric's labels
+        (``inc(**labels)`` costs about half a microsecond more, issue 44)."""
+        return _child_at(self._metric, self._at, values)
 
     def value(self, **labels: str) -> float:
         """This process's count (for the tests)."""
@@ -87,7 +104,7 @@ class _Counter:
 
 
 class _Histogram:
-    """A labelled histogram: ``observe(value, **labels)``."""
+    """A labelled histogram: ``observe(value, **labels)``, or ``at(*values).observe(value)``."""
 
     def __init__(
         self,
@@ -100,9 +117,14 @@ class _Histogram:
         self.name = name
         self._metric = Histogram(name, help_text, labels, registry=registry, buckets=buckets)
         self._children: dict[tuple[tuple[str, str], ...], Any] = {}
+        self._at: dict[tuple[str, ...], Any] = {}
 
     def observe(self, value: float, **labels: str) -> None:
         _child(self._metric, self._children, labels).observe(value)
+
+    def at(self, *values: str) -> Any:
+        """The histogram of these label values, in the order of the metric's labels."""
+        return _child_at(self._metric, self._at, values)
 
     def count(self, **labels: str) -> int:
         """This process's number of observations (for the tests)."""

@@ -44,6 +44,17 @@ _KEY = re.compile(_WS + rb"(" + _STRING + rb")" + _WS + rb":" + _WS)
 _NEXT = re.compile(_WS + rb"([,}])")
 _END = re.compile(_WS)
 _TOOLS_KEY = b'"tools"'
+_BACKSLASH = ord("\\")
+"""``\\`` as a byte value: ``int in bytes`` costs a tenth of ``bytes in bytes``."""
+
+
+def _opened(raw: bytes) -> int | None:
+    """Where the JSON object ``raw`` opens (after its ``{``), or ``None`` when it is not UTF-8
+    or not an object."""
+    if json.detect_encoding(raw[:4]) != "utf-8":
+        return None
+    opened = _OPEN.match(raw)
+    return None if opened is None else opened.end()
 
 
 def tools_span(
@@ -57,24 +68,28 @@ def tools_span(
     compares the bytes with the lists it knows, and parses the whole body when they
     differ); otherwise the value is scanned, or with ``known_only`` ``None`` is returned.
     """
-    if json.detect_encoding(raw[:4]) != "utf-8":
+    # A body that starts ``{`` and a byte other than NUL is UTF-8 (`json.detect_encoding`),
+    # and opened at its first byte: what `_opened` finds, without asking (issue 44).
+    plain = raw[:1] == b"{" and raw[1:2] != b"\x00"
+    position = 1 if plain else _opened(raw)
+    if position is None:
         return None
-    opened = _OPEN.match(raw)
-    if opened is None:
-        return None
-    position, found = opened.end(), None
+    found = None
     while True:
         key = _KEY.match(raw, position)
         if key is None:
             return None
         name, position = key.group(1), key.end()
-        if b"\\" in name:  # an escaped key may spell "tools": only `json` decides
+        if _BACKSLASH in name:  # an escaped key may spell "tools": only `json` decides
             return None
         end = None
         if name == _TOOLS_KEY:
             if found is not None:  # duplicate keys: `json` keeps the last, leave it to `json`
                 return None
-            end = next((position + n for n in lengths if _NEXT.match(raw, position + n)), None)
+            for length in lengths:
+                if _NEXT.match(raw, position + length):
+                    end = position + length
+                    break
             if end is None and known_only:
                 return None
         if end is None:

@@ -97,12 +97,15 @@ def _sdk_kwargs(body: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
     """The JSON body as SDK keyword arguments; fields the SDK does not name go as extra_body.
 
     ``timeout`` and the SDK's ``extra_*`` options are never taken from the body."""
-    kwargs = {
-        k: v
-        for k, v in body.items()
-        if k in known and not k.startswith("extra_") and k not in _DROPPED_FIELDS
-    }
-    extra = {k: v for k, v in body.items() if k not in known and k not in _DROPPED_FIELDS}
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for k, v in body.items():  # one pass over the body, not two
+        if k in _DROPPED_FIELDS:
+            continue
+        if k not in known:
+            extra[k] = v
+        elif not k.startswith("extra_"):
+            kwargs[k] = v
     if extra:
         kwargs["extra_body"] = extra
     return kwargs

@@ -21,6 +21,7 @@ from typing import Any, TypeAlias, TypeVar
 
 from bot_toolsearch._services.client_policy import ClientPolicy
 
+from .keys import key_digest
 from .limits import RETRY_AFTER
 from .reading import Reading
 
@@ -43,6 +44,9 @@ Scope: TypeAlias = MutableMapping[str, Any]
 Receive: TypeAlias = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send: TypeAlias = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 _T = TypeVar("_T")
+
+KEYLESS = key_digest(None)
+"""The digest of no key (`Request.key_digest` before `Request.use_key`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +137,10 @@ class Request:
     admitted: Admitted = OPEN
     """Who the client is (`admission`)."""
     key: str | None = None
-    """The key that goes upstream (`body`)."""
+    """The key that goes upstream (`body`; set with `use_key`)."""
+    key_digest: bytes = field(default=KEYLESS, repr=False)
+    """``key``'s SHA-256, what `bot_toolsearch._proxy.keys.KnownKeys` knows it by: computed
+    once per request (`use_key`), though the table is asked up to three times."""
     extra: dict[str, str] = field(default_factory=dict)
     """Client headers passed upstream (organisation, project, beta flags; `body`)."""
     auth: dict[str, str] = field(default_factory=dict)
@@ -158,6 +165,10 @@ class Request:
         method: str = self.scope["method"]
         return method
 
+    def use_key(self, key: str | None) -> None:
+        """``key`` goes upstream: it, and its digest (`key_digest`)."""
+        self.key, self.key_digest = key, key_digest(key)
+
     @property
     def rest(self) -> str:
         """The path under ``/v1`` (the path itself when it is not under ``/v1``)."""
@@ -179,9 +190,10 @@ async def until_disconnect(
     first cancels the work; the other then does nothing."""
     task = asyncio.current_task()
     assert task is not None, "until_disconnect runs in a task"
+    loop = task.get_loop()  # not asked again (each time a system call, issue 44)
     watch = _Watch(task)
-    watcher = asyncio.ensure_future(watch.run(receive))
-    timer = None if seconds is None else task.get_loop().call_later(seconds, watch.expire)
+    watcher = loop.create_task(watch.run(receive))
+    timer = None if seconds is None else loop.call_later(seconds, watch.expire)
     cancelling = task.cancelling()
     counted = False  # the deadline's cancel taken back
     try:

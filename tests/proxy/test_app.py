@@ -10,6 +10,8 @@ import json
 from collections.abc import MutableMapping
 from typing import Any
 
+import pytest
+
 from bot_toolsearch._proxy.app import ProxyApp
 from tests.proxy._raw import Upstream, hang
 from tests.proxy.test_limits import USER
@@ -85,3 +87,84 @@ def test_request_paths_normalise_the_same_on_the_plain_and_the_full_reading() ->
     assert normalised(b"/v1\\chat") == 400
     assert normalised(b"/v1/\xc3\xa9") == 400  # a raw non-ASCII target
     assert normalised(b"v1/chat") == 400
+
+
+PATHS = [
+    b"/",
+    b"/v1",
+    b"/v1/",
+    b"/v1/chat/completions",
+    b"/v1/chat/completions/",
+    b"/v1/responses",
+    b"/v1/models/gpt-4o-mini",
+    b"/healthz",
+    b"/metrics",
+    b"/v1/a.b/.c",
+    b"/v1/a..b/c.",
+    b"/v1/files/file-abc_DEF~1",
+    b"/v1//chat",
+    b"/v1/./chat",
+    b"/v1/../chat",
+    b"/v1/%41",
+    b"/v1\\chat",
+    b"/v1/\xc3\xa9",
+    b"/v1/chat/completions?x=1",
+]
+
+
+@pytest.mark.parametrize("raw", PATHS)
+def test_a_plain_path_is_what_the_full_reading_makes_of_it(
+    raw: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plain path (no encoded, empty, dot segment) is taken exactly where none of
+    `_PLAIN_PATH_BREAKERS` is in an ASCII path, and gives what the full reading gives."""
+    from bot_toolsearch._proxy import app as app_module
+    from bot_toolsearch._proxy.request import Refused
+
+    def outcome(read: Any) -> str | int:
+        try:
+            result: str = read(raw)
+        except Refused as exc:
+            return exc.status
+        return result
+
+    full = outcome(app_module._read_path)
+    read: list[bytes] = []
+    reading = app_module._read_path
+    monkeypatch.setattr(app_module, "_read_path", lambda r: read.append(r) or reading(r))
+    assert outcome(lambda r: app_module._normalised_path({"raw_path": r, "path": ""})) == full
+    plain = raw.isascii() and not any(part in raw for part in app_module._PLAIN_PATH_BREAKERS)
+    assert read == ([] if plain else [raw])
+
+
+def test_the_routes_own_paths_are_their_normalised_paths() -> None:
+    from bot_toolsearch._proxy import app as app_module
+
+    assert b"/v1/chat/completions" in app_module._ROUTE_PATHS
+    assert b"/v1/messages" in app_module._ROUTE_PATHS
+    for raw, path in app_module._ROUTE_PATHS.items():
+        assert app_module._read_path(raw) == path
+        assert app_module._normalised_path({"raw_path": raw, "path": ""}) is path
+
+
+HEADER_SETS: list[list[tuple[bytes, bytes]]] = [
+    [],
+    [(b"host", b"x"), (b"authorization", b"Bearer k"), (b"content-type", b"application/json")],
+    [(b"Content-Type", b"text/plain"), (b"X-Custom", b"\xe9t\xe9"), (b"x-api-key", b"k")],
+    [(b"accept", b"a"), (b"Accept", b"b"), (b"accept", b"c")],  # repeated: the last wins
+    [(b"x-stainless-os", b"Linux"), (b"caf\xe9", b"1"), (b"HOST", b"y"), (b"host", b"z")],
+]
+
+
+@pytest.mark.parametrize("raw", HEADER_SETS)
+def test_headers_by_their_common_names_are_read_as_every_name_is(
+    raw: list[tuple[bytes, bytes]],
+) -> None:
+    from bot_toolsearch._proxy import app as app_module
+
+    full = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+    headers = app_module._headers(raw)
+    assert headers == full
+    assert list(headers) == list(full)
+    for name, spelled in app_module._HEADER_NAMES.items():
+        assert spelled == name.decode("latin-1").lower()  # each is its own name, lower case

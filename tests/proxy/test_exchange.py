@@ -163,3 +163,50 @@ def test_a_request_the_proxy_refuses_is_logged_and_counted_with_its_status(
     assert logged == [415, 413]
     assert app.metrics.requests.value(route="chat_completions", code="4xx") == 2
     upstream.close()
+
+
+def test_the_target_is_read_only_for_the_access_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the access log off nothing of the target is formatted; with it on, the record's
+    path is the target as sent, its secret query values redacted."""
+    from bot_toolsearch._proxy import exchange as module
+    from bot_toolsearch._proxy.metrics import ProxyMetrics
+
+    read: list[str] = []
+    logged_target = module.logged_target
+    monkeypatch.setattr(module, "logged_target", lambda s: read.append("x") or logged_target(s))
+    observer = module.Observer(ProxyMetrics(lambda: 0, lambda: 0))
+    scope = {"method": "GET", "path": "/v1/models", "raw_path": b"/v1/models"}
+    scope["query_string"] = b"api-key=sk-secret&limit=3"
+    log = logging.getLogger(module.ACCESS_LOGGER)
+    level, propagate = log.level, log.propagate
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    log.addHandler(handler)
+    try:
+        log.setLevel(logging.WARNING)
+        observer.finish(observer.begin("GET", scope))
+        assert read == []
+        assert records == []
+        log.setLevel(logging.INFO)
+        log.propagate = False
+        observer.finish(observer.begin("GET", scope))
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        log.propagate = propagate
+    assert read == ["x"]
+    assert records[0].access["path"] == "/v1/models?api-key=REDACTED&limit=3"  # type: ignore[attr-defined]
+    assert records[0].getMessage() == "GET /v1/models?api-key=REDACTED&limit=3 499"
+
+
+def test_nothing_loaded_is_the_empty_list_of_names() -> None:
+    from bot_toolsearch._proxy.exchange import _names
+
+    exchange = Exchange("POST", "/v1/chat/completions", route="chat_completions")
+    exchange.add(RoundTrace(1, ("a",), (), "hi", 7, 2, output_tokens=3))
+    headers = dict(exchange.headers())
+    assert headers[b"x-toolsearch-loaded"] == _names([]).encode("ascii") == b""
+    assert headers[b"x-toolsearch-rounds"] == b"1"
+    exchange.add(RoundTrace(2, (), (), None, 5, loaded=("x", "y"), hidden=True))
+    assert dict(exchange.headers())[b"x-toolsearch-loaded"] == _names(["x", "y"]).encode()

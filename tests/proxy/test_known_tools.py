@@ -12,7 +12,8 @@ import pytest
 
 from bot_toolsearch._config.settings import BotSettings, SkillsSettings
 from bot_toolsearch._proxy.app import ProxyApp
-from bot_toolsearch._proxy.raw_tools import MAX_DEPTH, tools_span
+from bot_toolsearch._proxy.raw_tools import MAX_DEPTH, _opened, tools_span
+from bot_toolsearch._proxy.tools import _loads, _no_constant
 from bot_toolsearch._services.threads import POOLS
 from bot_toolsearch._wrap.caller_tools import _HELD_PER_JSON_BYTE, _INDEX_PER_JSON_BYTE
 from bot_toolsearch.testing import ScriptedOpenAIServer, text
@@ -335,3 +336,75 @@ def test_a_known_list_reaches_the_plan_as_the_caches_own_tuple(tmp_path: Path) -
         passed = server.requests[-1].body
     assert passed["tools"] == json.loads(A)
     assert seen[-1] is cached
+
+
+def _outcome(read: Any, body: bytes) -> tuple[str, Any]:
+    """What ``read(body)`` gives: its value, or its error's type and message."""
+    try:
+        return "value", read(body)
+    except (ValueError, RecursionError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+LOADED: list[bytes] = [
+    *(body for _, body in HOSTILE),
+    *(body for _, body in BROKEN),
+    *SPANS,
+    b'{"temperature": -Infinity}',
+    b'{"a": NaN}',
+    b"[NaN]",
+    b'"\xed\xa0\x80"',  # a lone surrogate in UTF-8: read (surrogatepass), as `json` reads it
+    b'"\\ud800"',  # an escaped lone surrogate: read, as `json` reads it
+    '{"é": "ü"}'.encode("utf-16-le"),
+    '{"é": "ü"}'.encode("utf-32"),
+    '{"é": "ü"}'.encode("utf-16-be"),
+    b"\xef\xbb\xbf[1, 2]",
+    b"  \n1e400 ",
+    b"",
+    b"{",
+    b"[" * 100_000 + b"]" * 100_000,  # past the recursion limit
+]
+
+
+@pytest.mark.parametrize("body", LOADED)
+def test_the_decoder_made_once_reads_as_json_loads(body: bytes) -> None:
+    """`_loads` (one decoder for every body) gives what ``json.loads`` with a decoder of its
+    own gives: the same value, or the same error with the same message."""
+    expected = _outcome(lambda raw: json.loads(raw, parse_constant=_no_constant), body)
+    assert _outcome(_loads, body) == expected
+    assert _outcome(_loads, body) == expected  # and again: nothing kept between two bodies
+
+
+OPENINGS: list[bytes] = [
+    *LOADED,
+    b"{",
+    b"{}",
+    b'{"tools": []}',
+    b"{\x00",
+    b"{\x00\x00\x00",
+    b'{\x00"\x00',
+    b" {}",
+    b"\n{}",
+    b"\xef\xbb\xbf{}",
+    '{"tools": []}'.encode("utf-16-le"),
+    '{"tools": []}'.encode("utf-32-le"),
+    b"[{}]",
+    b"{{",
+]
+
+
+@pytest.mark.parametrize("body", OPENINGS)
+def test_a_body_opening_with_a_brace_is_opened_as_the_full_check_opens_it(body: bytes) -> None:
+    """The scan's shortcut (``{`` then a byte other than NUL: UTF-8, opened at byte 1) holds
+    exactly where `json.detect_encoding` and the opening pattern say so."""
+    if not (body[:1] == b"{" and body[1:2] != b"\x00"):
+        return
+    assert json.detect_encoding(body[:4]) == "utf-8"
+    assert _opened(body) == 1
+    # A space before it takes the full check: the same span, one byte on.
+    span, spaced = tools_span(body), tools_span(b" " + body)
+    assert spaced == (None if span is None else (span[0] + 1, span[1] + 1))
+    if span is not None:
+        length = [span[1] - span[0]]
+        assert tools_span(b" " + body, length, known_only=True) == spaced
+        assert tools_span(body, length, known_only=True) == span

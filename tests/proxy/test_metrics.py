@@ -145,3 +145,32 @@ def test_a_label_set_found_once_counts_every_time_in_its_own_series(
     metrics.upstream.observe(0.5, api="chat")
     metrics.upstream.observe(0.25, api="chat")
     assert metrics.upstream.count(api="chat") == 2
+
+
+def test_a_series_found_by_its_values_is_the_one_its_labels_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``at(*values)`` (values in the order of the metric's labels) counts in the very series
+    ``inc(**labels)`` counts in, found once or, past `_CHILDREN`, each time."""
+    from bot_toolsearch._proxy import metrics as module
+
+    for children in (module._CHILDREN, 1):
+        monkeypatch.setattr(module, "_CHILDREN", children)
+        metrics = ProxyMetrics(lambda: 0, lambda: 0)
+        for _ in range(3):
+            metrics.requests.inc(route="chat_completions", code="2xx")
+            metrics.requests.at("2xx", "chat_completions").inc()  # labels: code, route
+            metrics.requests.at("4xx", "responses").inc()
+            metrics.client_requests.at("team-a", "2xx").inc(2)  # labels: client, code
+            metrics.rounds.at("chat").inc()
+            metrics.upstream.at("chat").observe(0.5)
+            metrics.upstream.observe(0.25, api="chat")
+        assert metrics.requests.value(route="chat_completions", code="2xx") == 6
+        assert metrics.requests.value(route="responses", code="4xx") == 3
+        assert metrics.requests.value(route="chat_completions", code="4xx") == 0
+        assert metrics.client_requests.value(client="team-a", code="2xx") == 6
+        assert metrics.rounds.value(api="chat") == 3
+        assert metrics.upstream.count(api="chat") == 6
+        assert metrics.requests.at("2xx", "chat_completions") is metrics.requests.at(
+            "2xx", "chat_completions"
+        )

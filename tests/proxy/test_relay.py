@@ -13,7 +13,10 @@ import json
 import threading
 from typing import Any
 
+import pytest
+
 from bot_toolsearch._proxy.app import ProxyApp
+from bot_toolsearch._proxy.relay import _sdk_kwargs
 from bot_toolsearch._wrap import direct
 from tests.proxy._raw import Handler, Reply, Script, answer, post, reset, served, stall, status
 from tests.wrap._tools import chat_tools
@@ -169,3 +172,35 @@ def test_a_malformed_200_is_a_502() -> None:
     assert error["type"] == "upstream_error"
     assert script.retry_counts == ["0"]
     json.dumps(error)  # a JSON error, never a traceback
+
+
+SDK_BODIES: list[dict[str, Any]] = [
+    {},
+    {"model": "m", "messages": [], "tools": []},
+    {"model": "m", "timeout": 1, "stream": True, "vendor_flag": {"a": 1}},
+    {"extra_body": {"x": 1}, "extra_headers": {"h": "v"}, "extra_other": 2, "input": "hi"},
+    {"reasoning_effort": "low", "timeout": None, "zzz": None, "messages": [1]},
+]
+
+
+@pytest.mark.parametrize("body", SDK_BODIES)
+@pytest.mark.parametrize("chat", [True, False])
+def test_a_body_as_sdk_arguments_in_one_pass(body: dict[str, Any], chat: bool) -> None:
+    """`_sdk_kwargs` gives what reading the body twice gave: the fields the SDK names (less
+    ``timeout`` and its ``extra_*`` options), the others as ``extra_body``, in body order."""
+    from bot_toolsearch._proxy.relay import _CHAT_PARAMS, _DROPPED_FIELDS, _RESPONSES_PARAMS
+
+    known = _CHAT_PARAMS if chat else _RESPONSES_PARAMS
+    dropped = _DROPPED_FIELDS
+    expected = {
+        k: v
+        for k, v in body.items()
+        if k in known and not k.startswith("extra_") and k not in dropped
+    }
+    extra = {k: v for k, v in body.items() if k not in known and k not in dropped}
+    if extra:
+        expected["extra_body"] = extra
+    found = _sdk_kwargs(body, known)
+    assert found == expected
+    assert list(found) == list(expected)
+    assert list(found.get("extra_body", {})) == list(extra)

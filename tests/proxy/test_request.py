@@ -1,16 +1,27 @@
 """`until_disconnect` (issue 44): the work runs in the caller's task, one watcher reads on, and
-a client that leaves cancels the work, which the caller sees as `Disconnected`."""
+a client that leaves cancels the work, which the caller sees as `Disconnected`; a request's key
+is digested once (`Request.key_digest`)."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 from collections.abc import MutableMapping
 from typing import Any
 
 import pytest
 
-from bot_toolsearch._proxy.request import Disconnected, until_disconnect
+from bot_toolsearch._proxy import request as request_module
+from bot_toolsearch._proxy.app import ProxyApp
+from bot_toolsearch._proxy.keys import key_digest
+from bot_toolsearch._proxy.limits import BodyBytes, InFlight
+from bot_toolsearch._proxy.reading import Reading
+from bot_toolsearch._proxy.request import Disconnected, Request, until_disconnect
+from tests.wrap._tools import chat_tools
+
+from ._raw import Upstream, answer, post, served
+from .test_limits import COMPLETION, USER
 
 
 class _Client:
@@ -150,3 +161,59 @@ async def test_a_cancellation_from_elsewhere_under_a_deadline_stays_a_cancellati
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
+
+
+# -- the key's digest, computed once per request (issue 44) ------------------------------------
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    """The keys `key_digest` is computed for from now on, for `Request.key_digest`."""
+    computed: list[str | None] = []
+
+    def counted(key: str | None) -> bytes:
+        computed.append(key)
+        return key_digest(key)
+
+    monkeypatch.setattr(request_module, "key_digest", counted)
+    return computed
+
+
+async def _nothing(_: MutableMapping[str, Any]) -> None:
+    return None
+
+
+def test_a_requests_key_digest_is_its_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    computed = _counting(monkeypatch)
+    reading = Reading(_Client().receive, 1.0, InFlight(1), BodyBytes(1))
+    request = Request({}, reading, _nothing, "/", {})
+    assert request.key_digest == key_digest(None) == hashlib.sha256(b"").digest()
+    for key in ("sk-" + "a" * 40, None, "sk-é"):
+        request.use_key(key)
+        assert request.key == key
+        assert request.key_digest == hashlib.sha256((key or "").encode()).digest()
+    assert computed == ["sk-" + "a" * 40, None, "sk-é"]
+
+
+def test_a_served_request_digests_its_key_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The known-keys table is asked and told twice a request (known good? accepted), by one
+    digest of the key, which is the key's SHA-256 as the table knew it before."""
+    upstream = Upstream(answer(COMPLETION))
+    try:
+        app = ProxyApp(upstream.url)
+        computed = _counting(monkeypatch)
+        known = app._body.probe.known
+        asked: list[bytes] = []
+        ok = known.ok
+        monkeypatch.setattr(known, "ok", lambda digest: asked.append(digest) or ok(digest))
+        with served(app) as port:
+            payload = {"model": "m", "messages": [USER], "tools": chat_tools()}
+            for _ in range(2):
+                reply = post(
+                    port, "/v1/chat/completions", payload, extra="\r\nAuthorization: Bearer sk-x"
+                )
+                assert reply.status == 200
+    finally:
+        upstream.close()
+    assert computed == ["sk-x", "sk-x"]  # once per request
+    assert asked == [hashlib.sha256(b"sk-x").digest()] * 2
+    assert known.ok(hashlib.sha256(b"sk-x").digest())  # accepted by the same digest
