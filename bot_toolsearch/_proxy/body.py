@@ -21,7 +21,7 @@ from bot_toolsearch._wrap.native import count_named
 from .admission import ClientGate
 from .keys import KnownKeys, bearer
 from .limits import RETRY_AFTER, BodyBytes, InFlight
-from .reading import BodiesFull, BodyTimeout, InFlightFull, Reading
+from .reading import BodiesFull, BodyTimeout, InFlightFull
 from .relay import send_json_bytes
 from .request import Disconnected, Receive, Refused, Request, until_disconnect
 
@@ -319,13 +319,6 @@ async def read_body(
     if size > limit:
         raise Refused(413, _too_large(limit), code="request_too_large")
     if start and not start[-1]:
-        return b"".join(chunks)
-    if isinstance(receive, Reading) and not receive.whole:  # one loop, not one call a chunk
-        size, left = await receive.read_on(chunks, size, limit)
-        if left:
-            raise Disconnected
-        if size > limit:
-            raise Refused(413, _too_large(limit), code="request_too_large")
         return b"".join(chunks)
     while True:
         message = await receive()

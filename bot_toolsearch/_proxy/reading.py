@@ -156,64 +156,6 @@ class Reading:
                 self._whole()
         return message
 
-    async def read_on(self, chunks: list[bytes], size: int, limit: int) -> tuple[int, bool]:
-        """The body's messages until it ends, what `__call__` gives one by one, their bytes
-        appended to ``chunks`` (``size`` bytes so far): stops at the body's end, at a
-        disconnect, or once more than ``limit`` bytes arrived (that message not appended).
-        Returns the size then, and whether the client left. One loop for the whole body
-        (`bot_toolsearch._proxy.body.read_body`), its deadline's bookkeeping as `__call__`'s
-        for each wait, without one call per message (issue 44).
-
-        Raises:
-            BodyTimeout, InFlightFull, BodiesFull: as `__call__`.
-        """
-        if self.whole:
-            raise RuntimeError("the body is whole already")
-        loop = self._loop
-        if loop is None:
-            loop = self._loop = asyncio.get_running_loop()
-        task = asyncio.current_task(loop)
-        # Nothing runs in this task between two waits here, so its cancel count can only
-        # change during one: counted once, it is what `__call__` counts before each wait.
-        cancelling = self._cancelling = 0 if task is None else task.cancelling()
-        receive, held, time = self._receive, self._held, loop.time
-        while True:
-            if self._expired:
-                raise BodyTimeout
-            self._task = task
-            since = self._since = time()
-            if self._timer is None:
-                self._timer = loop.call_at(since + self._timeout - self._waited, self._fire)
-            self._inside = True
-            try:
-                message = await receive()
-            except asyncio.CancelledError:
-                if self._expired and task is not None and task.uncancel() <= cancelling:
-                    raise BodyTimeout from None
-                raise
-            finally:
-                self._inside = False
-                self._task = None
-                self._waited += time() - since
-            kind = message["type"]
-            if kind == "http.request":
-                taken = len(message.get("body", b""))
-                if taken and not held.take(taken):
-                    raise BodiesFull
-                self._taken += taken
-                self.size += taken
-                if not message.get("more_body", False):
-                    self._whole()
-            elif kind == "http.disconnect":
-                return size, True
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                return size, False
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return size, False
-
     def _whole(self) -> None:
         """The body is whole: its deadline stops, and the request is counted.
 

@@ -13,13 +13,12 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from bot_toolsearch._proxy.app import ProxyApp
-from bot_toolsearch._proxy.body import read_body
 from bot_toolsearch._proxy.head_deadline import HeadDeadline
 from bot_toolsearch._proxy.limits import BodyBytes, InFlight
 from bot_toolsearch._proxy.reading import ENV_READ_TIMEOUT, BodyTimeout, Reading
@@ -248,125 +247,3 @@ async def test_after_the_whole_body_no_deadline_is_left_to_fire() -> None:
     assert asyncio.current_task() is not None
     assert not asyncio.current_task().cancelling()  # type: ignore[union-attr]
     reading.leave()
-
-
-# -- the body in one loop (`Reading.read_on`, issue 44) against `read_body`'s own loop ---------
-
-
-class _Plain:
-    """A `Reading` seen only as a ``receive`` callable: `read_body` takes its general loop."""
-
-    def __init__(self, reading: Reading) -> None:
-        self._reading = reading
-
-    async def __call__(self) -> MutableMapping[str, Any]:
-        return await self._reading()
-
-
-def _client(messages: list[tuple[float, dict[str, Any]]]) -> Any:
-    """A ``receive`` that gives each message after its delay, then nothing more."""
-    queue = iter(messages)
-
-    async def receive() -> dict[str, Any]:
-        item = next(queue, None)
-        if item is None:
-            await asyncio.sleep(3600)
-            raise AssertionError("unreachable")
-        await asyncio.sleep(item[0])
-        return dict(item[1])
-
-    return receive
-
-
-def _part(body: bytes, more: bool = True) -> tuple[float, dict[str, Any]]:
-    return 0.0, {"type": "http.request", "body": body, "more_body": more}
-
-
-BODIES: list[tuple[str, list[tuple[float, dict[str, Any]]], dict[str, Any]]] = [
-    ("chunks", [_part(b"ab"), _part(b""), _part(b"cd", False)], {}),
-    ("empty", [_part(b"", False)], {}),
-    ("no body key", [(0.0, {"type": "http.request"})], {}),
-    ("one over the limit", [_part(b"abc"), _part(b"def", False)], {"limit": 5}),
-    ("the limit exactly", [_part(b"abc"), _part(b"de", False)], {"limit": 5}),
-    ("a disconnect", [_part(b"ab"), (0.0, {"type": "http.disconnect"})], {}),
-    ("bodies full", [_part(b"ab"), _part(b"cd", False)], {"held": 3}),
-    ("in flight full", [_part(b"ab"), _part(b"cd", False)], {"full": True}),
-    ("slow", [(0.05, {"type": "http.request", "body": b"a", "more_body": True})] * 40, {}),
-    ("slow, then whole", [(0.05, _part(b"a")[1]), (0.05, _part(b"b", False)[1])], {}),
-    ("another type", [_part(b"ab"), (0.0, {"type": "http.other", "more_body": True})], {}),
-]
-
-
-async def _outcome(
-    messages: list[tuple[float, dict[str, Any]]], settings: dict[str, Any], plain: bool
-) -> tuple[Any, ...]:
-    """What `read_body` makes of ``messages``, through ``read_on`` or the general loop: the
-    body or the error, and what the reader counted."""
-    gate, held = InFlight(1), BodyBytes(settings.get("held", 1 << 20))
-    if settings.get("full"):
-        assert gate.enter()
-    reading = Reading(_client(messages), 0.3, gate, held)
-    receive = _Plain(reading) if plain else reading
-    try:
-        outcome: object = await read_body(receive, {}, settings.get("limit", 1 << 20))
-    except Exception as exc:
-        outcome = type(exc)
-    counted = (reading.size, reading.whole, held.held, gate.count)
-    reading.leave()
-    return outcome, counted, held.held, gate.count
-
-
-@pytest.mark.parametrize(("name", "messages", "settings"), BODIES, ids=[b[0] for b in BODIES])
-async def test_the_body_in_one_loop_is_the_general_loops(
-    name: str, messages: list[tuple[float, dict[str, Any]]], settings: dict[str, Any]
-) -> None:
-    fast = await _outcome(messages, settings, plain=False)
-    general = await _outcome(messages, settings, plain=True)
-    if name == "slow":  # the deadline ends both; how many bytes came first is timing
-        assert fast[0] is general[0] is BodyTimeout
-        assert fast[2:] == general[2:] == (0, 0)
-        return
-    assert fast == general
-
-
-async def test_the_body_in_one_loop_keeps_the_deadline_spent_before_it() -> None:
-    reading = _reading([(0.3, b"a", True), (0.0, b"b", False)], timeout=0.2)
-    with pytest.raises(BodyTimeout):
-        await reading()
-    with pytest.raises(BodyTimeout):  # spent before: the loop fails at once
-        await read_body(reading, {}, 100)
-    reading.leave()
-
-
-async def test_a_cancelled_body_in_one_loop_is_a_cancellation() -> None:
-    reading = _reading([(10.0, b"a", False)], timeout=5.0)
-    waiting = asyncio.ensure_future(read_body(reading, {}, 100))
-    await asyncio.sleep(0.05)
-    waiting.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await waiting
-    reading.leave()
-    assert reading._timer is None
-
-
-async def test_a_body_read_from_a_reading_takes_the_one_loop(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    loops: list[int] = []
-    read_on = Reading.read_on
-
-    async def counted(self: Reading, chunks: list[bytes], size: int, limit: int) -> Any:
-        loops.append(size)
-        return await read_on(self, chunks, size, limit)
-
-    monkeypatch.setattr(Reading, "read_on", counted)
-    reading = _reading([(0.0, b"a", True), (0.0, b"b", True), (0.0, b"c", False)], timeout=5.0)
-    assert await read_body(reading, {}, 100) == b"abc"
-    assert loops == [0]  # one loop for the three messages
-    assert reading.whole
-    assert reading.size == 3
-    reading.leave()
-    plain = _reading([(0.0, b"a", False)], timeout=5.0)
-    assert await read_body(_Plain(plain), {}, 100) == b"a"
-    assert loops == [0]  # not a `Reading`: the general loop
-    plain.leave()
