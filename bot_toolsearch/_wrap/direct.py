@@ -76,6 +76,8 @@ class _Template:
     )
 
     def __init__(self, client: Any, path: str, source: tuple[Any, ...]) -> None:
+        if client._base_url is not client._configured_base_url:
+            raise LookupError("the base URL is not the one `_source` reads")
         self.source = source
         self.options = FinalRequestOptions.construct(
             method="post", url=path, json_data={}, headers=_RAW_RESPONSE
@@ -125,14 +127,18 @@ def _library(http: Any) -> Any:
 
 
 def _source(client: Any) -> tuple[Any, ...]:
-    """The client settings a template is made of (a template made of others is made again)."""
+    """The client settings a template is made of (a template made of others is made again).
+
+    The base URL is read where the SDK's ``base_url`` property reads it (that property and
+    ``_base_url`` over it, with an import per call, cost most of a check); a template is made
+    only while the two are the same object (`_Template`), else the client takes ``post``."""
     return (
         client.api_key,
         client.organization,
         client.project,
         client._custom_headers,
         client._custom_query,
-        client._base_url,
+        client._configured_base_url,
         client.timeout,
         client._platform,
         client._client,

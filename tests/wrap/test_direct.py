@@ -225,6 +225,25 @@ async def test_a_template_is_made_again_when_the_clients_key_changes() -> None:
     assert client in direct._TEMPLATES
 
 
+async def test_a_template_is_made_again_when_the_clients_base_url_changes() -> None:
+    # `_source` reads the base URL where the SDK's ``base_url`` property keeps it.
+    first, second = Script(answer(OK), answer(OK)), Script(answer(OK))
+    client = openai.AsyncOpenAI(base_url=f"{first.upstream.url}/v1", api_key="k")
+    try:
+        await client.chat.completions.create(**REQUEST)  # type: ignore[call-overload]
+        await post_async(client.chat.completions, "chat", REQUEST)
+        client.base_url = f"{second.upstream.url}/v2"
+        raw = await post_async(client.chat.completions, "chat", REQUEST)
+    finally:
+        await client.close()
+        first.upstream.close()
+        second.upstream.close()
+    assert len(first.upstream.received) == 2
+    assert second.upstream.received[0].startswith(b"POST /v2/chat/completions ")
+    assert raw.http_response.request.url == f"{second.upstream.url}/v2/chat/completions"
+    assert direct._TEMPLATES[client]["/chat/completions"].source == direct._source(client)
+
+
 async def test_headers_and_cookies_the_http_client_gains_later_are_sent() -> None:
     # The first attempt copies the headers the template merged; a client whose own headers,
     # cookies (an upstream's Set-Cookie) or query changed since is built anew, as httpx does.
