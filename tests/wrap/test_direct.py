@@ -319,7 +319,18 @@ async def test_the_first_attempt_is_the_request_build_request_makes(library: Any
             assert made.content == built.content == content
             assert [part async for part in made.stream] == [content]
             assert type(made.stream) is type(built.stream)
-        assert template.first.raw == made.headers.raw[:-1]  # each request has its own copy
+            assert type(made) is type(built)
+            assert vars(made).keys() == vars(built).keys()
+            again = direct._request(http, template, content)  # each request has its own
+            assert again.headers is not made.headers
+            assert again.extensions is not made.extensions
+        items = [(key, value) for key, _, value in template.first[3]]
+        assert items == made.headers.raw[:-1]
+        # A cookie set and deleted may leave the jar's folders: built anew, the same request.
+        http.cookies.set("s", "1", domain="127.0.0.1", path="/")
+        http.cookies.delete("s", domain="127.0.0.1", path="/")
+        assert http.cookies.jar._cookies
+        assert direct._request(http, template, content).headers.raw == built.headers.raw
     finally:
         await client.close()
         script.upstream.close()
