@@ -68,7 +68,6 @@ class _Template:
         "headers",
         "merged_from",
         "options",
-        "request",
         "source",
         "stream",
         "timeouts",
@@ -76,6 +75,8 @@ class _Template:
     )
 
     def __init__(self, client: Any, path: str, source: tuple[Any, ...]) -> None:
+        if client._base_url is not client._configured_base_url:
+            raise LookupError("the base URL is not the one `_source` reads")
         self.source = source
         self.options = FinalRequestOptions.construct(
             method="post", url=path, json_data={}, headers=_RAW_RESPONSE
@@ -87,9 +88,8 @@ class _Template:
         self.headers = [(k, v) for k, v in sent.multi_items() if k.lower() not in _LEFT_OUT]
         http = client._client
         library = _library(http)
-        self.request: Callable[..., Any] = library.Request
         self.stream: Callable[[bytes], Any] = library.ByteStream
-        self.merged_from = http.headers.raw
+        self.merged_from = list(http.headers._list)
         sample = http.build_request(
             "POST",
             self.url,
@@ -97,11 +97,11 @@ class _Template:
             content=b"{}",
             extensions=self.extensions,
         )
-        *first, length = sample.headers.raw
-        self.first: Any = library.Headers(first) if length == (b"Content-Length", b"2") else None
-        """The first attempt's headers as ``build_request`` makes them (``Host``, the HTTP
-        client's own, the SDK's), but the body's ``Content-Length`` last (`_request`: used
-        while the client's headers, cookies and query are still the ones merged here)."""
+        self.first: Any = _first(sample)
+        """What ``build_request`` made of the first attempt but its body (`_request`: used
+        while the client's headers, cookies and query are still the ones merged here): the
+        request's attributes, and its headers' (``Host``, the HTTP client's own, the SDK's)
+        but the body's ``Content-Length``, last; ``None`` when they are not the ones known."""
         self.timeouts: tuple[type[BaseException], ...] = (library.TimeoutException,)
         self.errors: tuple[type[BaseException], ...] = (
             library.RequestError,
@@ -125,14 +125,18 @@ def _library(http: Any) -> Any:
 
 
 def _source(client: Any) -> tuple[Any, ...]:
-    """The client settings a template is made of (a template made of others is made again)."""
+    """The client settings a template is made of (a template made of others is made again).
+
+    The base URL is read where the SDK's ``base_url`` property reads it (that property and
+    ``_base_url`` over it, with an import per call, cost most of a check); a template is made
+    only while the two are the same object (`_Template`), else the client takes ``post``."""
     return (
         client.api_key,
         client.organization,
         client.project,
         client._custom_headers,
         client._custom_query,
-        client._base_url,
+        client._configured_base_url,
         client.timeout,
         client._platform,
         client._client,
@@ -251,19 +255,40 @@ async def post_direct(
     raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
 
 
+_KNOWN_REQUEST = frozenset(("method", "url", "headers", "extensions", "stream", "_content"))
+"""The attributes of a read request (httpx and httpx2): the ones `_request` sets."""
+
+
+def _first(sample: Any) -> tuple[type[Any], dict[str, Any], type[Any], list[Any], Any] | None:
+    """A sample first request's parts `_request` makes the next ones of: its class and
+    attributes, its headers' class, items but the ``Content-Length`` (last) and encoding;
+    ``None`` when the request or its headers hold anything else."""
+    headers = sample.headers
+    parts = vars(sample)
+    if (
+        parts.keys() != _KNOWN_REQUEST
+        or vars(headers).keys() != {"_list", "_encoding"}
+        or not headers._list
+        or headers._list[-1] != (b"Content-Length", b"content-length", b"2")
+        or type(sample.stream).__name__ != "ByteStream"
+    ):
+        return None
+    return type(sample), parts, type(headers), headers._list[:-1], headers._encoding
+
+
 def _request(http: Any, template: _Template, content: bytes) -> Any:
     """The first attempt's request: what ``http.build_request`` makes of the template (the
-    same method, URL, headers in the same order, body and extensions), made from the headers
-    it made once and the body as the HTTP library's own byte stream, so that neither the
-    headers (18 with the SDK's) nor the body's are normalised and merged again (about 80 %
-    of ``build_request``'s cost); ``build_request`` itself when the client's headers, cookies
+    same method, URL, headers in the same order, body and extensions: the same attributes,
+    `_first`), made of the parts it made once, so that neither the headers (18 with the
+    SDK's) are normalised and merged again nor the request built (most of
+    ``build_request``'s cost); ``build_request`` itself when the client's headers, cookies
     or query are no longer the ones merged, or the body is empty."""
     first = template.first
     if (
         first is None
         or not content
-        or http.headers.raw != template.merged_from
-        or http.cookies
+        or http.headers._list != template.merged_from
+        or http.cookies.jar._cookies  # (a jar emptied by name may keep empty folders)
         or http.params
     ):
         return http.build_request(
@@ -273,15 +298,16 @@ def _request(http: Any, template: _Template, content: bytes) -> Any:
             content=content,
             extensions=template.extensions,
         )
-    request = template.request(
-        "POST",
-        template.url,
-        headers=first,
-        stream=template.stream(content),
-        extensions=template.extensions,
-    )
-    request.headers["Content-Length"] = str(len(content))
-    request.read()
+    request_class, parts, headers_class, items, encoding = first
+    headers = headers_class.__new__(headers_class)
+    headers._list = [*items, (b"Content-Length", b"content-length", b"%d" % len(content))]
+    headers._encoding = encoding
+    request = request_class.__new__(request_class)
+    request.__dict__.update(parts)
+    request.headers = headers
+    request.extensions = dict(template.extensions)
+    request.stream = template.stream(content)
+    request._content = content
     return request
 
 

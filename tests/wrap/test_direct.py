@@ -225,6 +225,25 @@ async def test_a_template_is_made_again_when_the_clients_key_changes() -> None:
     assert client in direct._TEMPLATES
 
 
+async def test_a_template_is_made_again_when_the_clients_base_url_changes() -> None:
+    # `_source` reads the base URL where the SDK's ``base_url`` property keeps it.
+    first, second = Script(answer(OK), answer(OK)), Script(answer(OK))
+    client = openai.AsyncOpenAI(base_url=f"{first.upstream.url}/v1", api_key="k")
+    try:
+        await client.chat.completions.create(**REQUEST)  # type: ignore[call-overload]
+        await post_async(client.chat.completions, "chat", REQUEST)
+        client.base_url = f"{second.upstream.url}/v2"
+        raw = await post_async(client.chat.completions, "chat", REQUEST)
+    finally:
+        await client.close()
+        first.upstream.close()
+        second.upstream.close()
+    assert len(first.upstream.received) == 2
+    assert second.upstream.received[0].startswith(b"POST /v2/chat/completions ")
+    assert raw.http_response.request.url == f"{second.upstream.url}/v2/chat/completions"
+    assert direct._TEMPLATES[client]["/chat/completions"].source == direct._source(client)
+
+
 async def test_headers_and_cookies_the_http_client_gains_later_are_sent() -> None:
     # The first attempt copies the headers the template merged; a client whose own headers,
     # cookies (an upstream's Set-Cookie) or query changed since is built anew, as httpx does.
@@ -300,7 +319,18 @@ async def test_the_first_attempt_is_the_request_build_request_makes(library: Any
             assert made.content == built.content == content
             assert [part async for part in made.stream] == [content]
             assert type(made.stream) is type(built.stream)
-        assert template.first.raw == made.headers.raw[:-1]  # each request has its own copy
+            assert type(made) is type(built)
+            assert vars(made).keys() == vars(built).keys()
+            again = direct._request(http, template, content)  # each request has its own
+            assert again.headers is not made.headers
+            assert again.extensions is not made.extensions
+        items = [(key, value) for key, _, value in template.first[3]]
+        assert items == made.headers.raw[:-1]
+        # A cookie set and deleted may leave the jar's folders: built anew, the same request.
+        http.cookies.set("s", "1", domain="127.0.0.1", path="/")
+        http.cookies.delete("s", domain="127.0.0.1", path="/")
+        assert http.cookies.jar._cookies
+        assert direct._request(http, template, content).headers.raw == built.headers.raw
     finally:
         await client.close()
         script.upstream.close()

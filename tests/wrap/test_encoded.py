@@ -126,6 +126,14 @@ def test_a_body_is_the_sdks_encoding_byte_for_byte(name: str) -> None:
     assert dumps(carrying) == openapi_dumps(plain) == openapi_dumps(carrying)
 
 
+def test_the_sdks_encoder_made_once_encodes_as_openapi_dumps() -> None:
+    # `dumps` encodes the rest of a body with it (the fast path taken with openai 3).
+    assert encoded._encode is not None
+    for body in BODIES.values():
+        plain = _plain(_carrying(body))
+        assert encoded._encode(plain).encode() == openapi_dumps(plain)
+
+
 def test_the_carried_bytes_are_spliced_in() -> None:
     # A made-up encoding shows where the splice happens (and that nothing else is encoded).
     text = EncodedText(DIRECTORY)
