@@ -6,6 +6,9 @@ own class (httpx or httpx2, by SDK version), with two of its defaults turned off
 - Cookies are never kept: a cookie the upstream sets answers one client's request, and a
   jar shared by every client would send it with the next client's.
 
+Its connections run on asyncio's own transports, not through anyio
+(`bot_toolsearch._proxy.upstream_stream`).
+
 And the answer to a model call (Chat Completions, Responses, Messages; streamed or not) is
 bounded by its size, `MAX_ANSWER_BYTES`: the proxy reads it whole (or relays it as it comes),
 and an upstream that sends without end would otherwise fill the proxy's memory within the
@@ -23,6 +26,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import openai
+
+from .upstream_stream import use_asyncio_streams
 
 __all__ = [
     "MAX_ANSWER_BYTES",
@@ -142,4 +147,5 @@ def upstream_http(
         follow_redirects=False,
     )
     client.cookies.jar.set_policy(_NO_COOKIES)
+    use_asyncio_streams(client)
     return client
