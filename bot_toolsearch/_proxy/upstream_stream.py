@@ -283,9 +283,7 @@ class AsyncioBackend:
             raise self._errors.ConnectTimeout(f"no connection to {host}:{port} in time") from None
         except OSError as exc:
             raise self._errors.ConnectError(f"no connection to {host}:{port}: {exc}") from None
-        sock = transport.get_extra_info("socket")
-        for option in socket_options or ():
-            sock.setsockopt(*option)
+        _set_options(transport, socket_options)
         return AsyncioStream(connection, self._errors)
 
     async def connect_unix_socket(
@@ -308,13 +306,26 @@ class AsyncioBackend:
             raise self._errors.ConnectTimeout("no connection to the socket in time") from None
         except OSError as exc:
             raise self._errors.ConnectError(f"no connection to the socket: {exc}") from None
-        sock = transport.get_extra_info("socket")
-        for option in socket_options or ():
-            sock.setsockopt(*option)
+        _set_options(transport, socket_options)
         return AsyncioStream(connection, self._errors)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+
+def _set_options(transport: asyncio.Transport, options: Iterable[Any] | None) -> None:
+    """Set the pool's socket options on a new connection; closed if one fails.
+
+    Raises:
+        OSError: an option the socket refuses.
+    """
+    sock = transport.get_extra_info("socket")
+    try:
+        for option in options or ():
+            sock.setsockopt(*option)
+    except OSError:
+        transport.abort()
+        raise
 
 
 def use_asyncio_streams(client: Any) -> bool:
