@@ -75,7 +75,7 @@ class _Template:
     )
 
     def __init__(self, client: Any, path: str, source: tuple[Any, ...]) -> None:
-        if client._base_url is not client._configured_base_url:
+        if _base_url(client) is not client._base_url:
             raise LookupError("the base URL is not the one `_source` reads")
         self.source = source
         self.options = FinalRequestOptions.construct(
@@ -124,6 +124,14 @@ def _library(http: Any) -> Any:
     )
 
 
+def _base_url(client: Any) -> Any:
+    """The client's base URL where the SDK keeps it: ``_configured_base_url`` (openai 3, read
+    without the ``_base_url`` property over it and its import per call), else ``_base_url``
+    (openai 2, a plain attribute)."""
+    found = client.__dict__.get("_configured_base_url")
+    return client._base_url if found is None else found
+
+
 def _source(client: Any) -> tuple[Any, ...]:
     """The client settings a template is made of (a template made of others is made again).
 
@@ -136,7 +144,7 @@ def _source(client: Any) -> tuple[Any, ...]:
         client.project,
         client._custom_headers,
         client._custom_query,
-        client._configured_base_url,
+        _base_url(client),
         client.timeout,
         client._platform,
         client._client,
