@@ -82,6 +82,17 @@ class _Connection(asyncio.Protocol):
         _wake(self.draining)
 
 
+async def _in_time(waiter: asyncio.Future[None], seconds: float | None) -> bool:
+    """Whether ``waiter`` is done within ``seconds`` (``None``: no limit); a wait cancelled
+    from outside stays cancelled."""
+    try:
+        async with asyncio.timeout(seconds):
+            await waiter
+    except TimeoutError:
+        return False
+    return True
+
+
 def _wake(waiter: asyncio.Future[None] | None) -> None:
     if waiter is not None and not waiter.done():
         waiter.set_result(None)
@@ -105,14 +116,13 @@ class AsyncioStream:
         if not connection.received and not connection.ended:
             if connection.reading is not None:
                 raise self._errors.ReadError("another read is waiting on this connection")
-            connection.reading = asyncio.get_running_loop().create_future()
+            connection.reading = waiter = asyncio.get_running_loop().create_future()
             try:
-                async with asyncio.timeout(timeout):
-                    await connection.reading
-            except TimeoutError:
-                raise self._errors.ReadTimeout("the upstream sent nothing in time") from None
+                came = await _in_time(waiter, timeout)
             finally:
                 connection.reading = None
+            if not came:
+                raise self._errors.ReadTimeout("the upstream sent nothing in time")
         received = connection.received
         if received:
             data = bytes(received[:max_bytes])
@@ -145,14 +155,13 @@ class AsyncioStream:
             raise self._errors.WriteError(f"the write failed: {type(exc).__name__}") from None
         if not connection.paused_writing:
             return
-        connection.draining = asyncio.get_running_loop().create_future()
+        connection.draining = waiter = asyncio.get_running_loop().create_future()
         try:
-            async with asyncio.timeout(timeout):
-                await connection.draining
-        except TimeoutError:
-            raise self._errors.WriteTimeout("the upstream took nothing in time") from None
+            drained = await _in_time(waiter, timeout)
         finally:
             connection.draining = None
+        if not drained:
+            raise self._errors.WriteTimeout("the upstream took nothing in time")
         if connection.error is not None or transport.is_closing():
             raise self._errors.WriteError("the connection broke while writing")
 

@@ -449,9 +449,9 @@ def test_one_calls_loads_never_reach_the_next_call_on_the_same_list() -> None:
         assert _sent(_plan(engine, tools)) == ["tool_search"]
 
 
-def test_keep_loaded_follows_the_settings_of_each_call_on_one_list() -> None:
-    tools = chat_tools()
-    history = [
+def _weather_called() -> list[Any]:
+    """A history whose last ask called ``get_weather`` and got its result."""
+    return [
         {"role": "user", "content": "Weather?"},
         {
             "role": "assistant",
@@ -465,8 +465,12 @@ def test_keep_loaded_follows_the_settings_of_each_call_on_one_list() -> None:
             ],
         },
         {"role": "tool", "tool_call_id": "c1", "content": "Sunny."},
-        USER,
     ]
+
+
+def test_keep_loaded_follows_the_settings_of_each_call_on_one_list() -> None:
+    tools = chat_tools()
+    history = [*_weather_called(), USER]
     sent: dict[str, list[str]] = {}
     cache = ToolsCache()
     for keep in ("ask", "conversation", "ask"):
@@ -517,21 +521,7 @@ def test_round_tools_by_name_equal_the_protocols_copied_schemas(
     api: str, mode: str, forced: str | None
 ) -> None:
     engine = Engine(settings=_settings(mode, tool_search_always_loaded=["send_email"]))
-    history: list[Any] = [
-        {"role": "user", "content": "Weather?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "c1",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": "{}"},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c1", "content": "Sunny."},
-    ]
+    history: list[Any] = _weather_called()
     extra: dict[str, Any] = {}
     if api == "chat":
         if forced is not None:
