@@ -177,6 +177,9 @@ class AsyncioStream:
                 pending = 0
             if pending:
                 transport.abort()
+            # The socket itself closes on the loop's next turn: take it here, so a loop that
+            # stops right after closing its client leaves no socket open (as anyio does).
+            await asyncio.sleep(0)
 
     async def start_tls(
         self,

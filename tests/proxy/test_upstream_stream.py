@@ -244,6 +244,20 @@ async def test_an_upstream_that_reads_nothing_is_a_write_timeout(library: str) -
 
 
 @pytest.mark.parametrize("library", LIBRARIES)
+async def test_a_closed_connection_has_closed_its_socket(library: str) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(1)
+
+    core = importlib.import_module(CORE[library])
+    async with serving(handler) as port:
+        stream = await AsyncioBackend(core).connect_tcp("127.0.0.1", port, timeout=5)
+        sock = stream.get_extra_info("socket")
+        assert sock.fileno() >= 0
+        await stream.aclose()
+        assert sock.fileno() == -1  # not left for a loop that may stop next
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
 async def test_a_cancelled_read_leaves_no_waiter(library: str) -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read(1)
